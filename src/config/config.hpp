@@ -1,0 +1,103 @@
+// The validated run configuration: plain structs filled from a YAML file plus
+// `--set key.path=value` overrides. Every key a user can write is a field here;
+// config_loader.cpp maps keys to fields and reports errors as FILE:LINE: key: what.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+enum class Device { kAuto, kCpu, kCuda };
+enum class Strategy { kAllreduce, kAverage };
+enum class AllreduceAlgorithm { kRing, kMpi };
+enum class ScheduleType { kConstant, kStep, kCosine };
+
+struct RunConfig {
+  std::string name = "run";
+  std::string dir;  // empty in the file means "runs/<name>"; resolved by the loader
+  uint64_t seed = 1;
+  bool deterministic = false;
+  int threads = 0;  // compute threads per rank; 0 = node's cores / ranks on the node
+};
+
+struct DataConfig {
+  std::string train;  // paths are relative to the working directory
+  std::string val;    // optional: empty = no validation phase
+  std::string test;   // optional: empty = no test phase
+  int prefetch_threads = 2;
+  int prefetch_depth = 4;  // batches buffered ahead
+  bool shuffle = true;
+};
+
+// One entry of model.layers (a user-defined sequential model).
+struct LayerSpec {
+  std::string type;  // "dense" | "relu"
+  std::string name;  // optional; defaults to type + index
+  int units = 0;     // dense only
+};
+
+struct ModelConfig {
+  std::string preset = "mlp";       // "mlp" or "layers"
+  std::vector<int> hidden = {192};  // mlp: hidden layer widths
+  std::vector<LayerSpec> layers;    // preset "layers": the sequence before the classifier
+};
+
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::kConstant;
+  double warmup_epochs = 0.0;  // linear warm-up from 0 to lr
+  int step_epochs = 30;        // step: decay every this many epochs
+  double gamma = 0.1;          // step: decay factor
+  double min_lr = 0.0;         // cosine: floor
+};
+
+struct OptimizerConfig {
+  std::string name = "sgd";  // only "sgd" for now
+  double lr = 0.05;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  ScheduleConfig schedule;
+};
+
+struct TrainConfig {
+  int epochs = 5;
+  int batch_size = 64;  // per rank
+  int val_every = 1;    // validate every N epochs (and after the last)
+  double progress_seconds = 5.0;  // rank 0 prints progress at most this often
+};
+
+struct DistributedConfig {
+  Strategy strategy = Strategy::kAllreduce;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  int every = 8;  // average: steps between parameter averages
+  int64_t ring_chunk_bytes = 1 << 20;  // ring: pipelining unit of each segment
+};
+
+struct Config {
+  std::string source_file;  // the YAML file it was read from
+  RunConfig run;
+  Device device = Device::kAuto;
+  DataConfig data;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  TrainConfig train;
+  DistributedConfig distributed;
+};
+
+// Reads `path`, applies `overrides` ("a.b=c", YAML scalars or flow sequences like
+// "[64,32]") in order, validates, and resolves defaults. Throws UsageError with
+// "FILE:LINE: key: what was expected" (or "--set key: ..." for an override).
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// The resolved config as YAML (every key, defaults included); loads back to an
+// equal Config.
+std::string config_to_yaml(const Config& config);
+
+const char* to_string(Device d);
+const char* to_string(Strategy s);
+const char* to_string(AllreduceAlgorithm a);
+const char* to_string(ScheduleType t);
+
+}  // namespace hpctrain

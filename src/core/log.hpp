@@ -1,0 +1,18 @@
+// Rank-aware logging. Rank 0 prints information; every rank prints warnings and
+// errors, prefixed with its rank so that a failure on one rank is attributable.
+// Thread-safe: each call writes one whole line under a mutex.
+#pragma once
+
+#include <string>
+
+namespace hpctrain {
+
+// Set once after MPI is initialised; before that the rank is taken to be 0.
+void set_log_rank(int rank, int world_size);
+int log_rank();
+
+void log_info(const std::string& message);   // rank 0 only, stdout
+void log_warn(const std::string& message);   // any rank, stderr
+void log_error(const std::string& message);  // any rank, stderr
+
+}  // namespace hpctrain

@@ -1,0 +1,60 @@
+// RAII for HDF5 identifiers and the one check macro for HDF5 calls.
+// HDF5's own error stack printing is switched off (h5_quiet) so that a failure
+// becomes one line from our Error, naming the call, file and line.
+#pragma once
+
+#include <hdf5.h>
+
+#include <utility>
+
+namespace hpctrain {
+
+// Throws Error("rank R: HDF5 call failed: CALL (file:line)").
+[[noreturn]] void throw_h5_error(const char* call, const char* file, int line);
+
+// Turns off HDF5's automatic error-stack printing for this process (idempotent).
+void h5_quiet();
+
+// Owns one hid_t and closes it with the matching H5*close. Move-only.
+// Not thread-safe (neither is the serial HDF5 library).
+class H5Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  H5Handle() = default;
+  H5Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  H5Handle(const H5Handle&) = delete;
+  H5Handle& operator=(const H5Handle&) = delete;
+  H5Handle(H5Handle&& other) noexcept
+      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  H5Handle& operator=(H5Handle&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  ~H5Handle() { reset(); }
+
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+  void reset() {
+    if (id_ >= 0 && closer_ != nullptr) closer_(id_);  // destructors never throw
+    id_ = H5I_INVALID_HID;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+}  // namespace hpctrain
+
+// Checks an HDF5 call that returns a negative value (herr_t or hid_t) on failure;
+// evaluates to the call's value.
+#define HT_CHECK_H5(call)                                                             \
+  ([&]() {                                                                            \
+    auto ht_h5_result_ = (call);                                                      \
+    if (ht_h5_result_ < 0) ::hpctrain::throw_h5_error(#call, __FILE__, __LINE__);     \
+    return ht_h5_result_;                                                             \
+  }())
