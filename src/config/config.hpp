@@ -42,6 +42,8 @@ struct ModelConfig {
   std::string preset = "mlp";       // "mlp" or "layers"
   std::vector<int> hidden = {192};  // mlp: hidden layer widths
   std::vector<LayerSpec> layers;    // preset "layers": the sequence before the classifier
+  // The loader rejects a non-empty list meant for the other preset, and empties `hidden`
+  // when preset is "layers", so the resolved config holds only what the model uses.
 };
 
 struct ScheduleConfig {
@@ -63,15 +65,15 @@ struct OptimizerConfig {
 
 struct TrainConfig {
   int epochs = 5;
-  int batch_size = 64;  // per rank
-  int val_every = 1;    // validate every N epochs (and after the last)
+  int batch_size = 64;            // per rank
+  int val_every = 1;              // validate every N epochs (and after the last)
   double progress_seconds = 5.0;  // rank 0 prints progress at most this often
 };
 
 struct DistributedConfig {
   Strategy strategy = Strategy::kAllreduce;
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
-  int every = 8;  // average: steps between parameter averages
+  int every = 8;                       // average: steps between parameter averages
   int64_t ring_chunk_bytes = 1 << 20;  // ring: pipelining unit of each segment
 };
 

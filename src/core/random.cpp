@@ -14,6 +14,8 @@ uint64_t splitmix64(uint64_t& x) {
   return z ^ (z >> 31);
 }
 
+__extension__ typedef unsigned __int128 Uint128;
+
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 }  // namespace
@@ -46,12 +48,12 @@ uint64_t Rng::next_u64() {
 
 uint64_t Rng::uniform_int(uint64_t bound) {
   // Lemire: multiply-shift with rejection of the biased low range.
-  unsigned __int128 m = static_cast<unsigned __int128>(next_u64()) * bound;
+  Uint128 m = static_cast<Uint128>(next_u64()) * bound;
   uint64_t low = static_cast<uint64_t>(m);
   if (low < bound) {
     const uint64_t threshold = (0 - bound) % bound;
     while (low < threshold) {
-      m = static_cast<unsigned __int128>(next_u64()) * bound;
+      m = static_cast<Uint128>(next_u64()) * bound;
       low = static_cast<uint64_t>(m);
     }
   }

@@ -25,7 +25,9 @@ struct DatasetShape {
   int num_classes = 0;                   // attribute, else class_names.size(), else max label + 1
   std::vector<std::string> class_names;  // may be empty
   int64_t sample_elems() const { return c * h * w; }
-  size_t sample_bytes() const { return static_cast<size_t>(sample_elems()) * sample_type_size(type); }
+  size_t sample_bytes() const {
+    return static_cast<size_t>(sample_elems()) * sample_type_size(type);
+  }
 };
 
 class DatasetFile {

@@ -5,12 +5,20 @@
 
 #include <hdf5.h>
 
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace hpctrain {
 
 // Throws Error("rank R: HDF5 call failed: CALL (file:line)").
 [[noreturn]] void throw_h5_error(const char* call, const char* file, int line);
+
+template <typename T>
+T check_h5(T result, const char* call, const char* file, int line) {
+  if (result < 0) throw_h5_error(call, file, line);
+  return result;
+}
 
 // Turns off HDF5's automatic error-stack printing for this process (idempotent).
 void h5_quiet();
@@ -48,13 +56,17 @@ class H5Handle {
   Closer closer_ = nullptr;
 };
 
+// The format's float16 type: IEEE binary16, little-endian, built the way h5py builds it
+// (so h5py and numpy read it as float16). Used as both file and memory type, so reads
+// copy raw bits and half.hpp does the conversion.
+H5Handle h5_float16_type();
+
+// Reads a string attribute (scalar or 1-D; variable- or fixed-length) as strings.
+// Throws UsageError naming `what` (e.g. "FILE: attribute class_names") if it is not a string.
+std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& what);
+
 }  // namespace hpctrain
 
 // Checks an HDF5 call that returns a negative value (herr_t or hid_t) on failure;
 // evaluates to the call's value.
-#define HT_CHECK_H5(call)                                                             \
-  ([&]() {                                                                            \
-    auto ht_h5_result_ = (call);                                                      \
-    if (ht_h5_result_ < 0) ::hpctrain::throw_h5_error(#call, __FILE__, __LINE__);     \
-    return ht_h5_result_;                                                             \
-  }())
+#define HT_CHECK_H5(call) ::hpctrain::check_h5((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,144 @@
+// All-reduce benchmark. For each message size and algorithm: warm up, then time
+// `iters` back-to-back all-reduces, `reps` times; the time of a repetition is the
+// slowest rank's, and the median repetition is reported.
+//   algbw = bytes / time;  busbw = algbw * 2 (n - 1) / n   (nccl-tests)
+// Results go to stdout as a table and, with --out, as JSON.
+#include "apps/bench_allreduce.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "comm/communicator.hpp"
+#include "comm/mpi_env.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kBenchUsage =
+    "usage: hpctrain bench allreduce [--min-bytes N] [--max-bytes N] [--iters N] [--reps N]\n"
+    "                                [--chunk-bytes N] [--out FILE.json]\n"
+    "\n"
+    "Measures ring all-reduce and MPI_Allreduce bus bandwidth for float32 messages\n"
+    "from --min-bytes (default 4096) to --max-bytes (default 268435456), doubling.\n"
+    "Run under mpirun with 2 or more ranks.\n";
+
+int64_t parse_size(const std::string& key, const std::string& value) {
+  try {
+    size_t used = 0;
+    const long long v = std::stoll(value, &used);
+    if (used != value.size() || v <= 0) throw std::invalid_argument(value);
+    return v;
+  } catch (const std::exception&) {
+    throw UsageError("bench allreduce: " + key + ": expected a positive integer, got '" + value +
+                     "'");
+  }
+}
+
+struct Point {
+  const char* algorithm;
+  int64_t bytes;
+  double seconds, algbw, busbw;
+};
+
+}  // namespace
+
+int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "allreduce") {
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      std::cout << kBenchUsage;
+      return kExitOk;
+    }
+    throw UsageError("bench: expected 'allreduce' (see hpctrain bench --help)");
+  }
+  int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20, iters = 0, reps = 5;
+  int64_t chunk_bytes = 1 << 20;
+  std::string out_path;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << kBenchUsage;
+      return kExitOk;
+    }
+    if (i + 1 >= args.size()) throw UsageError("bench allreduce: " + args[i] + " needs a value");
+    const std::string& v = args[i + 1];
+    if (args[i] == "--min-bytes")
+      min_bytes = parse_size(args[i], v);
+    else if (args[i] == "--max-bytes")
+      max_bytes = parse_size(args[i], v);
+    else if (args[i] == "--iters")
+      iters = parse_size(args[i], v);
+    else if (args[i] == "--reps")
+      reps = parse_size(args[i], v);
+    else if (args[i] == "--chunk-bytes")
+      chunk_bytes = parse_size(args[i], v);
+    else if (args[i] == "--out")
+      out_path = v;
+    else
+      throw UsageError("bench allreduce: unknown option '" + args[i] + "'");
+    ++i;
+  }
+
+  MpiEnv env(argc, argv);
+  Communicator comm(MPI_COMM_WORLD, static_cast<size_t>(chunk_bytes));
+  const int n = comm.size();
+  std::vector<float> buffer(static_cast<size_t>(max_bytes / 4));
+  std::vector<Point> points;
+  log_info("# all-reduce, " + std::to_string(n) + " ranks; times are medians of " +
+           std::to_string(reps) + " repetitions");
+  log_info("#      bytes  algorithm     time_us   algbw_GB/s   busbw_GB/s");
+  for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
+    const size_t count = static_cast<size_t>(bytes / 4);
+    // Enough iterations for ~20 ms of work at ~5 GB/s, at least 5.
+    const int64_t it =
+        iters > 0 ? iters : std::clamp<int64_t>((int64_t{100} << 20) / bytes, 5, 1000);
+    for (AllreduceAlgorithm algo : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi}) {
+      std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(count), 1.0f);
+      for (int w = 0; w < 2; ++w) comm.allreduce_sum(buffer.data(), count, algo);
+      std::vector<double> samples;
+      for (int64_t r = 0; r < reps; ++r) {
+        comm.barrier();
+        const double t0 = now_seconds();
+        for (int64_t k = 0; k < it; ++k) comm.allreduce_sum(buffer.data(), count, algo);
+        double t = (now_seconds() - t0) / static_cast<double>(it);
+        comm.allreduce_max(&t, 1);
+        samples.push_back(t);
+      }
+      std::sort(samples.begin(), samples.end());
+      const double t = samples[samples.size() / 2];
+      const double algbw = static_cast<double>(bytes) / t / 1e9;
+      const double busbw = algbw * 2.0 * (n - 1) / n;
+      points.push_back({to_string(algo), bytes, t, algbw, busbw});
+      char line[128];
+      std::snprintf(line, sizeof(line), "%12lld  %-9s %11.1f %12.3f %12.3f",
+                    static_cast<long long>(bytes), to_string(algo), t * 1e6, algbw, busbw);
+      log_info(line);
+    }
+  }
+  if (comm.rank() == 0 && !out_path.empty()) {
+    std::ostringstream o;
+    o << "{\n  \"benchmark\": \"allreduce\",\n  \"ranks\": " << n
+      << ",\n  \"chunk_bytes\": " << chunk_bytes << ",\n  \"reps\": " << reps
+      << ",\n  \"points\": [\n";
+    for (size_t i = 0; i < points.size(); ++i) {
+      const Point& p = points[i];
+      o << "    {\"algorithm\": \"" << p.algorithm << "\", \"bytes\": " << p.bytes
+        << ", \"time_s\": " << p.seconds << ", \"algbw_GBps\": " << p.algbw
+        << ", \"busbw_GBps\": " << p.busbw << "}" << (i + 1 < points.size() ? "," : "") << "\n";
+    }
+    o << "  ]\n}\n";
+    std::ofstream f(out_path);
+    f << o.str();
+    if (!f) throw Error(out_path + ": cannot write benchmark results");
+  }
+  return kExitOk;
+}
+
+}  // namespace hpctrain

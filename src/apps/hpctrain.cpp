@@ -1,0 +1,136 @@
+// hpctrain: the command-line entry point. Parses the subcommand, starts MPI where
+// the subcommand needs it, and turns errors into exit codes (DESIGN.md): one line
+// on stderr, MPI_Abort when ranks may be inside a collective.
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "apps/bench_allreduce.hpp"
+#include "comm/agreement.hpp"
+#include "comm/mpi_env.hpp"
+#include "config/config.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "data/inspect_data.hpp"
+#include "train/trainer.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: hpctrain <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  train CONFIG.yaml [--set key.path=value]...   train a model (run under mpirun/srun)\n"
+    "  inspect FILE.h5                               describe a data file\n"
+    "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
+    "\n"
+    "Run 'hpctrain <command> --help' for a command's options.\n";
+
+constexpr const char* kTrainUsage =
+    "usage: hpctrain train CONFIG.yaml [--set key.path=value]...\n"
+    "\n"
+    "Trains the model CONFIG.yaml describes on every rank of the MPI job, e.g.\n"
+    "  mpirun -n 2 hpctrain train configs/fashion_mnist_mlp.yaml --set train.epochs=3\n"
+    "\n"
+    "  --set key.path=value   override one config key (repeatable), value in YAML syntax\n"
+    "\n"
+    "Outputs go to run.dir (default runs/<run.name>): config.yaml, metrics.csv,\n"
+    "summary.json. Exit codes: 0 done, 2 bad config or input, 1 other failure.\n";
+
+constexpr const char* kInspectUsage =
+    "usage: hpctrain inspect FILE.h5\n"
+    "\n"
+    "Prints the shape, element type, classes and class histogram of a data file.\n";
+
+bool wants_help(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kTrainUsage;
+    return kExitOk;
+  }
+  std::string config_path;
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--set") {
+      if (i + 1 >= args.size()) throw UsageError("--set: expected key.path=value");
+      overrides.push_back(args[++i]);
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      overrides.push_back(args[i].substr(6));
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError("train: unknown option '" + args[i] + "' (see hpctrain train --help)");
+    } else if (config_path.empty()) {
+      config_path = args[i];
+    } else {
+      throw UsageError("train: more than one config file given ('" + config_path + "', '" +
+                       args[i] + "')");
+    }
+  }
+  if (config_path.empty()) throw UsageError("train: no config file given (see --help)");
+
+  MpiEnv env(argc, argv);
+  std::unique_ptr<Trainer> trainer;
+  const int code = run_and_agree(MPI_COMM_WORLD, [&] {
+    const Config config = load_config(config_path, overrides);
+    trainer = std::make_unique<Trainer>(config, env);
+  });
+  if (code != 0) return code;
+  try {
+    return trainer->run();
+  } catch (const Error& e) {
+    log_error(e.what());
+    if (env.size() > 1) MpiEnv::abort(e.exit_code());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    log_error(e.what());
+    if (env.size() > 1) MpiEnv::abort(kExitFailure);
+    return kExitFailure;
+  }
+}
+
+int cmd_inspect(const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kInspectUsage;
+    return kExitOk;
+  }
+  if (args.size() != 1) throw UsageError("inspect: expected one FILE.h5 (see --help)");
+  inspect_data_file(args[0], std::cout);
+  return kExitOk;
+}
+
+int dispatch(int* argc, char*** argv) {
+  std::vector<std::string> args(*argv + 1, *argv + *argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "train") return cmd_train(argc, argv, args);
+  if (command == "inspect") return cmd_inspect(args);
+  if (command == "bench") return cmd_bench(argc, argv, args);
+  throw UsageError("unknown command '" + command + "' (see hpctrain --help)");
+}
+
+}  // namespace
+}  // namespace hpctrain
+
+int main(int argc, char** argv) {
+  try {
+    return hpctrain::dispatch(&argc, &argv);
+  } catch (const hpctrain::Error& e) {
+    hpctrain::log_error(e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    hpctrain::log_error(e.what());
+    return hpctrain::kExitFailure;
+  }
+}

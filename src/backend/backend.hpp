@@ -1,0 +1,102 @@
+// The Backend interface: every operation layers and optimizers need, written once
+// against device pointers. cpu_backend.cpp implements it with BLAS and loops; a
+// CUDA backend implements the same calls with cuBLAS/cuDNN and kernels/.
+// A Backend is used from the training thread only (not thread-safe).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace hpctrain {
+
+// Loss statistics accumulated on the device across steps and read once per
+// phase, so the step loop never waits for the device to report a loss.
+struct LossStats {
+  double loss_sum = 0.0;  // sum of per-sample cross-entropy
+  double correct = 0.0;   // samples whose arg-max equals the label
+  double count = 0.0;     // samples seen
+};
+
+struct SgdParams {
+  float lr = 0.0f;
+  float momentum = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Memory. Allocations happen at set-up, never inside the step loop.
+  virtual void* alloc_bytes(size_t bytes) = 0;  // zero-filled
+  virtual void free_bytes(void* p) = 0;
+  virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void fill_zero(float* x, size_t n) = 0;
+  // Waits for all work issued so far (no-op on the CPU).
+  virtual void synchronize() = 0;
+
+  // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C, op(A) is m x k.
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  // y[r, :] += bias for each of `rows` rows of width `cols`.
+  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;
+  // dbias = sum over rows of dy (overwrites).
+  virtual void sum_rows(const float* dy, float* dbias, int rows, int cols) = 0;
+
+  virtual void relu_forward(const float* x, float* y, size_t n) = 0;
+  // dx = dy where y > 0, else 0.
+  virtual void relu_backward(const float* y, const float* dy, float* dx, size_t n) = 0;
+
+  // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
+  // Adds the batch's loss sum, correct count and sample count to *stats (device
+  // memory). If dlogits is not null, writes grad_scale * (softmax - onehot).
+  virtual void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
+                            float grad_scale, float* dlogits, LossStats* stats) = 0;
+
+  // Fused SGD over n parameters (PyTorch semantics):
+  //   g = grad + wd * p;  v = mu * v + g;  p -= lr * (nesterov ? g + mu * v : v)
+  virtual void sgd_update(float* params, const float* grads, float* velocity, size_t n,
+                          const SgdParams& sgd) = 0;
+  // x *= alpha
+  virtual void scale(float* x, size_t n, float alpha) = 0;
+};
+
+// Owns one device allocation of `n` elements of T. Move-only; not thread-safe.
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(Backend& backend, size_t n)
+      : backend_(&backend), data_(static_cast<T*>(backend.alloc_bytes(n * sizeof(T)))), size_(n) {}
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept { swap(o); }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    DeviceArray tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  ~DeviceArray() {
+    if (data_ != nullptr) backend_->free_bytes(data_);
+  }
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  void swap(DeviceArray& o) noexcept {
+    std::swap(backend_, o.backend_);
+    std::swap(data_, o.data_);
+    std::swap(size_, o.size_);
+  }
+  Backend* backend_ = nullptr;
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace hpctrain

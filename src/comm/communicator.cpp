@@ -1,0 +1,75 @@
+// Communicator: thin dispatch over MPI collectives and the ring.
+#include "comm/communicator.hpp"
+
+#include <climits>
+
+#include "comm/mpi_check.hpp"
+#include "core/error.hpp"
+
+namespace hpctrain {
+namespace {
+
+MPI_Comm duplicate(MPI_Comm comm) {
+  MPI_Comm dup = MPI_COMM_NULL;
+  HT_CHECK_MPI(MPI_Comm_dup(comm, &dup));
+  HT_CHECK_MPI(MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN));
+  return dup;
+}
+
+int as_int_count(size_t count) {
+  HT_REQUIRE(count <= static_cast<size_t>(INT_MAX), "message too large for one MPI call");
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm, size_t ring_chunk_bytes)
+    : comm_(duplicate(comm)), ring_(comm_, ring_chunk_bytes) {
+  HT_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
+  HT_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+}
+
+Communicator::~Communicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm) {
+  comm_time_.start();
+  if (algorithm == AllreduceAlgorithm::kRing) {
+    ring_.run(data, count);
+  } else if (size_ > 1 && count > 0) {
+    HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, as_int_count(count), MPI_FLOAT, MPI_SUM, comm_));
+  }
+  comm_time_.stop();
+}
+
+void Communicator::allreduce_sum(double* data, int count) {
+  HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_SUM, comm_));
+}
+
+void Communicator::allreduce_max(double* data, int count) {
+  HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_MAX, comm_));
+}
+
+void Communicator::reduce_sum(float* data, size_t count, int root) {
+  comm_time_.start();
+  const int n = as_int_count(count);
+  if (rank_ == root) {
+    HT_CHECK_MPI(MPI_Reduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, root, comm_));
+  } else {
+    HT_CHECK_MPI(MPI_Reduce(data, nullptr, n, MPI_FLOAT, MPI_SUM, root, comm_));
+  }
+  comm_time_.stop();
+}
+
+void Communicator::broadcast(void* data, size_t bytes, int root) {
+  comm_time_.start();
+  HT_CHECK_MPI(MPI_Bcast(data, as_int_count(bytes), MPI_BYTE, root, comm_));
+  comm_time_.stop();
+}
+
+void Communicator::barrier() { HT_CHECK_MPI(MPI_Barrier(comm_)); }
+
+}  // namespace hpctrain

@@ -1,0 +1,49 @@
+// The collectives the trainer uses, over a private duplicate of an MPI
+// communicator. Gradient all-reduce dispatches to the ring or MPI_Allreduce;
+// communication time is accumulated for metrics. Owns the duplicate; used from
+// the training thread only.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "comm/ring_allreduce.hpp"
+#include "config/config.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+
+class Communicator {
+ public:
+  Communicator(MPI_Comm comm, size_t ring_chunk_bytes);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm get() const { return comm_; }
+
+  // In-place sum across ranks with the chosen algorithm.
+  void allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm);
+  // Small reductions for metrics (MPI_Allreduce).
+  void allreduce_sum(double* data, int count);
+  void allreduce_max(double* data, int count);
+  // At root: data = sum over ranks (in place); elsewhere data is unchanged.
+  void reduce_sum(float* data, size_t count, int root);
+  void broadcast(void* data, size_t bytes, int root);
+  void barrier();
+
+  // Seconds spent in gradient and parameter collectives since the last reset.
+  double comm_seconds() const { return comm_time_.total(); }
+  void reset_comm_seconds() { comm_time_.reset(); }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, size_ = 1;
+  RingAllreduce ring_;
+  Stopwatch comm_time_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,266 @@
+// Strict scalar parsing and located error messages for config values; see config_reader.hpp.
+// Numbers are parsed with std::from_chars over the whole scalar so that nothing is silently
+// truncated or rounded ("0.5" is not an integer, "1e400" is not a number).
+#include "config/config_reader.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+#include "core/error.hpp"
+
+namespace hpctrain::config_reader {
+namespace {
+
+std::string child_path(std::string_view parent, std::string_view key) {
+  std::string out(parent);
+  if (!out.empty()) out += '.';
+  out += key;
+  return out;
+}
+
+// The "got" part of a range error: the scalar as written.
+std::string got_text(const YAML::Node& node) { return node.Scalar(); }
+
+std::string bounds_text(const NumberRange& r) {
+  std::string out;
+  if (r.min) out += (r.min_inclusive ? ">= " : "> ") + format_number(*r.min);
+  if (r.max) {
+    if (!out.empty()) out += " and ";
+    out += (r.max_inclusive ? "<= " : "< ") + format_number(*r.max);
+  }
+  return out;
+}
+
+bool in_range(double x, const NumberRange& r) {
+  if (r.min && (r.min_inclusive ? x < *r.min : x <= *r.min)) return false;
+  if (r.max && (r.max_inclusive ? x > *r.max : x >= *r.max)) return false;
+  return true;
+}
+
+}  // namespace
+
+bool Origins::is_overridden(std::string_view path) const {
+  for (const std::string& o : overridden_) {
+    if (path.size() < o.size() || path.substr(0, o.size()) != o) continue;
+    // Whole components only: "train.epochs" covers "train.epochs" but not "train.epochsx".
+    if (path.size() == o.size() || path[o.size()] == '.' || path[o.size()] == '[') return true;
+  }
+  return false;
+}
+
+std::string Origins::where(std::string_view path, const YAML::Mark& mark) const {
+  if (is_overridden(path)) return "--set " + std::string(path);
+  if (mark.line < 0) return file_ + ": " + std::string(path);
+  return file_ + ":" + std::to_string(mark.line + 1) + ": " + std::string(path);
+}
+
+void Origins::fail(std::string_view path, const YAML::Mark& mark, const std::string& what) const {
+  throw UsageError(where(path, mark) + ": " + what);
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a map";
+    default:
+      return "nothing";
+  }
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  const auto result = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, result.ptr);
+}
+
+std::string read_string(const Origins& origins, const Value& v) {
+  if (v.node.IsNull()) return "";
+  if (!v.node.IsScalar())
+    origins.fail(v.path, v.mark, "expected a string, got " + describe(v.node));
+  return v.node.Scalar();
+}
+
+bool read_bool(const Origins& origins, const Value& v) {
+  bool out = false;
+  if (!v.node.IsScalar() || !YAML::convert<bool>::decode(v.node, out)) {
+    origins.fail(v.path, v.mark, "expected true or false, got " + describe(v.node));
+  }
+  return out;
+}
+
+int64_t read_int(const Origins& origins, const Value& v, int64_t min, int64_t max) {
+  if (!v.node.IsScalar())
+    origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
+  const std::string& text = v.node.Scalar();
+  // from_chars rejects a leading '+', which YAML allows.
+  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const char* last = text.data() + text.size();
+  int64_t x = 0;
+  const auto [ptr, ec] = std::from_chars(first, last, x);
+  const bool negative = !text.empty() && text[0] == '-';
+  if (ec == std::errc::result_out_of_range && ptr == last) {
+    x = negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+  } else if (ec != std::errc() || ptr != last || first == last) {
+    origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
+  }
+  if (x < min) {
+    origins.fail(v.path, v.mark,
+                 "expected an integer >= " + std::to_string(min) + ", got " + got_text(v.node));
+  }
+  if (x > max) {
+    origins.fail(v.path, v.mark,
+                 "expected an integer <= " + std::to_string(max) + ", got " + got_text(v.node));
+  }
+  return x;
+}
+
+uint64_t read_uint64(const Origins& origins, const Value& v) {
+  if (!v.node.IsScalar())
+    origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
+  const std::string& text = v.node.Scalar();
+  if (!text.empty() && text[0] == '-') {
+    // Negative seeds are rejected rather than wrapped; still say "integer" if it is one.
+    read_int(origins, v, std::numeric_limits<int64_t>::min());
+    origins.fail(v.path, v.mark, "expected an integer >= 0, got " + got_text(v.node));
+  }
+  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const char* last = text.data() + text.size();
+  uint64_t x = 0;
+  const auto [ptr, ec] = std::from_chars(first, last, x);
+  if (ec == std::errc::result_out_of_range && ptr == last) {
+    origins.fail(v.path, v.mark,
+                 "expected an integer <= " + std::to_string(std::numeric_limits<uint64_t>::max()) +
+                     ", got " + got_text(v.node));
+  }
+  if (ec != std::errc() || ptr != last || first == last) {
+    origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
+  }
+  return x;
+}
+
+double read_number(const Origins& origins, const Value& v, const NumberRange& range) {
+  if (!v.node.IsScalar())
+    origins.fail(v.path, v.mark, "expected a number, got " + describe(v.node));
+  const std::string& text = v.node.Scalar();
+  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const char* last = text.data() + text.size();
+  double x = 0.0;
+  const auto [ptr, ec] = std::from_chars(first, last, x);
+  if (ec != std::errc() || ptr != last || first == last || !std::isfinite(x)) {
+    origins.fail(v.path, v.mark, "expected a finite number, got " + describe(v.node));
+  }
+  if (!in_range(x, range)) {
+    origins.fail(v.path, v.mark,
+                 "expected a number " + bounds_text(range) + ", got " + got_text(v.node));
+  }
+  return x;
+}
+
+std::vector<Value> read_list(const Origins& origins, const Value& v, const char* expected) {
+  std::vector<Value> out;
+  if (v.node.IsNull()) return out;
+  if (!v.node.IsSequence()) {
+    origins.fail(v.path, v.mark, std::string("expected ") + expected + ", got " + describe(v.node));
+  }
+  for (std::size_t i = 0; i < v.node.size(); ++i) {
+    const YAML::Node element = v.node[i];
+    // An element without a usable position (null, or built by --set) reports at the list.
+    const YAML::Mark mark = element.IsNull() || element.Mark().line < 0 ? v.mark : element.Mark();
+    out.push_back({v.path + "[" + std::to_string(i) + "]", element, mark});
+  }
+  return out;
+}
+
+std::string read_choice(const Origins& origins, const Value& v,
+                        const std::vector<std::string_view>& names) {
+  if (v.node.IsScalar()) {
+    for (std::string_view name : names) {
+      if (v.node.Scalar() == name) return v.node.Scalar();
+    }
+  }
+  std::string list;
+  for (std::string_view name : names) {
+    if (!list.empty()) list += ", ";
+    list += name;
+  }
+  origins.fail(v.path, v.mark, "expected one of " + list + ", got " + describe(v.node));
+}
+
+Section::Section(const Origins& origins, Value value, std::string_view schema)
+    : origins_(&origins), value_(std::move(value)), schema_(schema) {
+  const YAML::Node& node = value_.node;
+  if (!node.IsDefined() || node.IsNull()) return;
+  if (!node.IsMap()) {
+    origins.fail(value_.path, value_.mark, "expected a map of keys, got " + describe(node));
+  }
+  const std::vector<std::string_view>* keys = config_schema::section_keys(schema_);
+  HT_REQUIRE(keys != nullptr, "config schema has no section '" + schema_ + "'");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key_node = it->first;
+    if (!key_node.IsScalar()) {
+      origins.fail(value_.path, key_node.Mark(),
+                   "expected plain key names, got " + describe(key_node) + " as a key");
+    }
+    const std::string key = key_node.Scalar();
+    const std::string path = child_path(value_.path, key);
+    if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
+      origins.fail(path, key_node.Mark(), config_schema::unknown_key_message(schema_, key));
+    }
+    if (auto previous = find(key)) {
+      // yaml-cpp keeps both copies; which one wins would be an accident of its lookup.
+      origins.fail(
+          path, key_node.Mark(),
+          "duplicate key (first given at line " + std::to_string(previous->mark.line + 1) + ")");
+    }
+    entries_.emplace_back(key, Value{path, it->second, key_node.Mark()});
+  }
+}
+
+std::optional<Value> Section::find(std::string_view key) const {
+  for (const auto& [name, value] : entries_) {
+    if (name == key) return value;
+  }
+  return std::nullopt;
+}
+
+Section Section::section(std::string_view key) const {
+  const std::string schema = child_path(schema_, key);
+  if (auto v = find(key)) return Section(*origins_, *v, schema);
+  return Section(*origins_,
+                 Value{child_path(value_.path, key), YAML::Node(), YAML::Mark::null_mark()},
+                 schema);
+}
+
+void Section::get(std::string_view key, std::string& out) const {
+  if (auto v = find(key)) out = read_string(*origins_, *v);
+}
+
+void Section::get(std::string_view key, bool& out) const {
+  if (auto v = find(key)) out = read_bool(*origins_, *v);
+}
+
+void Section::get(std::string_view key, int& out, int min) const {
+  if (auto v = find(key)) {
+    out = static_cast<int>(read_int(*origins_, *v, min, std::numeric_limits<int>::max()));
+  }
+}
+
+void Section::get(std::string_view key, int64_t& out, int64_t min) const {
+  if (auto v = find(key)) out = read_int(*origins_, *v, min);
+}
+
+void Section::get(std::string_view key, uint64_t& out) const {
+  if (auto v = find(key)) out = read_uint64(*origins_, *v);
+}
+
+void Section::get(std::string_view key, double& out, const NumberRange& range) const {
+  if (auto v = find(key)) out = read_number(*origins_, *v, range);
+}
+
+}  // namespace hpctrain::config_reader

@@ -1,0 +1,266 @@
+// DatasetFile: opens one data file, validates it against the format (DESIGN.md, "Data
+// files") and reads row ranges through hyperslabs. Every check names the file, so a bad
+// path in a config ends the job with one line saying what is wrong with which file.
+#include "data/dataset_file.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+
+const char* to_string(SampleType t) {
+  switch (t) {
+    case SampleType::kU8:
+      return "uint8";
+    case SampleType::kF16:
+      return "float16";
+    case SampleType::kF32:
+      return "float32";
+  }
+  return "unknown";
+}
+
+size_t sample_type_size(SampleType t) {
+  switch (t) {
+    case SampleType::kU8:
+      return 1;
+    case SampleType::kF16:
+      return 2;
+    case SampleType::kF32:
+      return 4;
+  }
+  return 0;
+}
+
+namespace {
+
+// Labels are scanned in blocks so that num_classes can be found in bounded memory.
+constexpr int64_t kLabelBlock = 1 << 20;
+
+// A short name for an HDF5 type in error messages ("int16", "float64", "string").
+std::string describe_type(hid_t type) {
+  const H5T_class_t cls = HT_CHECK_H5(H5Tget_class(type));
+  const size_t bits = H5Tget_size(type) * 8;
+  switch (cls) {
+    case H5T_INTEGER:
+      return (HT_CHECK_H5(H5Tget_sign(type)) == H5T_SGN_NONE ? "uint" : "int") +
+             std::to_string(bits);
+    case H5T_FLOAT:
+      return "float" + std::to_string(bits);
+    case H5T_STRING:
+      return "string";
+    case H5T_COMPOUND:
+      return "compound";
+    default:
+      return "HDF5 type class " + std::to_string(static_cast<int>(cls));
+  }
+}
+
+bool is_ieee_half(hid_t type) {
+  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+  HT_CHECK_H5(H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize));
+  // The 2-byte float must be binary16 (bfloat16 and other layouts are rejected).
+  return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
+         H5Tget_ebias(type) == 15;
+}
+
+// Opens `name` under the root, requiring it to be a dataset.
+H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
+  if (HT_CHECK_H5(H5Lexists(file, name, H5P_DEFAULT)) <= 0) {
+    throw UsageError(path + ": missing dataset '/" + name + "'");
+  }
+  H5Handle object(HT_CHECK_H5(H5Oopen(file, name, H5P_DEFAULT)), H5Oclose);
+  if (HT_CHECK_H5(H5Iget_type(object.get())) != H5I_DATASET) {
+    throw UsageError(path + ": '/" + std::string(name) + "' is not a dataset");
+  }
+  return object;
+}
+
+std::vector<hsize_t> dataset_dims(hid_t dataset) {
+  H5Handle space(HT_CHECK_H5(H5Dget_space(dataset)), H5Sclose);
+  const int rank = HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get()));
+  std::vector<hsize_t> dims(static_cast<size_t>(rank));
+  HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
+  return dims;
+}
+
+SampleType image_type(hid_t images, const std::string& path) {
+  H5Handle type(HT_CHECK_H5(H5Dget_type(images)), H5Tclose);
+  const H5T_class_t cls = HT_CHECK_H5(H5Tget_class(type.get()));
+  const size_t size = H5Tget_size(type.get());
+  if (cls == H5T_INTEGER && size == 1 && HT_CHECK_H5(H5Tget_sign(type.get())) == H5T_SGN_NONE) {
+    return SampleType::kU8;
+  }
+  if (cls == H5T_FLOAT && size == 2 && is_ieee_half(type.get())) return SampleType::kF16;
+  if (cls == H5T_FLOAT && size == 4) return SampleType::kF32;
+  throw UsageError(path + ": /images has type " + describe_type(type.get()) +
+                   ", expected uint8, float16 or float32");
+}
+
+// Memory type for reading images in their stored type, with no value conversion.
+H5Handle image_memory_type(SampleType t) {
+  switch (t) {
+    case SampleType::kU8:
+      return H5Handle(H5T_NATIVE_UINT8, nullptr);  // library-owned: never closed
+    case SampleType::kF16:
+      return h5_float16_type();
+    case SampleType::kF32:
+      return H5Handle(H5T_NATIVE_FLOAT, nullptr);
+  }
+  return H5Handle();
+}
+
+// Reads labels [start, start + count) of a rank-1 dataset as int32.
+void read_labels(hid_t labels, int64_t start, int64_t count, int32_t* out) {
+  H5Handle file_space(HT_CHECK_H5(H5Dget_space(labels)), H5Sclose);
+  const hsize_t offset[1] = {static_cast<hsize_t>(start)};
+  const hsize_t n[1] = {static_cast<hsize_t>(count)};
+  HT_CHECK_H5(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, n, nullptr));
+  H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
+  HT_CHECK_H5(
+      H5Dread(labels, H5T_NATIVE_INT32, mem_space.get(), file_space.get(), H5P_DEFAULT, out));
+}
+
+// Reads a scalar (or one-element) integer attribute.
+int64_t read_int_attribute(hid_t file, const char* name, const std::string& path) {
+  H5Handle attr(HT_CHECK_H5(H5Aopen(file, name, H5P_DEFAULT)), H5Aclose);
+  H5Handle type(HT_CHECK_H5(H5Aget_type(attr.get())), H5Tclose);
+  H5Handle space(HT_CHECK_H5(H5Aget_space(attr.get())), H5Sclose);
+  if (HT_CHECK_H5(H5Tget_class(type.get())) != H5T_INTEGER ||
+      HT_CHECK_H5(H5Sget_simple_extent_npoints(space.get())) != 1) {
+    throw UsageError(path + ": attribute " + name + " must be a single integer, found " +
+                     describe_type(type.get()));
+  }
+  int64_t value = 0;
+  HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
+  return value;
+}
+
+}  // namespace
+
+DatasetFile::DatasetFile(const std::string& path) : path_(path) {
+  h5_quiet();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
+  if (!std::ifstream(path, std::ios::binary)) throw UsageError(path + ": cannot open for reading");
+  // H5Fis_hdf5 is negative for things it cannot even open (a directory): not HDF5 either.
+  if (std::filesystem::is_directory(path, ec) || H5Fis_hdf5(path.c_str()) <= 0) {
+    throw UsageError(path + ": not an HDF5 file");
+  }
+  file_ = H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), H5Fclose);
+  images_ = open_dataset(file_.get(), path, "images");
+  labels_ = open_dataset(file_.get(), path, "labels");
+
+  // 1. Shapes: images [N, C, H, W], labels [N], same N, nothing empty.
+  const std::vector<hsize_t> image_dims = dataset_dims(images_.get());
+  if (image_dims.size() != 4) {
+    throw UsageError(path + ": /images has rank " + std::to_string(image_dims.size()) +
+                     ", expected 4 [N, C, H, W]");
+  }
+  const std::vector<hsize_t> label_dims = dataset_dims(labels_.get());
+  if (label_dims.size() != 1) {
+    throw UsageError(path + ": /labels has rank " + std::to_string(label_dims.size()) +
+                     ", expected 1 [N]");
+  }
+  if (image_dims[0] != label_dims[0]) {
+    throw UsageError(path + ": /images has " + std::to_string(image_dims[0]) +
+                     " samples but /labels has " + std::to_string(label_dims[0]));
+  }
+  if (image_dims[0] == 0) throw UsageError(path + ": no samples (N = 0)");
+  if (image_dims[1] == 0 || image_dims[2] == 0 || image_dims[3] == 0) {
+    throw UsageError(path + ": /images has an empty sample shape [" +
+                     std::to_string(image_dims[1]) + ", " + std::to_string(image_dims[2]) + ", " +
+                     std::to_string(image_dims[3]) + "]");
+  }
+  shape_.n = static_cast<int64_t>(image_dims[0]);
+  shape_.c = static_cast<int64_t>(image_dims[1]);
+  shape_.h = static_cast<int64_t>(image_dims[2]);
+  shape_.w = static_cast<int64_t>(image_dims[3]);
+
+  // 2. Element types: images u8/f16/f32; labels any integer type (read as int32).
+  shape_.type = image_type(images_.get(), path);
+  {
+    H5Handle label_type(HT_CHECK_H5(H5Dget_type(labels_.get())), H5Tclose);
+    if (HT_CHECK_H5(H5Tget_class(label_type.get())) != H5T_INTEGER) {
+      throw UsageError(path + ": /labels has type " + describe_type(label_type.get()) +
+                       ", expected integer class ids");
+    }
+  }
+
+  // 3. Classes: the num_classes attribute, else the class names, else one scan of the labels.
+  if (HT_CHECK_H5(H5Aexists(file_.get(), "class_names")) > 0) {
+    H5Handle attr(HT_CHECK_H5(H5Aopen(file_.get(), "class_names", H5P_DEFAULT)), H5Aclose);
+    shape_.class_names = h5_read_strings(attr.get(), path + ": attribute class_names");
+  }
+  if (HT_CHECK_H5(H5Aexists(file_.get(), "num_classes")) > 0) {
+    const int64_t k = read_int_attribute(file_.get(), "num_classes", path);
+    if (k < 1 || k > std::numeric_limits<int>::max()) {
+      throw UsageError(path + ": attribute num_classes is " + std::to_string(k) +
+                       ", expected a positive number");
+    }
+    shape_.num_classes = static_cast<int>(k);
+    if (!shape_.class_names.empty() &&
+        shape_.class_names.size() != static_cast<size_t>(shape_.num_classes)) {
+      throw UsageError(path + ": attribute class_names has " +
+                       std::to_string(shape_.class_names.size()) + " names but num_classes is " +
+                       std::to_string(k));
+    }
+  } else if (!shape_.class_names.empty()) {
+    shape_.num_classes = static_cast<int>(shape_.class_names.size());
+  } else {
+    std::vector<int32_t> block(static_cast<size_t>(std::min(shape_.n, kLabelBlock)));
+    int32_t max_label = -1;
+    for (int64_t start = 0; start < shape_.n; start += kLabelBlock) {
+      const int64_t count = std::min(kLabelBlock, shape_.n - start);
+      read_labels(labels_.get(), start, count, block.data());
+      for (int64_t i = 0; i < count; ++i) {
+        if (block[i] < 0) {
+          throw UsageError(path + ": label " + std::to_string(block[i]) + " at row " +
+                           std::to_string(start + i) + " is negative");
+        }
+        max_label = std::max(max_label, block[i]);
+      }
+    }
+    // int64 so that a label of INT32_MAX cannot overflow; read_rows then rejects it.
+    shape_.num_classes = static_cast<int>(
+        std::min<int64_t>(int64_t{max_label} + 1, std::numeric_limits<int>::max()));
+  }
+}
+
+void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const {
+  HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
+             path_ + ": rows [" + std::to_string(start) + ", " + std::to_string(start + count) +
+                 ") outside [0, " + std::to_string(shape_.n) + ")");
+  if (count == 0) return;
+  HT_REQUIRE(images != nullptr && labels != nullptr, "read_rows: null output buffer");
+
+  // 1. Images: one hyperslab of whole samples, copied in the stored type.
+  H5Handle file_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
+  const hsize_t offset[4] = {static_cast<hsize_t>(start), 0, 0, 0};
+  const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape_.c),
+                           static_cast<hsize_t>(shape_.h), static_cast<hsize_t>(shape_.w)};
+  HT_CHECK_H5(
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
+  H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
+  const H5Handle mem_type = image_memory_type(shape_.type);
+  HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
+                      images));
+
+  // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
+  read_labels(labels_.get(), start, count, labels);
+  for (int64_t i = 0; i < count; ++i) {
+    if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
+      throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +
+                       std::to_string(start + i) + " is outside [0, " +
+                       std::to_string(shape_.num_classes) + ")");
+    }
+  }
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,63 @@
+// DatasetWriter: creates a data file in the project's format (DESIGN.md, "Data files";
+// dataset_file.hpp reads it) by appending batches of samples, so that converters stream
+// in bounded memory. The file appears under its final name only once it is complete.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/dataset_file.hpp"
+#include "data/h5.hpp"
+
+namespace hpctrain {
+
+struct DatasetWriterOptions {
+  SampleType type = SampleType::kU8;
+  int64_t c = 1, h = 1, w = 1;           // sample shape [C, H, W]
+  int num_classes = 0;                   // required (> 0); every appended label is checked
+  std::vector<std::string> class_names;  // optional; if given, one per class
+  std::string source;                    // optional: where the data came from
+  int64_t chunk_samples = 0;             // samples per HDF5 chunk; 0 = about 64 KiB
+  int deflate_level = 0;                 // 0 = uncompressed, 1-9 = deflate (with shuffle)
+};
+
+// Owns the file being written. Not thread-safe. Rows go to PATH.tmp; close() flushes,
+// fsyncs and renames it to PATH. The destructor closes a writer that was not closed,
+// except while an exception unwinds: then the temporary file is removed, so a failed
+// conversion never leaves a half-written file under either name.
+class DatasetWriter {
+ public:
+  DatasetWriter(const std::string& path, const DatasetWriterOptions& options);
+  ~DatasetWriter();
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+  // Appends `count` samples (count * C*H*W elements of the options' type, row-major;
+  // float16 as raw uint16 bits) and their labels. Throws UsageError naming the file if a
+  // label is outside [0, num_classes).
+  void append(int64_t count, const void* images, const int32_t* labels);
+
+  // Finishes the file and moves it to its final name. Idempotent.
+  void close();
+
+  const std::string& path() const { return path_; }
+  const std::string& temp_path() const { return temp_path_; }
+  int64_t rows() const { return rows_; }
+  int64_t chunk_samples() const { return chunk_samples_; }
+
+ private:
+  void create_datasets();
+  void write_attributes();
+  void abandon() noexcept;
+
+  std::string path_, temp_path_;
+  DatasetWriterOptions options_;
+  int64_t chunk_samples_ = 0;
+  int64_t rows_ = 0;
+  bool closed_ = false;
+  int uncaught_at_construction_ = 0;  // to tell unwinding from normal destruction
+  H5Handle file_, images_, labels_, image_type_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,101 @@
+// HDF5 error reporting (the target of HT_CHECK_H5) and the small HDF5 helpers the data
+// format shares between the writer, the reader and inspect: the float16 type and
+// string attributes.
+#include "data/h5.hpp"
+
+#include <filesystem>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/log.hpp"
+
+namespace hpctrain {
+
+void throw_h5_error(const char* call, const char* file, int line) {
+  throw Error("rank " + std::to_string(log_rank()) + ": HDF5 call failed: " + call + " (" +
+              std::filesystem::path(file).filename().string() + ":" + std::to_string(line) + ")");
+}
+
+void h5_quiet() {
+  // Our Error already names the call; HDF5's stack dump would add dozens of lines per
+  // failure, and per rank. Setting the same (null) handler again is harmless.
+  HT_CHECK_H5(H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr));
+}
+
+H5Handle h5_float16_type() {
+  // Start from float32 LE and shrink it: sign bit 15, exponent bits 10-14 (bias 15),
+  // mantissa bits 0-9. Fields are set before the size so they always fit.
+  H5Handle t(HT_CHECK_H5(H5Tcopy(H5T_IEEE_F32LE)), H5Tclose);
+  HT_CHECK_H5(H5Tset_fields(t.get(), 15, 10, 5, 0, 10));
+  HT_CHECK_H5(H5Tset_size(t.get(), 2));
+  HT_CHECK_H5(H5Tset_ebias(t.get(), 15));
+  return t;
+}
+
+namespace {
+
+// Returns the strings of a variable-length string attribute, freeing HDF5's buffers
+// even if copying them throws.
+std::vector<std::string> read_variable_strings(hid_t attribute, hid_t file_type, hid_t space,
+                                               size_t n) {
+  H5Handle mem_type(HT_CHECK_H5(H5Tcopy(H5T_C_S1)), H5Tclose);
+  HT_CHECK_H5(H5Tset_size(mem_type.get(), H5T_VARIABLE));
+  const H5T_cset_t cset = HT_CHECK_H5(H5Tget_cset(file_type));  // ASCII or UTF-8, as stored
+  HT_CHECK_H5(H5Tset_cset(mem_type.get(), cset));
+  std::vector<char*> raw(n, nullptr);
+  HT_CHECK_H5(H5Aread(attribute, mem_type.get(), raw.data()));
+  struct Reclaim {
+    hid_t type, space;
+    std::vector<char*>* raw;
+    ~Reclaim() {
+#if H5_VERSION_GE(1, 12, 0)
+      H5Treclaim(type, space, H5P_DEFAULT, raw->data());
+#else
+      H5Dvlen_reclaim(type, space, H5P_DEFAULT, raw->data());
+#endif
+    }
+  } reclaim{mem_type.get(), space, &raw};
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (char* s : raw) out.emplace_back(s != nullptr ? s : "");
+  return out;
+}
+
+std::vector<std::string> read_fixed_strings(hid_t attribute, hid_t file_type, size_t n) {
+  const size_t size = H5Tget_size(file_type);
+  if (size == 0) throw_h5_error("H5Tget_size(file_type)", __FILE__, __LINE__);
+  const H5T_str_t pad = HT_CHECK_H5(H5Tget_strpad(file_type));
+  std::vector<char> raw(n * size);
+  // The file type itself is a valid memory type for fixed strings: a plain copy.
+  HT_CHECK_H5(H5Aread(attribute, file_type, raw.data()));
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::string s(raw.data() + i * size, size);
+    s.resize(s.find('\0') == std::string::npos ? size : s.find('\0'));
+    if (pad == H5T_STR_SPACEPAD) s.erase(s.find_last_not_of(' ') + 1);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& what) {
+  H5Handle file_type(HT_CHECK_H5(H5Aget_type(attribute)), H5Tclose);
+  if (HT_CHECK_H5(H5Tget_class(file_type.get())) != H5T_STRING) {
+    throw UsageError(what + " is not a string attribute");
+  }
+  H5Handle space(HT_CHECK_H5(H5Aget_space(attribute)), H5Sclose);
+  if (HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get())) > 1) {
+    throw UsageError(what + " has more than one dimension, expected a list of strings");
+  }
+  const auto n = static_cast<size_t>(HT_CHECK_H5(H5Sget_simple_extent_npoints(space.get())));
+  if (n == 0) return {};
+  if (HT_CHECK_H5(H5Tis_variable_str(file_type.get())) > 0) {
+    return read_variable_strings(attribute, file_type.get(), space.get(), n);
+  }
+  return read_fixed_strings(attribute, file_type.get(), n);
+}
+
+}  // namespace hpctrain

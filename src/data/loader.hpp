@@ -1,0 +1,59 @@
+// The input pipeline of one rank for one data file: reads the rank's shard once
+// (HDF5 hyperslab, stored type), then reader threads gather each batch in the
+// sampler's order and convert uint8/float16 to float in [0, 1] into prefetch
+// buffers. Batches are numbered by a global sequence (epoch * batches_per_epoch
+// + step), which is the cursor a checkpoint stores.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "data/dataset_file.hpp"
+#include "data/prefetch_queue.hpp"
+#include "data/sampler.hpp"
+
+namespace hpctrain {
+
+struct LoaderOptions {
+  int64_t batch = 64;
+  int64_t batches_per_epoch = 0;  // 0: every row of the shard, last batch partial
+  int epochs = 1;                 // how many passes to produce
+  int64_t first_seq = 0;          // where to start (a resumed run starts later)
+  bool shuffle = false;
+  uint64_t seed = 0;
+  int rank = 0;
+  int threads = 2;
+  int depth = 4;
+};
+
+class Loader {
+ public:
+  // Reads rows `shard` of `file` into memory in the calling thread.
+  Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options);
+
+  // Next batch in sequence (blocks until ready).
+  const BatchBuffer& next() { return queue_->pop(); }
+  int64_t batches_per_epoch() const { return sampler_.batches_per_epoch(); }
+  int64_t shard_rows() const { return shard_.count; }
+  double wait_seconds() const { return queue_->wait_seconds(); }
+
+ private:
+  void fill(int64_t seq, BatchBuffer& buffer);
+  // The sample order of `epoch`. Shared so that a reader keeps its order alive
+  // while the cache moves on to later epochs.
+  std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);
+
+  DatasetShape shape_;
+  Shard shard_;
+  Sampler sampler_;
+  std::vector<uint8_t> images_;  // the shard, stored element type
+  std::vector<int32_t> labels_;
+  std::mutex order_mutex_;
+  std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>>
+      orders_;                            // GUARDED_BY order_mutex_
+  std::unique_ptr<PrefetchQueue> queue_;  // last: its threads use the members above
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,48 @@
+// Dense layer forward and backward as three GEMMs.
+#include "nn/dense.hpp"
+
+#include <cmath>
+
+namespace hpctrain {
+
+Dims Dense::output_dims(const Dims& input) {
+  in_ = dims_elems(input);  // flattens C,H,W inputs
+  return {out_};
+}
+
+void Dense::bind(float* params, float* grads) {
+  w_ = params;
+  b_ = params + out_ * in_;
+  dw_ = grads;
+  db_ = grads + out_ * in_;
+}
+
+void Dense::init_params(Rng& rng, float* host_params) {
+  // He normal (fan-in), biases zero: suits ReLU stacks and softmax heads alike.
+  const double std_dev = std::sqrt(2.0 / static_cast<double>(in_));
+  for (int64_t i = 0; i < out_ * in_; ++i) {
+    host_params[i] = static_cast<float>(rng.normal() * std_dev);
+  }
+  for (int64_t i = 0; i < out_; ++i) host_params[out_ * in_ + i] = 0.0f;
+}
+
+void Dense::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) {
+  const int batch = static_cast<int>(x.batch);
+  // y[b, out] = x[b, in] * W[out, in]^T
+  backend.gemm(false, true, batch, static_cast<int>(out_), static_cast<int>(in_), 1.0f, x.data, w_,
+               0.0f, y.data);
+  backend.add_bias(y.data, b_, batch, static_cast<int>(out_));
+}
+
+void Dense::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
+                     Tensor* dx) {
+  const int batch = static_cast<int>(x.batch);
+  const int out = static_cast<int>(out_), in = static_cast<int>(in_);
+  // dW[out, in] = dy[b, out]^T * x[b, in];  db = column sums of dy
+  backend.gemm(true, false, out, in, batch, 1.0f, dy.data, x.data, 0.0f, dw_);
+  backend.sum_rows(dy.data, db_, batch, out);
+  // dx[b, in] = dy[b, out] * W[out, in]
+  if (dx != nullptr) backend.gemm(false, false, batch, in, out, 1.0f, dy.data, w_, 0.0f, dx->data);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,32 @@
+// Fully connected layer: y = x W^T + b, W stored [out, in] row-major (PyTorch's
+// layout, so weights compare directly), He-normal initialisation for ReLU nets.
+#pragma once
+
+#include "nn/layer.hpp"
+
+namespace hpctrain {
+
+class Dense final : public Layer {
+ public:
+  Dense(std::string name, int64_t units) : Layer(std::move(name)), out_(units) {}
+  const char* type() const override { return "dense"; }
+
+  Dims output_dims(const Dims& input) override;
+  size_t param_count() const override { return static_cast<size_t>(out_ * in_ + out_); }
+  int64_t forward_macs() const override { return out_ * in_; }
+  void bind(float* params, float* grads) override;
+  void init_params(Rng& rng, float* host_params) override;
+  void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
+  void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+
+ private:
+  int64_t out_;
+  int64_t in_ = 0;
+  float* w_ = nullptr;
+  float* b_ = nullptr;
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,96 @@
+// Sequential model: shape inference, arena layout, forward and backward sweeps.
+#include "nn/model.hpp"
+
+#include "core/error.hpp"
+#include "core/sha256.hpp"
+
+namespace hpctrain {
+
+Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const Dims& input_dims,
+             int64_t max_batch)
+    : backend_(backend),
+      layers_(std::move(layers)),
+      input_dims_(input_dims),
+      max_batch_(max_batch) {
+  HT_REQUIRE(!layers_.empty(), "a model needs at least one layer");
+  HT_REQUIRE(max_batch_ >= 1, "max_batch must be >= 1");
+  // 1. Shapes and arena offsets.
+  Dims dims = input_dims_;
+  for (auto& layer : layers_) {
+    dims = layer->output_dims(dims);
+    dims_.push_back(dims);
+    offsets_.push_back(param_count_);
+    param_count_ += layer->param_count();
+  }
+  // 2. One allocation for all parameters, one for all gradients.
+  params_ = DeviceArray<float>(backend_, param_count_);
+  grads_ = DeviceArray<float>(backend_, param_count_);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+  }
+  // 3. Activations and their gradients for the largest batch.
+  for (const Dims& d : dims_) {
+    const size_t n = static_cast<size_t>(max_batch_ * dims_elems(d));
+    acts_.emplace_back(backend_, n);
+    d_acts_.emplace_back(backend_, n);
+    out_views_.push_back(Tensor{acts_.back().data(), 0, d});
+    d_views_.push_back(Tensor{d_acts_.back().data(), 0, d});
+  }
+  input_.dims = input_dims_;
+}
+
+void Model::init_params(uint64_t seed) {
+  std::vector<float> host(param_count_);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // Each layer draws from its own stream, so adding a layer does not change
+    // the initial values of the others.
+    Rng rng(mix_seed(seed, 0x5eed, i));
+    layers_[i]->init_params(rng, host.data() + offsets_[i]);
+  }
+  set_params(host.data());
+}
+
+void Model::get_params(float* host) const {
+  backend_.copy_to_host(host, params_.data(), param_count_ * sizeof(float));
+}
+
+void Model::set_params(const float* host) {
+  backend_.copy_to_device(params_.data(), host, param_count_ * sizeof(float));
+}
+
+const Tensor& Model::forward(const float* input, int64_t batch, bool training) {
+  HT_REQUIRE(batch >= 1 && batch <= max_batch_, "batch size outside the model's buffers");
+  input_.data = const_cast<float*>(input);  // layers never write their input
+  input_.batch = batch;
+  const Tensor* x = &input_;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    out_views_[i].batch = batch;
+    layers_[i]->forward(backend_, *x, out_views_[i], training);
+    x = &out_views_[i];
+  }
+  return out_views_.back();
+}
+
+void Model::backward() {
+  const int64_t batch = input_.batch;
+  for (size_t i = layers_.size(); i-- > 0;) {
+    const Tensor& x = i == 0 ? input_ : out_views_[i - 1];
+    Tensor* dx = nullptr;
+    if (i > 0) {
+      d_views_[i - 1].batch = batch;
+      dx = &d_views_[i - 1];
+    }
+    d_views_[i].batch = batch;
+    layers_[i]->backward(backend_, x, out_views_[i], d_views_[i], dx);
+  }
+}
+
+std::string Model::params_sha256() const {
+  std::vector<float> host(param_count_);
+  get_params(host.data());
+  Sha256 sha;
+  sha.update(host.data(), host.size() * sizeof(float));  // little-endian float32, layer order
+  return sha.finish_hex();
+}
+
+}  // namespace hpctrain

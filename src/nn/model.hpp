@@ -1,0 +1,65 @@
+// A sequential model: layers, the parameter and gradient arenas (one contiguous
+// allocation each, in layer order, so one collective covers all gradients), and
+// preallocated activations for the largest batch. Owns its device memory.
+// Used from the training thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "nn/layer.hpp"
+
+namespace hpctrain {
+
+class Model {
+ public:
+  // Shapes flow from `input_dims` through the layers; activations are sized for
+  // `max_batch` samples.
+  Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const Dims& input_dims,
+        int64_t max_batch);
+
+  Backend& backend() { return backend_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const Dims& input_dims() const { return input_dims_; }
+  const Dims& output_dims() const { return dims_.back(); }
+  int64_t max_batch() const { return max_batch_; }
+
+  size_t param_count() const { return param_count_; }
+  float* params() { return params_.data(); }
+  float* grads() { return grads_.data(); }
+  // Offset of layer i's parameters in the arenas.
+  size_t param_offset(size_t layer) const { return offsets_[layer]; }
+
+  // Initialises all parameters from `seed` (the same on every rank).
+  void init_params(uint64_t seed);
+  // Copies parameters to/from host memory (param_count() floats).
+  void get_params(float* host) const;
+  void set_params(const float* host);
+
+  // Forward pass over `batch` samples at `input` (device memory); returns the logits.
+  const Tensor& forward(const float* input, int64_t batch, bool training);
+  // Buffer the loss writes d(loss)/d(logits) into before backward().
+  float* dlogits() { return d_acts_.back().data(); }
+  // Backward pass of the last forward(); fills grads().
+  void backward();
+
+  // SHA-256 of the float32 parameters in layer order, as lowercase hex.
+  std::string params_sha256() const;
+
+ private:
+  Backend& backend_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  Dims input_dims_;
+  std::vector<Dims> dims_;  // dims_[i]: output of layer i
+  int64_t max_batch_;
+  size_t param_count_ = 0;
+  std::vector<size_t> offsets_;
+  DeviceArray<float> params_, grads_;
+  std::vector<DeviceArray<float>> acts_, d_acts_;
+  Tensor input_;
+  std::vector<Tensor> out_views_, d_views_;  // per-layer views, batch set per call
+};
+
+}  // namespace hpctrain

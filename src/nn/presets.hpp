@@ -1,0 +1,15 @@
+// Builds the layer list a config describes: preset "mlp" (dense+relu per hidden
+// width, then a dense classifier) or "layers" (the user's list, then the classifier).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "config/config.hpp"
+#include "nn/layer.hpp"
+
+namespace hpctrain {
+
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes);
+
+}  // namespace hpctrain

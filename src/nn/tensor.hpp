@@ -1,0 +1,26 @@
+// A non-owning view of a batch of samples in device memory: `batch` samples, each
+// of shape `dims` (C,H,W or features), stored contiguously (NCHW).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hpctrain {
+
+using Dims = std::vector<int64_t>;
+
+inline int64_t dims_elems(const Dims& d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+struct Tensor {
+  float* data = nullptr;
+  int64_t batch = 0;
+  Dims dims;
+  int64_t sample_elems() const { return dims_elems(dims); }
+  int64_t elems() const { return batch * sample_elems(); }
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,101 @@
+// CSV and JSON output. Numbers are printed with enough digits to round-trip.
+#include "train/metrics.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::string num(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.9g", x);
+  return buf;
+}
+
+std::string opt_num(const std::optional<double>& x, const char* missing) {
+  return x ? num(*x) : std::string(missing);
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+MetricsCsv::MetricsCsv(const std::string& path) : out_(path), path_(path) {
+  if (!out_) throw Error(path + ": cannot create metrics file");
+  out_ << "epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
+          "samples_per_second,data_wait_s,comm_s\n";
+  out_.flush();
+}
+
+void MetricsCsv::append(const EpochMetrics& m) {
+  out_ << m.epoch << ',' << num(m.train_loss) << ',' << num(m.train_accuracy) << ','
+       << opt_num(m.val_loss, "") << ',' << opt_num(m.val_accuracy, "") << ',' << num(m.lr) << ','
+       << num(m.time_train_s) << ',' << num(m.time_val_s) << ',' << num(m.samples_per_second) << ','
+       << num(m.data_wait_s) << ',' << num(m.comm_s) << '\n';
+  out_.flush();
+  if (!out_) throw Error(path_ + ": write failed");
+}
+
+std::string summary_to_json(const RunSummary& s) {
+  std::ostringstream o;
+  o << "{\n";
+  o << "  \"run_name\": " << json_string(s.run_name) << ",\n";
+  o << "  \"backend\": " << json_string(s.backend) << ",\n";
+  o << "  \"strategy\": " << json_string(s.strategy) << ",\n";
+  o << "  \"algorithm\": " << json_string(s.algorithm) << ",\n";
+  o << "  \"world_size\": " << s.world_size << ",\n";
+  o << "  \"threads_per_rank\": " << s.threads_per_rank << ",\n";
+  o << "  \"global_batch\": " << s.global_batch << ",\n";
+  o << "  \"param_count\": " << s.param_count << ",\n";
+  o << "  \"epochs_completed\": " << s.epochs_completed << ",\n";
+  o << "  \"test_accuracy\": " << opt_num(s.test_accuracy, "null") << ",\n";
+  o << "  \"test_loss\": " << opt_num(s.test_loss, "null") << ",\n";
+  o << "  \"val_accuracy\": " << opt_num(s.val_accuracy, "null") << ",\n";
+  o << "  \"val_loss\": " << opt_num(s.val_loss, "null") << ",\n";
+  o << "  \"train_loss\": " << num(s.final_train_loss) << ",\n";
+  o << "  \"train_accuracy\": " << num(s.final_train_accuracy) << ",\n";
+  o << "  \"samples_per_second\": " << num(s.samples_per_second) << ",\n";
+  o << "  \"time_train_s\": " << num(s.time_train_s) << ",\n";
+  o << "  \"time_val_s\": " << num(s.time_val_s) << ",\n";
+  o << "  \"time_test_s\": " << num(s.time_test_s) << ",\n";
+  o << "  \"time_total_s\": " << num(s.time_total_s) << ",\n";
+  o << "  \"data_wait_fraction\": " << num(s.data_wait_fraction) << ",\n";
+  o << "  \"comm_fraction\": " << num(s.comm_fraction) << ",\n";
+  o << "  \"resumed_from\": " << (s.resumed_from ? std::to_string(*s.resumed_from) : "null")
+    << ",\n";
+  o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
+  o << "}\n";
+  return o.str();
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,47 @@
+// What a run reports: a metrics.csv row per epoch and summary.json at the end
+// (DESIGN.md, "Run directory"). Written by rank 0 only.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace hpctrain {
+
+struct EpochMetrics {
+  int epoch = 0;  // 1-based
+  double train_loss = 0, train_accuracy = 0;
+  std::optional<double> val_loss, val_accuracy;
+  double lr = 0;
+  double time_train_s = 0, time_val_s = 0;
+  double samples_per_second = 0;
+  double data_wait_s = 0, comm_s = 0;  // slowest rank's
+};
+
+class MetricsCsv {
+ public:
+  explicit MetricsCsv(const std::string& path);  // writes the header
+  void append(const EpochMetrics& m);            // one row, flushed
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+struct RunSummary {
+  std::string run_name, backend, strategy, algorithm;
+  int world_size = 1, threads_per_rank = 1, epochs_completed = 0;
+  int64_t global_batch = 0, param_count = 0;
+  std::optional<double> test_loss, test_accuracy, val_loss, val_accuracy;
+  double final_train_loss = 0, final_train_accuracy = 0;
+  double samples_per_second = 0;
+  double time_train_s = 0, time_val_s = 0, time_test_s = 0, time_total_s = 0;
+  double data_wait_fraction = 0, comm_fraction = 0;
+  std::optional<int64_t> resumed_from;
+  std::string params_sha256;
+};
+
+std::string summary_to_json(const RunSummary& s);
+
+}  // namespace hpctrain

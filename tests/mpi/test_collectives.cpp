@@ -1,0 +1,121 @@
+// Ring all-reduce against MPI_Allreduce, parameter averaging, and set-up
+// agreement, on whatever world size mpiexec started.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "comm/agreement.hpp"
+#include "comm/communicator.hpp"
+#include "comm/param_average.hpp"
+#include "comm/ring_allreduce.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+
+namespace hpctrain {
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+std::vector<float> rank_data(size_t count, int rank) {
+  Rng rng(mix_seed(99, static_cast<uint64_t>(rank)));
+  std::vector<float> v(count);
+  for (auto& x : v) x = static_cast<float>(rng.normal());
+  return v;
+}
+
+class RingVsMpi : public ::testing::TestWithParam<std::tuple<size_t, size_t>> {};
+
+TEST_P(RingVsMpi, SumsEqualWithinRounding) {
+  const auto [count, chunk_bytes] = GetParam();
+  std::vector<float> ring = rank_data(count, world_rank());
+  std::vector<float> ref = ring;
+  RingAllreduce algo(MPI_COMM_WORLD, chunk_bytes);
+  algo.run(ring.data(), count);
+  if (count > 0) {
+    MPI_Allreduce(MPI_IN_PLACE, ref.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
+                  MPI_COMM_WORLD);
+  }
+  // Each element is a sum of world_size float32 terms in some order: the two
+  // results may differ by a few ulps of the partial sums' magnitude.
+  const double tol = 4.0 * world_size() * 1.2e-7;
+  size_t bad = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (std::fabs(ring[i] - ref[i]) > tol * (1.0 + std::fabs(ref[i]) * world_size())) ++bad;
+  }
+  EXPECT_EQ(bad, 0u) << "count " << count;
+  // Exactly equal on every rank (all-gather copies one reduced value everywhere).
+  std::vector<float> rank0 = ring;
+  if (count > 0) {
+    MPI_Bcast(rank0.data(), static_cast<int>(count), MPI_FLOAT, 0, MPI_COMM_WORLD);
+  }
+  EXPECT_EQ(rank0, ring);
+}
+
+INSTANTIATE_TEST_SUITE_P(Counts, RingVsMpi,
+                         ::testing::Combine(::testing::Values(0, 1, 3, 1000003),
+                                            ::testing::Values(64, 1 << 20)));
+
+TEST(RingAllreduce, IntegerValuedSumIsExact) {
+  const size_t count = 4097;
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(world_rank() + 1 + i % 3);
+  RingAllreduce algo(MPI_COMM_WORLD, 256);
+  algo.run(v.data(), count);
+  const int p = world_size();
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(v[i], static_cast<float>(p * (p + 1) / 2 + p * static_cast<int>(i % 3))) << i;
+  }
+}
+
+TEST(RingAllreduce, RepeatedCallsReuseBuffers) {
+  RingAllreduce algo(MPI_COMM_WORLD, 1024);
+  for (size_t count : {10000, 7, 10000, 0, 33}) {
+    std::vector<float> v(count, 1.0f);
+    algo.run(v.data(), count);
+    for (float x : v) ASSERT_EQ(x, static_cast<float>(world_size()));
+  }
+}
+
+TEST(Communicator, BothAlgorithmsAgree) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  std::vector<float> a = rank_data(12345, world_rank()), b = a;
+  comm.allreduce_sum(a.data(), a.size(), AllreduceAlgorithm::kRing);
+  comm.allreduce_sum(b.data(), b.size(), AllreduceAlgorithm::kMpi);
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5 * world_size());
+  EXPECT_GE(comm.comm_seconds(), 0.0);
+}
+
+TEST(ParamAverage, EveryRankGetsTheMean) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  CpuBackend be(1);
+  std::vector<float> p(101);
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(world_rank() * 2 + i);
+  average_parameters(comm, be, p.data(), p.size());
+  const double mean_rank = (world_size() - 1) / 2.0;
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(p[i], mean_rank * 2 + i, 1e-4);
+}
+
+TEST(Agreement, OneFailingRankFailsAllWithItsCode) {
+  const int last = world_size() - 1;
+  const int code = run_and_agree(MPI_COMM_WORLD, [&] {
+    if (world_rank() == last) throw UsageError("bad input on the last rank");
+  });
+  EXPECT_EQ(code, kExitUsage);
+  EXPECT_EQ(run_and_agree(MPI_COMM_WORLD, [] {}), 0);
+}
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,93 @@
+// Core utilities: SHA-256 against FIPS 180-4 vectors, the portable Rng, atomic writes.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include "core/files.hpp"
+#include "core/random.hpp"
+#include "core/sha256.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::string sha_hex(const std::string& s) {
+  Sha256 sha;
+  sha.update(s.data(), s.size());
+  return sha.finish_hex();
+}
+
+TEST(Sha256, KnownVectors) {
+  EXPECT_EQ(sha_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  EXPECT_EQ(sha_hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST(Sha256, SplitUpdatesMatchOneUpdate) {
+  const std::string s(1000, 'x');
+  Sha256 a;
+  for (size_t i = 0; i < s.size(); i += 7)
+    a.update(s.data() + i, std::min<size_t>(7, s.size() - i));
+  EXPECT_EQ(a.finish_hex(), sha_hex(s));
+}
+
+TEST(Rng, SameSeedSameSequenceDifferentSeedDifferent) {
+  Rng a(42), b(42), c(43);
+  for (int i = 0; i < 100; ++i) {
+    const uint64_t x = a.next_u64();
+    EXPECT_EQ(x, b.next_u64());
+    EXPECT_NE(x, c.next_u64());
+  }
+}
+
+TEST(Rng, UniformIntStaysInRangeAndCoversIt) {
+  Rng rng(7);
+  std::set<uint64_t> seen;
+  for (int i = 0; i < 10000; ++i) {
+    const uint64_t v = rng.uniform_int(13);
+    ASSERT_LT(v, 13u);
+    seen.insert(v);
+  }
+  EXPECT_EQ(seen.size(), 13u);
+}
+
+TEST(Rng, NormalHasUnitMoments) {
+  Rng rng(1);
+  double sum = 0, sum2 = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    const double x = rng.normal();
+    sum += x;
+    sum2 += x * x;
+  }
+  EXPECT_NEAR(sum / n, 0.0, 0.01);
+  EXPECT_NEAR(sum2 / n, 1.0, 0.02);
+}
+
+TEST(Rng, MixSeedSeparatesInputs) {
+  EXPECT_NE(mix_seed(1, 2, 3), mix_seed(1, 3, 2));
+  EXPECT_NE(mix_seed(1, 0, 0), mix_seed(2, 0, 0));
+  EXPECT_EQ(mix_seed(5, 6, 7), mix_seed(5, 6, 7));
+}
+
+TEST(Files, AtomicWriteReplacesWholeFile) {
+  const std::string dir = ::testing::TempDir() + "/ht_files_test/a/b";
+  make_directories(dir);
+  const std::string path = dir + "/out.txt";
+  write_file_atomic(path, "first version\n");
+  write_file_atomic(path, "second\n");
+  std::ifstream in(path);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "second\n");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().filename(), "out.txt") << "temporary file left behind";
+  }
+}
+
+}  // namespace
+}  // namespace hpctrain

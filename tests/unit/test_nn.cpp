@@ -1,0 +1,187 @@
+// Layers, loss and model on the CPU backend: numerical gradient checks (batch > 1,
+// odd sizes, random non-zero inputs) and arena bookkeeping.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "nn/dense.hpp"
+#include "nn/model.hpp"
+#include "nn/presets.hpp"
+#include "nn/relu.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.normal() * scale);
+  return v;
+}
+
+// L = sum(y * r): dL/dy = r, so backward(dy = r) must match central differences of L.
+double weighted_output(Layer& layer, CpuBackend& be, std::vector<float>& x, int64_t batch,
+                       const Dims& in_dims, const Dims& out_dims, const std::vector<float>& r) {
+  Tensor tx{x.data(), batch, in_dims};
+  std::vector<float> y(static_cast<size_t>(batch * dims_elems(out_dims)));
+  Tensor ty{y.data(), batch, out_dims};
+  layer.forward(be, tx, ty, true);
+  double l = 0;
+  for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
+  return l;
+}
+
+void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t batch, double tol) {
+  CpuBackend be(1);
+  const Dims out_dims = layer.output_dims(in_dims);
+  const size_t np = layer.param_count();
+  std::vector<float> params(np), grads(np);
+  layer.bind(params.data(), grads.data());
+  Rng rng(3);
+  layer.init_params(rng, params.data());
+  // Non-zero biases so their gradient path is exercised with real values.
+  for (auto& p : params) p += static_cast<float>(0.1 * rng.normal());
+  std::vector<float> x = random_vector(static_cast<size_t>(batch * dims_elems(in_dims)), 11);
+  for (auto& v : x) {
+    if (std::fabs(v) < 0.05f) v = 0.05f;  // keep ReLU away from its kink
+  }
+  const std::vector<float> r = random_vector(static_cast<size_t>(batch * dims_elems(out_dims)), 12);
+
+  // Analytic gradients.
+  std::vector<float> y(r.size()), dx(x.size());
+  Tensor tx{x.data(), batch, in_dims}, ty{y.data(), batch, out_dims};
+  layer.forward(be, tx, ty, true);
+  std::vector<float> dy = r;
+  Tensor tdy{dy.data(), batch, out_dims}, tdx{dx.data(), batch, in_dims};
+  layer.backward(be, tx, ty, tdy, &tdx);
+
+  const float eps = 1e-2f;
+  auto check = [&](std::vector<float>& v, const std::vector<float>& analytic, const char* what) {
+    for (size_t i = 0; i < v.size(); i += std::max<size_t>(1, v.size() / 97)) {
+      const float saved = v[i];
+      v[i] = saved + eps;
+      const double lp = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
+      v[i] = saved - eps;
+      const double lm = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
+      v[i] = saved;
+      const double numeric = (lp - lm) / (2 * eps);
+      EXPECT_NEAR(analytic[i], numeric, tol * std::max(1.0, std::fabs(numeric)))
+          << layer.type() << " " << what << "[" << i << "]";
+    }
+  };
+  const std::vector<float> grads_copy = grads;
+  check(params, grads_copy, "param");
+  check(x, dx, "input");
+}
+
+TEST(GradientCheck, DenseBatch5Odd) {
+  Dense layer("d", 7);
+  check_layer_gradients(layer, {3, 1, 5}, 5, 1e-3);
+}
+
+TEST(GradientCheck, Relu) {
+  Relu layer("r");
+  check_layer_gradients(layer, {11}, 3, 1e-3);
+}
+
+TEST(SoftmaxXent, GradientMatchesNumericalAndStatsCount) {
+  CpuBackend be(1);
+  const int rows = 5, cols = 7;
+  std::vector<float> z = random_vector(rows * cols, 21, 2.0);
+  const std::vector<int32_t> labels = {0, 6, 3, 3, 1};
+  std::vector<float> dz(z.size());
+  LossStats stats;
+  be.softmax_xent(z.data(), labels.data(), rows, cols, 1.0f, dz.data(), &stats);
+  EXPECT_EQ(stats.count, rows);
+  auto loss = [&]() {
+    LossStats s;
+    be.softmax_xent(z.data(), labels.data(), rows, cols, 0.0f, nullptr, &s);
+    return s.loss_sum;
+  };
+  const float eps = 1e-3f;
+  for (size_t i = 0; i < z.size(); ++i) {
+    const float saved = z[i];
+    z[i] = saved + eps;
+    const double lp = loss();
+    z[i] = saved - eps;
+    const double lm = loss();
+    z[i] = saved;
+    EXPECT_NEAR(dz[i], (lp - lm) / (2 * eps), 2e-3) << i;
+  }
+}
+
+TEST(SoftmaxXent, StableForHugeLogitsAndCountsCorrect) {
+  CpuBackend be(1);
+  const std::vector<float> z = {1000.0f, -1000.0f, 0.0f, 0.0f, 3000.0f, 2990.0f};
+  const std::vector<int32_t> labels = {0, 2};
+  LossStats s;
+  std::vector<float> dz(6);
+  be.softmax_xent(z.data(), labels.data(), 2, 3, 1.0f, dz.data(), &s);
+  EXPECT_TRUE(std::isfinite(s.loss_sum));
+  EXPECT_NEAR(s.loss_sum, 0.0 + 10.0, 1e-3);  // first sample ~0, second ~ 10 + log(1+e^-10)
+  EXPECT_EQ(s.correct, 1.0);
+  for (float d : dz) EXPECT_TRUE(std::isfinite(d));
+}
+
+TEST(Model, MlpArenaLayoutAndDeterministicInit) {
+  CpuBackend be(1);
+  ModelConfig mc;
+  mc.hidden = {192};
+  Model a(be, build_layers(mc, 10), {1, 28, 28}, 4);
+  EXPECT_EQ(a.param_count(), size_t{784 * 192 + 192 + 192 * 10 + 10});
+  EXPECT_EQ(a.param_offset(2), size_t{784 * 192 + 192});
+  EXPECT_EQ(a.output_dims(), Dims{10});
+  a.init_params(5);
+  Model b(be, build_layers(mc, 10), {1, 28, 28}, 4);
+  b.init_params(5);
+  EXPECT_EQ(a.params_sha256(), b.params_sha256());
+  b.init_params(6);
+  EXPECT_NE(a.params_sha256(), b.params_sha256());
+}
+
+TEST(Model, BackwardMatchesNumericalThroughWholeMlp) {
+  CpuBackend be(1);
+  ModelConfig mc;
+  mc.hidden = {6, 5};
+  const int batch = 3, classes = 4;
+  Model m(be, build_layers(mc, classes), {2, 3}, batch);
+  m.init_params(9);
+  std::vector<float> x = random_vector(batch * 6, 31);
+  const std::vector<int32_t> labels = {1, 3, 0};
+  auto loss = [&]() {
+    LossStats s;
+    const Tensor& logits = m.forward(x.data(), batch, true);
+    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, &s);
+    return s.loss_sum / batch;
+  };
+  LossStats s;
+  const Tensor& logits = m.forward(x.data(), batch, true);
+  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, m.dlogits(), &s);
+  m.backward();
+  std::vector<float> grads(m.grads(), m.grads() + m.param_count());
+  const float eps = 1e-3f;
+  for (size_t i = 0; i < m.param_count(); ++i) {
+    float& p = m.params()[i];
+    const float saved = p;
+    p = saved + eps;
+    const double lp = loss();
+    p = saved - eps;
+    const double lm = loss();
+    p = saved;
+    EXPECT_NEAR(grads[i], (lp - lm) / (2 * eps), 2e-3) << "param " << i;
+  }
+}
+
+TEST(Model, UnknownLayerTypeIsUsageError) {
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.layers = {LayerSpec{"conv9", "", 0}};
+  EXPECT_THROW(build_layers(mc, 10), UsageError);
+}
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,122 @@
+// Sharding, sampling and the prefetch queue: ordering, coverage, and errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "core/error.hpp"
+#include "data/prefetch_queue.hpp"
+#include "data/sampler.hpp"
+
+namespace hpctrain {
+namespace {
+
+TEST(Shard, BalancedContiguousCover) {
+  for (int64_t n : {1, 7, 10, 1000003}) {
+    for (int size = 1; size <= 5; ++size) {
+      int64_t next = 0;
+      for (int r = 0; r < size; ++r) {
+        const Shard s = shard_for_rank(n, r, size);
+        EXPECT_EQ(s.begin, next);
+        EXPECT_GE(s.count, n / size);
+        EXPECT_LE(s.count, n / size + 1);
+        next += s.count;
+      }
+      EXPECT_EQ(next, n);
+    }
+  }
+}
+
+TEST(Shard, StepsPerEpochFollowTheSmallestShard) {
+  EXPECT_EQ(steps_per_epoch(127, 2, 64), 0);  // shards 64 and 63: no full batch on both
+  EXPECT_EQ(steps_per_epoch(128, 2, 64), 1);
+  EXPECT_EQ(steps_per_epoch(55000, 2, 64), 429);
+}
+
+TEST(Sampler, ShuffleIsAPermutationSeededByEpochAndRank) {
+  Sampler s(100, 8, 12, true, 7, 0);
+  std::vector<int64_t> a, b, c, d;
+  s.epoch_order(0, a);
+  s.epoch_order(0, b);
+  s.epoch_order(1, c);
+  Sampler other_rank(100, 8, 12, true, 7, 1);
+  other_rank.epoch_order(0, d);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, d);
+  std::vector<int64_t> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(100);
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(sorted, iota);
+}
+
+TEST(Sampler, NoShuffleIsIdentityAndLastBatchPartial) {
+  Sampler s(10, 4, 3, false, 1, 0);
+  std::vector<int64_t> a;
+  s.epoch_order(3, a);
+  EXPECT_EQ(a, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(s.batch_size(0), 4);
+  EXPECT_EQ(s.batch_size(2), 2);
+}
+
+TEST(PrefetchQueue, DeliversInSequenceOrderWithManyThreads) {
+  // Readers take random time so batches complete out of order.
+  PrefetchQueue q(4, 3, 2, 5, 10, 60, [](int64_t seq, BatchBuffer& b) {
+    std::this_thread::sleep_for(std::chrono::microseconds((seq * 7919) % 500));
+    b.size = 1 + seq % 5;
+    b.images[0] = static_cast<float>(seq);
+    b.labels[0] = static_cast<int32_t>(seq);
+  });
+  for (int64_t seq = 10; seq < 60; ++seq) {
+    const BatchBuffer& b = q.pop();
+    ASSERT_EQ(b.seq, seq);
+    EXPECT_EQ(b.labels[0], seq);
+    EXPECT_EQ(b.size, 1 + seq % 5);
+  }
+  EXPECT_THROW(q.pop(), Error);  // past the end
+}
+
+TEST(PrefetchQueue, ReaderErrorReachesTheConsumer) {
+  PrefetchQueue q(2, 2, 1, 1, 0, 100, [](int64_t seq, BatchBuffer& b) {
+    if (seq == 3) throw std::runtime_error("bad sample in batch 3");
+    b.size = 1;
+  });
+  for (int i = 0; i < 3; ++i) q.pop();
+  try {
+    q.pop();
+    FAIL() << "expected the reader's error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bad sample in batch 3");
+  }
+}
+
+TEST(PrefetchQueue, DestructorStopsBlockedReaders) {
+  std::atomic<int> filled{0};
+  {
+    PrefetchQueue q(3, 2, 1, 1, 0, 1000000, [&](int64_t, BatchBuffer& b) {
+      b.size = 1;
+      ++filled;
+    });
+    q.pop();
+  }  // must not hang with readers waiting for free slots
+  EXPECT_LE(filled.load(), 4);
+}
+
+TEST(PrefetchQueue, CountsWaitTime) {
+  PrefetchQueue q(1, 1, 1, 1, 0, 3, [](int64_t, BatchBuffer& b) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    b.size = 1;
+  });
+  q.pop();
+  q.pop();
+  EXPECT_GT(q.wait_seconds(), 0.02);
+}
+
+}  // namespace
+}  // namespace hpctrain
