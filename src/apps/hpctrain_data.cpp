@@ -38,7 +38,7 @@ constexpr const char* kFashionUsage =
     "Converts Fashion-MNIST (Debian package dataset-fashion-mnist) into\n"
     "  DIR/train.h5  the 60000 training images less the validation rows\n"
     "  DIR/val.h5    N rows drawn from the training set by a permutation seeded with S\n"
-    "                (not written when N is 0)\n"
+    "                (not written when N is 0; an old DIR/val.h5 is then removed)\n"
     "  DIR/test.h5   the 10000 test images\n"
     "stored as uint8 [N, 1, 28, 28] with the 10 class names. Rows keep their original order\n"
     "within each file.\n"
@@ -139,8 +139,11 @@ int64_t int_option(const Args& args, const std::string& name, int64_t fallback, 
     used = 0;
   }
   if (text.empty() || used != text.size() || value < lo || value > hi) {
-    throw UsageError("--" + name + ": expected an integer in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], got '" + text + "'");
+    const std::string expected =
+        hi == INT64_MAX && lo == 0
+            ? "a non-negative integer"
+            : "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    throw UsageError("--" + name + ": expected " + expected + ", got '" + text + "'");
   }
   return value;
 }
@@ -206,30 +209,32 @@ int cmd_fashion_mnist(const std::vector<std::string>& argv) {
   const int deflate = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
 
   // 1. Check both inputs before writing anything.
-  hpctrain::IdxPair train = hpctrain::open_idx_pair(idx_file(src, "train-images-idx3-ubyte"),
-                                                    idx_file(src, "train-labels-idx1-ubyte"), 10);
-  hpctrain::IdxPair test = hpctrain::open_idx_pair(idx_file(src, "t10k-images-idx3-ubyte"),
-                                                   idx_file(src, "t10k-labels-idx1-ubyte"), 10);
+  // (Paths first, in order, so a missing file is reported the same way every time.)
+  const std::string train_images = idx_file(src, "train-images-idx3-ubyte");
+  const std::string train_labels = idx_file(src, "train-labels-idx1-ubyte");
+  const std::string test_images = idx_file(src, "t10k-images-idx3-ubyte");
+  const std::string test_labels = idx_file(src, "t10k-labels-idx1-ubyte");
+  hpctrain::IdxPair train = hpctrain::open_idx_pair(train_images, train_labels, 10);
+  hpctrain::IdxPair test = hpctrain::open_idx_pair(test_images, test_labels, 10);
   if (val >= train.images.items()) {
     throw UsageError("--val: " + std::to_string(val) + " validation rows would leave no " +
                      "training rows (the training set has " + std::to_string(train.images.items()) +
                      ")");
   }
   make_output_dir(out);
-  const std::string source_base =
-      "Fashion-MNIST (Zalando Research, MIT licence), converted by "
-      "hpctrain-data from ";
+  // The source attribute says what the rows are and how to reproduce the split.
+  const std::string origin =
+      "Fashion-MNIST (Zalando Research), converted by hpctrain-data from " + src + ": ";
+  const std::string split = " of train-*-ubyte (validation split: " + std::to_string(val) +
+                            " rows, seed " + std::to_string(seed) + ")";
 
   // 2. Train and val in one pass over the training IDX files.
   {
     const double t0 = hpctrain::now_seconds();
-    const std::string origin = train.images.path() + " and " + train.labels_path;
-    const std::string split =
-        "; validation split: " + std::to_string(val) + " rows, seed " + std::to_string(seed);
-    const auto train_opts = writer_options(train, kFashionClasses,
-                                           source_base + origin + split + " (train part)", deflate);
-    const auto val_opts = writer_options(train, kFashionClasses,
-                                         source_base + origin + split + " (val part)", deflate);
+    const auto train_opts =
+        writer_options(train, kFashionClasses, origin + "training rows" + split, deflate);
+    const auto val_opts =
+        writer_options(train, kFashionClasses, origin + "validation rows" + split, deflate);
     hpctrain::DatasetWriter train_writer((std::filesystem::path(out) / "train.h5").string(),
                                          train_opts);
     if (val > 0) {
@@ -246,15 +251,20 @@ int cmd_fashion_mnist(const std::vector<std::string>& argv) {
       hpctrain::write_idx_rows(train, {}, {&train_writer});
       train_writer.close();
       print_written(train_writer, train_opts, hpctrain::now_seconds() - t0);
+      // A val.h5 from an earlier run would overlap this train.h5: remove it.
+      const std::filesystem::path stale = std::filesystem::path(out) / "val.h5";
+      std::error_code ec;
+      if (std::filesystem::remove(stale, ec)) {
+        std::printf("removed %s (it overlaps the new training set)\n", stale.c_str());
+      }
     }
   }
 
   // 3. Test.
   {
     const double t0 = hpctrain::now_seconds();
-    const auto opts = writer_options(
-        test, kFashionClasses,
-        source_base + test.images.path() + " and " + test.labels_path + " (test set)", deflate);
+    const auto opts =
+        writer_options(test, kFashionClasses, origin + "t10k-*-ubyte, the test set", deflate);
     hpctrain::DatasetWriter writer((std::filesystem::path(out) / "test.h5").string(), opts);
     hpctrain::write_idx_rows(test, {}, {&writer});
     writer.close();

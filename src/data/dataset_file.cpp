@@ -153,7 +153,7 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
   if (std::filesystem::is_directory(path, ec) || H5Fis_hdf5(path.c_str()) <= 0) {
     throw UsageError(path + ": not an HDF5 file");
   }
-  file_ = H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), H5Fclose);
+  file_ = h5_open_read_only(path);
   images_ = open_dataset(file_.get(), path, "images");
   labels_ = open_dataset(file_.get(), path, "labels");
 

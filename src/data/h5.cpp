@@ -32,6 +32,15 @@ H5Handle h5_float16_type() {
   return t;
 }
 
+H5Handle h5_open_read_only(const std::string& path) {
+  H5Handle fapl(HT_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+#if H5_VERSION_GE(1, 10, 7)
+  // use_file_locking = false; ignore_when_disabled = true.
+  HT_CHECK_H5(H5Pset_file_locking(fapl.get(), false, true));
+#endif
+  return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);
+}
+
 namespace {
 
 // Returns the strings of a variable-length string attribute, freeing HDF5's buffers

@@ -61,6 +61,11 @@ class H5Handle {
 // copy raw bits and half.hpp does the conversion.
 H5Handle h5_float16_type();
 
+// Opens an existing file read-only, with HDF5's file locking off where the library allows
+// it: data files are never modified after their rename, and many parallel file systems
+// (Lustre mounted without flock) make a locking open fail.
+H5Handle h5_open_read_only(const std::string& path);
+
 // Reads a string attribute (scalar or 1-D; variable- or fixed-length) as strings.
 // Throws UsageError naming `what` (e.g. "FILE: attribute class_names") if it is not a string.
 std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& what);

@@ -18,7 +18,7 @@ namespace {
 constexpr int64_t kPixelSamples = 16;     // samples whose min/max are shown
 constexpr int64_t kLabelBlock = 1 << 20;  // labels read per HDF5 call
 constexpr hssize_t kMaxShownValues = 8;   // array attributes are abbreviated after this
-constexpr size_t kMaxShownChars = 200;    // long string attributes are cut here
+constexpr size_t kMaxShownChars = 400;    // long string attributes are cut here
 
 std::string format_double(double v) {
   char buf[32];
@@ -146,7 +146,7 @@ std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64
 void inspect_data_file(const std::string& path, std::ostream& out) {
   const DatasetFile data(path);  // validates, with the loader's error messages
   const DatasetShape& shape = data.shape();
-  H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), H5Fclose);
+  const H5Handle file = h5_open_read_only(path);
 
   out << "file: " << path << "\n";
   out << "samples: " << shape.n << "\n";

@@ -200,6 +200,7 @@ TEST_P(DataRoundTrip, WriteThenReadRowsAtOffsets) {
   o.source = "unit test";
   o.chunk_samples = 4;
   o.deflate_level = tc.deflate;
+  fs::remove(path);  // a file left by an earlier run would defeat the check below
   {
     DatasetWriter writer(path, o);
     EXPECT_TRUE(fs::exists(writer.temp_path()));
@@ -228,14 +229,13 @@ TEST_P(DataRoundTrip, WriteThenReadRowsAtOffsets) {
   struct Range {
     int64_t start, count;
   };
-  for (const Range r : {Range{0, n}, Range{0, 1}, Range{5, 13}, Range{36, 1}, Range{3, 4},
-                        Range{10, 0}}) {
+  for (const Range r :
+       {Range{0, n}, Range{0, 1}, Range{5, 13}, Range{36, 1}, Range{3, 4}, Range{10, 0}}) {
     std::vector<uint8_t> got(r.count * sample_bytes + 1, 0xAB);  // +1: detect overrun
     std::vector<int32_t> got_labels(r.count + 1, -7);
     file.read_rows(r.start, r.count, got.data(), got_labels.data());
-    EXPECT_EQ(std::memcmp(got.data(), images.data() + r.start * sample_bytes,
-                          r.count * sample_bytes),
-              0)
+    EXPECT_EQ(
+        std::memcmp(got.data(), images.data() + r.start * sample_bytes, r.count * sample_bytes), 0)
         << "rows " << r.start << "+" << r.count;
     EXPECT_EQ(got.back(), 0xAB);
     for (int64_t i = 0; i < r.count; ++i) EXPECT_EQ(got_labels[i], labels[r.start + i]);
@@ -250,17 +250,14 @@ TEST_P(DataRoundTrip, WriteThenReadRowsAtOffsets) {
   EXPECT_THROW(file.read_rows(0, -1, buf.data(), lab.data()), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, DataRoundTrip,
-                         ::testing::Values(RoundTripCase{SampleType::kU8, 0},
-                                           RoundTripCase{SampleType::kF16, 0},
-                                           RoundTripCase{SampleType::kF32, 0},
-                                           RoundTripCase{SampleType::kU8, 4},
-                                           RoundTripCase{SampleType::kF16, 4},
-                                           RoundTripCase{SampleType::kF32, 4}),
-                         [](const auto& p) {
-                           return std::string(to_string(p.param.type)) +
-                                  (p.param.deflate > 0 ? "_deflate" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Types, DataRoundTrip,
+    ::testing::Values(RoundTripCase{SampleType::kU8, 0}, RoundTripCase{SampleType::kF16, 0},
+                      RoundTripCase{SampleType::kF32, 0}, RoundTripCase{SampleType::kU8, 4},
+                      RoundTripCase{SampleType::kF16, 4}, RoundTripCase{SampleType::kF32, 4}),
+    [](const auto& p) {
+      return std::string(to_string(p.param.type)) + (p.param.deflate > 0 ? "_deflate" : "");
+    });
 
 DatasetWriterOptions small_options() {
   DatasetWriterOptions o;
@@ -352,9 +349,9 @@ void write_raw(const std::string& path, const RawDataset& images, const RawDatas
   for (const auto& [name, d] : {std::pair<const char*, RawDataset>{"images", images},
                                 std::pair<const char*, RawDataset>{"labels", labels}}) {
     if (d.dims.empty()) continue;
-    H5Handle space(HT_CHECK_H5(H5Screate_simple(static_cast<int>(d.dims.size()), d.dims.data(),
-                                                nullptr)),
-                   H5Sclose);
+    H5Handle space(
+        HT_CHECK_H5(H5Screate_simple(static_cast<int>(d.dims.size()), d.dims.data(), nullptr)),
+        H5Sclose);
     H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), name, d.type, space.get(), H5P_DEFAULT,
                                         H5P_DEFAULT, H5P_DEFAULT)),
                  H5Dclose);
@@ -394,8 +391,7 @@ TEST(DataFile, WrongRanks) {
   expect_usage_error([&] { DatasetFile f(path); },
                      {path + ": /images has rank 3, expected 4 [N, C, H, W]"});
   write_raw(path, {{4, 1, 2, 2}}, {{4, 1}, H5T_NATIVE_INT32});
-  expect_usage_error([&] { DatasetFile f(path); },
-                     {path + ": /labels has rank 2, expected 1 [N]"});
+  expect_usage_error([&] { DatasetFile f(path); }, {path + ": /labels has rank 2, expected 1 [N]"});
 }
 
 TEST(DataFile, UnsupportedTypes) {
@@ -461,7 +457,8 @@ void write_file(const std::string& path, const std::vector<uint8_t>& bytes, bool
     gzclose(f);
   } else {
     std::ofstream(path, std::ios::binary)
-        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
   }
 }
 
@@ -519,8 +516,7 @@ TEST_P(DataIdx, ReadsImagesAndLabelsAndConverts) {
   }
   fb.read_rows(0, 2, img.data(), lab.data());
   EXPECT_EQ((std::vector<int32_t>{lab[0], lab[1]}), (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(std::memcmp(img.data() + rows * cols, pixels.data() + 3 * rows * cols, rows * cols),
-            0);
+  EXPECT_EQ(std::memcmp(img.data() + rows * cols, pixels.data() + 3 * rows * cols, rows * cols), 0);
 }
 
 TEST_P(DataIdx, TruncatedFile) {
@@ -581,7 +577,8 @@ TEST(DataIdxErrors, CorruptGzipIsAReadErrorNotTruncation) {
     bytes.assign(std::istreambuf_iterator<char>(in), {});
   }
   for (size_t i = 12; i + 8 < bytes.size(); ++i) bytes[i] = static_cast<char>(bytes[i] ^ 0x5a);
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   expect_usage_error(
       [&] {
         IdxReader r(path, 1);
@@ -626,9 +623,10 @@ TEST(DataInspect, PrintsShapeClassesAttributesAndRange) {
   const std::string text = out.str();
   for (const std::string& expected :
        {path, std::string("samples: 4"), std::string("[4, 1, 2, 2]"), std::string("uint8"),
-        std::string("C=1 H=2 W=2"), std::string("num_classes: 3"), std::string("source: "
-                                                                               "hand-made for "
-                                                                               "the test"),
+        std::string("C=1 H=2 W=2"), std::string("num_classes: 3"),
+        std::string("source: "
+                    "hand-made for "
+                    "the test"),
         std::string("min 3, max 200")}) {
     EXPECT_NE(text.find(expected), std::string::npos) << "missing '" << expected << "' in\n"
                                                       << text;
