@@ -18,12 +18,19 @@ void Dense::bind(float* params, float* grads) {
 }
 
 void Dense::init_params(Rng& rng, float* host_params) {
-  // He normal (fan-in), biases zero: suits ReLU stacks and softmax heads alike.
-  const double std_dev = std::sqrt(2.0 / static_cast<double>(in_));
-  for (int64_t i = 0; i < out_ * in_; ++i) {
-    host_params[i] = static_cast<float>(rng.normal() * std_dev);
+  const int64_t n = out_ * in_;
+  if (init_ == Init::kHe) {
+    // He normal (fan-in): keeps activation variance through ReLU layers.
+    const double std_dev = std::sqrt(2.0 / static_cast<double>(in_));
+    for (int64_t i = 0; i < n; ++i) host_params[i] = static_cast<float>(rng.normal() * std_dev);
+  } else {
+    // Glorot uniform: small initial logits for a softmax head.
+    const double limit = std::sqrt(6.0 / static_cast<double>(in_ + out_));
+    for (int64_t i = 0; i < n; ++i) {
+      host_params[i] = static_cast<float>((2.0 * rng.uniform() - 1.0) * limit);
+    }
   }
-  for (int64_t i = 0; i < out_; ++i) host_params[out_ * in_ + i] = 0.0f;
+  for (int64_t i = 0; i < out_; ++i) host_params[n + i] = 0.0f;
 }
 
 void Dense::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) {

@@ -1,5 +1,6 @@
 // Fully connected layer: y = x W^T + b, W stored [out, in] row-major (PyTorch's
-// layout, so weights compare directly), He-normal initialisation for ReLU nets.
+// layout, so weights compare directly). He-normal initialisation for layers that
+// feed a ReLU, Glorot-uniform for the rest (the classifier).
 #pragma once
 
 #include "nn/layer.hpp"
@@ -8,7 +9,9 @@ namespace hpctrain {
 
 class Dense final : public Layer {
  public:
-  Dense(std::string name, int64_t units) : Layer(std::move(name)), out_(units) {}
+  enum class Init { kHe, kGlorot };
+  Dense(std::string name, int64_t units, Init init = Init::kHe)
+      : Layer(std::move(name)), out_(units), init_(init) {}
   const char* type() const override { return "dense"; }
 
   Dims output_dims(const Dims& input) override;
@@ -22,6 +25,7 @@ class Dense final : public Layer {
 
  private:
   int64_t out_;
+  Init init_;
   int64_t in_ = 0;
   float* w_ = nullptr;
   float* b_ = nullptr;

@@ -33,7 +33,7 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int 
   } else {
     throw UsageError("model.preset: unknown preset '" + config.preset + "'");
   }
-  layers.push_back(std::make_unique<Dense>("classifier", num_classes));
+  layers.push_back(std::make_unique<Dense>("classifier", num_classes, Dense::Init::kGlorot));
   return layers;
 }
 
