@@ -52,12 +52,9 @@ void Loader::fill(int64_t seq, BatchBuffer& buffer) {
       case SampleType::kU8:
         for (size_t j = 0; j < elems; ++j) dst[j] = static_cast<float>(src[j]) * (1.0f / 255.0f);
         break;
-      case SampleType::kF16: {
-        const auto* h = reinterpret_cast<const uint16_t*>(src);
-        const auto& table = half_to_float_table();
-        for (size_t j = 0; j < elems; ++j) dst[j] = table[h[j]];
+      case SampleType::kF16:
+        half_to_float_n(reinterpret_cast<const uint16_t*>(src), dst, elems);
         break;
-      }
       case SampleType::kF32:
         std::memcpy(dst, src, elems * sizeof(float));
         break;

@@ -55,7 +55,11 @@ void PrefetchQueue::reader_loop() {
       buffer.seq = seq;
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
-      error_ = std::current_exception();
+      if (!error_ || seq < error_seq_) {
+        error_ = std::current_exception();
+        error_seq_ = seq;
+      }
+      state_[slot] = SlotState::kFree;
       batch_filled_.notify_all();
       return;
     }
@@ -77,7 +81,9 @@ const BatchBuffer& PrefetchQueue::pop() {
   HT_REQUIRE(next_to_pop_ < end_seq_, "prefetch queue read past its last batch");
   const double t0 = now_seconds();
   for (;;) {
-    if (error_) std::rethrow_exception(error_);
+    // Batches before a failed one are still delivered; the error surfaces when
+    // the consumer reaches the batch that could not be filled.
+    if (error_ && error_seq_ <= next_to_pop_) std::rethrow_exception(error_);
     for (size_t i = 0; i < buffers_.size(); ++i) {
       if (state_[i] == SlotState::kFull && buffers_[i].seq == next_to_pop_) {
         in_use_ = static_cast<int>(i);

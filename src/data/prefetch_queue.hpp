@@ -56,7 +56,8 @@ class PrefetchQueue {
   int64_t end_seq_;
   int in_use_ = -1;            // slot held by the consumer, GUARDED_BY mutex_
   bool stopping_ = false;      // GUARDED_BY mutex_
-  std::exception_ptr error_;   // GUARDED_BY mutex_
+  std::exception_ptr error_;   // the first failed batch's error, GUARDED_BY mutex_
+  int64_t error_seq_ = 0;      // which batch failed, GUARDED_BY mutex_
   double wait_seconds_ = 0.0;  // consumer thread only
   std::vector<std::thread> threads_;
 };
