@@ -42,6 +42,8 @@ struct ModelConfig {
   std::string preset = "mlp";       // "mlp" or "layers"
   std::vector<int> hidden = {192};  // mlp: hidden layer widths
   std::vector<LayerSpec> layers;    // preset "layers": the sequence before the classifier
+  std::string init_from;            // checkpoint whose parameters start the run (fine-tuning)
+  std::vector<std::string> freeze;  // layer names whose parameters stay fixed
   // The loader rejects a non-empty list meant for the other preset, and empties `hidden`
   // when preset is "layers", so the resolved config holds only what the model uses.
 };
@@ -75,6 +77,15 @@ struct DistributedConfig {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
   int every = 8;                       // average: steps between parameter averages
   int64_t ring_chunk_bytes = 1 << 20;  // ring: pipelining unit of each segment
+  double timeout_seconds = 600.0;      // watchdog: abort if one collective takes longer; 0 = off
+};
+
+struct CheckpointConfig {
+  std::string dir;             // empty in the file means "<run.dir>/checkpoints"
+  int64_t every_steps = 0;     // 0 = not by step count
+  double every_seconds = 0.0;  // 0 = not by time
+  bool at_epoch_end = false;
+  int keep = 3;  // newest complete checkpoints kept
 };
 
 struct Config {
@@ -86,6 +97,7 @@ struct Config {
   OptimizerConfig optimizer;
   TrainConfig train;
   DistributedConfig distributed;
+  CheckpointConfig checkpoint;
 };
 
 // Reads `path`, applies `overrides` ("a.b=c", YAML scalars or flow sequences like

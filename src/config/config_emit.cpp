@@ -71,6 +71,10 @@ std::string config_to_yaml(const Config& c) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  out << YAML::Key << "init_from" << YAML::Value << c.model.init_from;
+  out << YAML::Key << "freeze" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const std::string& name : c.model.freeze) out << name;
+  out << YAML::EndSeq;
   out << YAML::EndMap;
 
   const OptimizerConfig& opt = c.optimizer;
@@ -101,6 +105,15 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "algorithm" << YAML::Value << to_string(c.distributed.algorithm);
   out << YAML::Key << "every" << YAML::Value << c.distributed.every;
   out << YAML::Key << "ring_chunk_bytes" << YAML::Value << c.distributed.ring_chunk_bytes;
+  number(out, "timeout_seconds", c.distributed.timeout_seconds);
+  out << YAML::EndMap;
+
+  out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dir" << YAML::Value << c.checkpoint.dir;
+  out << YAML::Key << "every_steps" << YAML::Value << c.checkpoint.every_steps;
+  number(out, "every_seconds", c.checkpoint.every_seconds);
+  out << YAML::Key << "at_epoch_end" << YAML::Value << c.checkpoint.at_epoch_end;
+  out << YAML::Key << "keep" << YAML::Value << c.checkpoint.keep;
   out << YAML::EndMap;
 
   out << YAML::EndMap;

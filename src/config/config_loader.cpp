@@ -200,6 +200,13 @@ void read_model(const Origins& origins, const Section& s, ModelConfig& model) {
   }
   const auto layers = s.find("layers");
   if (layers) model.layers = read_layers(origins, *layers);
+  s.get("init_from", model.init_from);
+  if (const auto freeze = s.find("freeze")) {
+    model.freeze.clear();
+    for (const Value& name : read_list(origins, *freeze, "a list of layer names")) {
+      model.freeze.push_back(config_reader::read_string(origins, name));
+    }
+  }
 
   // Each preset has its own list; a non-empty list for the other preset would be ignored.
   if (model.preset == "mlp") {
@@ -261,6 +268,16 @@ void read_distributed(const Section& s, DistributedConfig& dist) {
   s.get("algorithm", dist.algorithm, schema::kAlgorithmNames);
   s.get("every", dist.every, 1);
   s.get("ring_chunk_bytes", dist.ring_chunk_bytes, 64);
+  s.get("timeout_seconds", dist.timeout_seconds, NumberRange::at_least(0));
+}
+
+void read_checkpoint(const Section& s, const RunConfig& run, CheckpointConfig& ckpt) {
+  s.get("dir", ckpt.dir);
+  s.get("every_steps", ckpt.every_steps, 0);
+  s.get("every_seconds", ckpt.every_seconds, NumberRange::at_least(0));
+  s.get("at_epoch_end", ckpt.at_epoch_end);
+  s.get("keep", ckpt.keep, 1);
+  if (ckpt.dir.empty()) ckpt.dir = run.dir + "/checkpoints";
 }
 
 }  // namespace
@@ -280,6 +297,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   read_optimizer(origins, top.section("optimizer"), config.optimizer);
   read_train(top.section("train"), config.train);
   read_distributed(top.section("distributed"), config.distributed);
+  read_checkpoint(top.section("checkpoint"), config.run, config.checkpoint);
   return config;
 }
 

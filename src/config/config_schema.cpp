@@ -15,15 +15,16 @@ using KeyList = std::vector<std::string_view>;
 // "<section>.<key>" is a nested section, every other key holds a value.
 const std::vector<std::pair<std::string_view, KeyList>>& sections() {
   static const std::vector<std::pair<std::string_view, KeyList>> table = {
-      {"", {"run", "device", "data", "model", "optimizer", "train", "distributed"}},
+      {"", {"run", "device", "data", "model", "optimizer", "train", "distributed", "checkpoint"}},
       {"run", {"name", "dir", "seed", "deterministic", "threads"}},
       {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
-      {"model", {"preset", "hidden", "layers"}},
+      {"model", {"preset", "hidden", "layers", "init_from", "freeze"}},
       {kLayerEntry, {"type", "name", "units"}},
       {"optimizer", {"name", "lr", "momentum", "nesterov", "weight_decay", "schedule"}},
       {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
       {"train", {"epochs", "batch_size", "val_every", "progress_seconds"}},
-      {"distributed", {"strategy", "algorithm", "every", "ring_chunk_bytes"}},
+      {"distributed", {"strategy", "algorithm", "every", "ring_chunk_bytes", "timeout_seconds"}},
+      {"checkpoint", {"dir", "every_steps", "every_seconds", "at_epoch_end", "keep"}},
   };
   return table;
 }

@@ -18,6 +18,31 @@ void make_directories(const std::string& dir) {
   if (ec) throw Error(dir + ": cannot create directory: " + ec.message());
 }
 
+namespace {
+
+void fsync_open(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) throw Error(path + ": cannot open to sync: " + std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) throw Error(path + ": fsync failed: " + std::strerror(saved));
+}
+
+}  // namespace
+
+void fsync_file(const std::string& path) { fsync_open(path, O_RDONLY); }
+
+void fsync_directory(const std::string& dir) { fsync_open(dir, O_RDONLY | O_DIRECTORY); }
+
+void commit_file(const std::string& temp_path, const std::string& path) {
+  fsync_file(temp_path);
+  if (::rename(temp_path.c_str(), path.c_str()) != 0) {
+    throw Error(path + ": cannot rename " + temp_path + ": " + std::strerror(errno));
+  }
+  fsync_directory(std::filesystem::absolute(path).parent_path().string());
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -33,12 +58,8 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    throw Error(tmp + ": fsync/close failed: " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(path + ": rename failed: " + std::strerror(errno));
-  }
+  if (::close(fd) != 0) throw Error(tmp + ": close failed: " + std::strerror(errno));
+  commit_file(tmp, path);
 }
 
 }  // namespace hpctrain

@@ -8,6 +8,14 @@ namespace hpctrain {
 // Creates `dir` and its parents; throws Error naming the path on failure.
 void make_directories(const std::string& dir);
 
+// Flushes a file's data (or a directory's entries) to disk; throws Error on failure.
+void fsync_file(const std::string& path);
+void fsync_directory(const std::string& dir);
+
+// Commits a finished temporary file under its final name: fsync the file, rename
+// it, fsync the directory (rename alone is atomic but not durable).
+void commit_file(const std::string& temp_path, const std::string& path);
+
 // Writes `content` to `path` through a temporary file, fsync and rename, so a
 // crash leaves either the old or the new file, never half of one.
 void write_file_atomic(const std::string& path, const std::string& content);

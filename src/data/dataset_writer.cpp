@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/log.hpp"
 
 namespace hpctrain {
@@ -25,33 +26,6 @@ constexpr int64_t kTargetChunkBytes = 64 * 1024;
 constexpr int64_t kMaxChunkSamples = 1024;
 constexpr hsize_t kLabelChunk = 4096;
 
-// Flushes a file's (or directory's) data to disk; HDF5 itself never fsyncs.
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) throw Error(path + ": cannot open to sync: " + std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  if (rc != 0) throw Error(path + ": fsync failed: " + std::strerror(saved));
-}
-
-void write_string_attribute(hid_t loc, const char* name, const std::vector<std::string>& values,
-                            bool scalar) {
-  // Variable-length UTF-8 strings, as h5py writes Python str, so h5py reads back str.
-  H5Handle type(HT_CHECK_H5(H5Tcopy(H5T_C_S1)), H5Tclose);
-  HT_CHECK_H5(H5Tset_size(type.get(), H5T_VARIABLE));
-  HT_CHECK_H5(H5Tset_cset(type.get(), H5T_CSET_UTF8));
-  const hsize_t n[1] = {values.size()};
-  H5Handle space(
-      scalar ? HT_CHECK_H5(H5Screate(H5S_SCALAR)) : HT_CHECK_H5(H5Screate_simple(1, n, nullptr)),
-      H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  std::vector<const char*> pointers;
-  for (const std::string& v : values) pointers.push_back(v.c_str());
-  HT_CHECK_H5(H5Awrite(attr.get(), type.get(), pointers.data()));
-}
 
 // Creates a dataset of `rank` dims, empty along N and unlimited there, chunked as given.
 H5Handle create_extendible(hid_t file, const char* name, hid_t file_type, int rank,
@@ -184,9 +158,9 @@ void DatasetWriter::write_attributes() {
     HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT32, &k));
   }
   if (!options_.class_names.empty()) {
-    write_string_attribute(root, "class_names", options_.class_names, false);
+    h5_write_strings(root, "class_names", options_.class_names, false);
   }
-  if (!options_.source.empty()) write_string_attribute(root, "source", {options_.source}, true);
+  if (!options_.source.empty()) h5_write_strings(root, "source", {options_.source}, true);
 }
 
 void DatasetWriter::append(int64_t count, const void* images, const int32_t* labels) {
@@ -219,12 +193,8 @@ void DatasetWriter::close() {
   image_type_.reset();
   file_.reset();
   // 2. Make the data durable before the name points at it, then make the name durable.
-  fsync_path(temp_path_, O_RDONLY);
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    throw Error(path_ + ": cannot rename " + temp_path_ + ": " + std::strerror(errno));
-  }
+  commit_file(temp_path_, path_);
   closed_ = true;
-  fsync_path(std::filesystem::absolute(path_).parent_path().string(), O_RDONLY | O_DIRECTORY);
 }
 
 void DatasetWriter::abandon() noexcept {

@@ -90,6 +90,24 @@ std::vector<std::string> read_fixed_strings(hid_t attribute, hid_t file_type, si
 
 }  // namespace
 
+void h5_write_strings(hid_t loc, const char* name, const std::vector<std::string>& values,
+                      bool scalar) {
+  // Variable-length UTF-8 strings, as h5py writes Python str, so h5py reads back str.
+  H5Handle type(HT_CHECK_H5(H5Tcopy(H5T_C_S1)), H5Tclose);
+  HT_CHECK_H5(H5Tset_size(type.get(), H5T_VARIABLE));
+  HT_CHECK_H5(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  const hsize_t n[1] = {values.size()};
+  H5Handle space(
+      scalar ? HT_CHECK_H5(H5Screate(H5S_SCALAR)) : HT_CHECK_H5(H5Screate_simple(1, n, nullptr)),
+      H5Sclose);
+  H5Handle attr(
+      HT_CHECK_H5(H5Acreate2(loc, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
+  std::vector<const char*> pointers;
+  for (const std::string& v : values) pointers.push_back(v.c_str());
+  HT_CHECK_H5(H5Awrite(attr.get(), type.get(), pointers.data()));
+}
+
 std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& what) {
   H5Handle file_type(HT_CHECK_H5(H5Aget_type(attribute)), H5Tclose);
   if (HT_CHECK_H5(H5Tget_class(file_type.get())) != H5T_STRING) {

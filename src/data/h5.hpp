@@ -66,6 +66,11 @@ H5Handle h5_float16_type();
 // (Lustre mounted without flock) make a locking open fail.
 H5Handle h5_open_read_only(const std::string& path);
 
+// Writes attribute `name` on `loc` as variable-length UTF-8 strings (as h5py writes
+// Python str): a scalar when `scalar` (values must hold one string), else 1-D.
+void h5_write_strings(hid_t loc, const char* name, const std::vector<std::string>& values,
+                      bool scalar);
+
 // Reads a string attribute (scalar or 1-D; variable- or fixed-length) as strings.
 // Throws UsageError naming `what` (e.g. "FILE: attribute class_names") if it is not a string.
 std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& what);

@@ -541,6 +541,14 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.distributed.algorithm, b.distributed.algorithm);
   EXPECT_EQ(a.distributed.every, b.distributed.every);
   EXPECT_EQ(a.distributed.ring_chunk_bytes, b.distributed.ring_chunk_bytes);
+  EXPECT_EQ(a.distributed.timeout_seconds, b.distributed.timeout_seconds);
+  EXPECT_EQ(a.model.init_from, b.model.init_from);
+  EXPECT_EQ(a.model.freeze, b.model.freeze);
+  EXPECT_EQ(a.checkpoint.dir, b.checkpoint.dir);
+  EXPECT_EQ(a.checkpoint.every_steps, b.checkpoint.every_steps);
+  EXPECT_EQ(a.checkpoint.every_seconds, b.checkpoint.every_seconds);
+  EXPECT_EQ(a.checkpoint.at_epoch_end, b.checkpoint.at_epoch_end);
+  EXPECT_EQ(a.checkpoint.keep, b.checkpoint.keep);
 }
 
 // Emits `a`, loads the text back, and checks the result equals `a` and re-emits identically.
@@ -553,6 +561,28 @@ void expect_round_trip(const Config& a) {
   Config b_same_source = b;
   b_same_source.source_file = a.source_file;
   EXPECT_EQ(config_to_yaml(b_same_source), yaml);
+}
+
+TEST(ConfigCheckpoint, DefaultsAndOverrides) {
+  const Config d = load_config(write_yaml(kMinimal), {});
+  EXPECT_EQ(d.checkpoint.dir, "runs/run/checkpoints");
+  EXPECT_EQ(d.checkpoint.every_steps, 0);
+  EXPECT_EQ(d.checkpoint.keep, 3);
+  const Config c = load_config(
+      write_yaml(kMinimal),
+      {"checkpoint.every_steps=50", "checkpoint.every_seconds=1.5", "checkpoint.keep=2",
+       "checkpoint.at_epoch_end=true", "model.init_from=a/ckpt.h5", "model.freeze=[dense0]",
+       "distributed.timeout_seconds=30"});
+  EXPECT_EQ(c.checkpoint.every_steps, 50);
+  EXPECT_EQ(c.checkpoint.every_seconds, 1.5);
+  EXPECT_EQ(c.checkpoint.keep, 2);
+  EXPECT_TRUE(c.checkpoint.at_epoch_end);
+  EXPECT_EQ(c.model.init_from, "a/ckpt.h5");
+  EXPECT_EQ(c.model.freeze, std::vector<std::string>{"dense0"});
+  EXPECT_EQ(c.distributed.timeout_seconds, 30.0);
+  expect_round_trip(c);
+  EXPECT_THROW(load_config(write_yaml(kMinimal), {"checkpoint.keep=0"}), UsageError);
+  EXPECT_THROW(load_config(write_yaml(kMinimal), {"checkpoint.every_stepz=3"}), UsageError);
 }
 
 TEST(ConfigToYaml, RoundTripsFullAndDefaultConfigs) {
