@@ -70,6 +70,20 @@ void Communicator::broadcast(void* data, size_t bytes, int root) {
   comm_time_.stop();
 }
 
+void Communicator::gather(const float* send, size_t count, float* recv, int root) {
+  comm_time_.start();
+  HT_CHECK_MPI(MPI_Gather(send, as_int_count(count), MPI_FLOAT, recv, as_int_count(count),
+                          MPI_FLOAT, root, comm_));
+  comm_time_.stop();
+}
+
+void Communicator::scatter(const float* send, size_t count, float* recv, int root) {
+  comm_time_.start();
+  HT_CHECK_MPI(MPI_Scatter(send, as_int_count(count), MPI_FLOAT, recv, as_int_count(count),
+                           MPI_FLOAT, root, comm_));
+  comm_time_.stop();
+}
+
 void Communicator::barrier() { HT_CHECK_MPI(MPI_Barrier(comm_)); }
 
 }  // namespace hpctrain

@@ -85,6 +85,21 @@ void Model::backward() {
   }
 }
 
+std::string Model::architecture() const {
+  auto dims_text = [](const Dims& d) {
+    std::string s;
+    for (size_t i = 0; i < d.size(); ++i) s += (i ? "x" : "") + std::to_string(d[i]);
+    return s;
+  };
+  std::string out = "input " + dims_text(input_dims_) + "\n";
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    out += "layer " + layers_[i]->name() + " " + layers_[i]->type() +
+           " params=" + std::to_string(layers_[i]->param_count()) + " out=" + dims_text(dims_[i]) +
+           "\n";
+  }
+  return out;
+}
+
 std::string Model::params_sha256() const {
   std::vector<float> host(param_count_);
   get_params(host.data());

@@ -45,6 +45,11 @@ class Model {
   // Backward pass of the last forward(); fills grads().
   void backward();
 
+  // What must not change when a run resumes: the input shape and, per layer, its
+  // name, type, parameter count and output shape; one line each ("input 1x28x28",
+  // "layer dense0 dense params=150720 out=192").
+  std::string architecture() const;
+
   // SHA-256 of the float32 parameters in layer order, as lowercase hex.
   std::string params_sha256() const;
 

@@ -4,10 +4,11 @@
 
 namespace hpctrain {
 
-Sgd::Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count)
+Sgd::Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count,
+         std::vector<ParamRange> trainable)
     : backend_(backend),
       velocity_(backend, config.momentum > 0.0 ? param_count : 0),
-      param_count_(param_count) {
+      trainable_(std::move(trainable)) {
   params_.momentum = static_cast<float>(config.momentum);
   params_.weight_decay = static_cast<float>(config.weight_decay);
   params_.nesterov = config.nesterov;
@@ -15,7 +16,10 @@ Sgd::Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count)
 
 void Sgd::step(float* params, const float* grads, double lr) {
   params_.lr = static_cast<float>(lr);
-  backend_.sgd_update(params, grads, velocity_.data(), param_count_, params_);
+  for (const ParamRange& r : trainable_) {
+    float* v = velocity_.size() > 0 ? velocity_.data() + r.offset : nullptr;
+    backend_.sgd_update(params + r.offset, grads + r.offset, v, r.count, params_);
+  }
 }
 
 }  // namespace hpctrain

@@ -1,15 +1,27 @@
-// SGD with momentum, Nesterov and weight decay over the whole parameter arena in
-// one fused call. Owns the velocity buffer (optimizer state for checkpoints).
+// SGD with momentum, Nesterov and weight decay over the parameter arena, one fused
+// call per trainable range (the whole arena unless layers are frozen). Owns the
+// velocity buffer (optimizer state for checkpoints).
 #pragma once
+
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "config/config.hpp"
 
 namespace hpctrain {
 
+// A slice [offset, offset + count) of the parameter arena.
+struct ParamRange {
+  size_t offset = 0;
+  size_t count = 0;
+};
+
 class Sgd {
  public:
-  Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count);
+  // Only parameters inside `trainable` are updated (frozen ones get no weight
+  // decay or momentum either).
+  Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count,
+      std::vector<ParamRange> trainable);
   void step(float* params, const float* grads, double lr);
   // Momentum buffer (empty when momentum is 0).
   float* velocity() { return velocity_.data(); }
@@ -19,7 +31,7 @@ class Sgd {
   Backend& backend_;
   SgdParams params_;
   DeviceArray<float> velocity_;
-  size_t param_count_;
+  std::vector<ParamRange> trainable_;
 };
 
 }  // namespace hpctrain

@@ -18,7 +18,7 @@ void run_sgd_reference(bool nesterov, double momentum, double wd) {
   oc.nesterov = nesterov;
   oc.weight_decay = wd;
   const size_t n = 5;
-  Sgd sgd(be, oc, n);
+  Sgd sgd(be, oc, n, {ParamRange{0, n}});
   std::vector<float> p = {1.0f, -2.0f, 0.5f, 3.0f, -0.25f};
   std::vector<double> ref_p(p.begin(), p.end()), ref_v(n, 0.0);
   for (int step = 0; step < 4; ++step) {
@@ -38,6 +38,21 @@ void run_sgd_reference(bool nesterov, double momentum, double wd) {
 TEST(Sgd, PlainMatchesReference) { run_sgd_reference(false, 0.0, 0.0); }
 TEST(Sgd, MomentumMatchesReference) { run_sgd_reference(false, 0.9, 0.0); }
 TEST(Sgd, NesterovWithWeightDecayMatchesReference) { run_sgd_reference(true, 0.9, 1e-2); }
+
+TEST(Sgd, FrozenRangeIsUntouched) {
+  CpuBackend be(1);
+  OptimizerConfig oc;
+  oc.momentum = 0.9;
+  oc.weight_decay = 0.1;
+  Sgd sgd(be, oc, 6, {ParamRange{0, 2}, ParamRange{4, 2}});
+  std::vector<float> p = {1, 1, 1, 1, 1, 1};
+  const std::vector<float> g = {1, 1, 1, 1, 1, 1};
+  sgd.step(p.data(), g.data(), 0.1);
+  EXPECT_LT(p[0], 1.0f);
+  EXPECT_EQ(p[2], 1.0f);
+  EXPECT_EQ(p[3], 1.0f);
+  EXPECT_LT(p[5], 1.0f);
+}
 
 TEST(LrSchedule, ConstantAndWarmup) {
   OptimizerConfig oc;

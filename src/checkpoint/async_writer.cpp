@@ -1,0 +1,93 @@
+// Background checkpoint writer: one worker thread, a one-slot queue.
+#include "checkpoint/async_writer.hpp"
+
+#include <utility>
+
+#include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_store.hpp"
+#include "core/files.hpp"
+#include "core/log.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+
+AsyncCheckpointWriter::AsyncCheckpointWriter(std::string dir, int keep)
+    : dir_(std::move(dir)), keep_(keep) {
+  make_directories(dir_);
+  thread_ = std::thread([this] { worker(); });
+}
+
+AsyncCheckpointWriter::~AsyncCheckpointWriter() {
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wait_idle_locked(lock);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void AsyncCheckpointWriter::wait_idle_locked(std::unique_lock<std::mutex>& lock) {
+  cv_.wait(lock, [this] { return !busy_ && !pending_; });
+}
+
+void AsyncCheckpointWriter::submit(CheckpointState&& state) {
+  const double t0 = now_seconds();
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_idle_locked(lock);
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  pending_ = std::move(state);
+  stats_.blocked_seconds += now_seconds() - t0;
+  lock.unlock();
+  cv_.notify_all();
+}
+
+void AsyncCheckpointWriter::wait() {
+  const double t0 = now_seconds();
+  std::unique_lock<std::mutex> lock(mutex_);
+  wait_idle_locked(lock);
+  stats_.blocked_seconds += now_seconds() - t0;
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+CheckpointWriteStats AsyncCheckpointWriter::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void AsyncCheckpointWriter::worker() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || pending_.has_value(); });
+    if (!pending_) return;  // stopping with nothing left to write
+    CheckpointState state = std::move(*pending_);
+    pending_.reset();
+    busy_ = true;
+    lock.unlock();
+
+    const double t0 = now_seconds();
+    const std::string path = checkpoint_path(dir_, state.step);
+    std::exception_ptr error;
+    try {
+      write_checkpoint_file(path, state);
+      prune_checkpoints(dir_, keep_);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const double seconds = now_seconds() - t0;
+
+    lock.lock();
+    busy_ = false;
+    if (error) {
+      error_ = error;
+    } else {
+      ++stats_.writes;
+      stats_.bytes += static_cast<double>(state.bytes());
+      stats_.write_seconds += seconds;
+      stats_.last_path = path;
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace hpctrain

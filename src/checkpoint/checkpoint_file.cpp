@@ -1,0 +1,280 @@
+// Checkpoint files. Layout:
+//   /                 attributes: format = "hpctrain-checkpoint", format_version,
+//                     step, epoch, step_in_epoch, steps_per_epoch, global_batch,
+//                     world_size, strategy, config_yaml, architecture, created
+//   /arrays/<name>    float32 [n], attribute crc32 (zlib CRC-32 of the bytes)
+// Arrays are stored contiguous (no chunking): one sequential write each.
+#include "checkpoint/checkpoint_file.hpp"
+
+#include <zlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "data/h5.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kFormatName = "hpctrain-checkpoint";
+
+uint32_t crc32_of(const std::vector<float>& v) {
+  // zlib's crc32 takes a uInt length: feed it in pieces.
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto* p = reinterpret_cast<const Bytef*>(v.data());
+  size_t left = v.size() * sizeof(float);
+  while (left > 0) {
+    const uInt n = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
+    crc = crc32(crc, p, n);
+    p += n;
+    left -= n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+void write_int(hid_t loc, const char* name, int64_t value) {
+  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+  H5Handle attr(HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT,
+                                       H5P_DEFAULT)),
+                H5Aclose);
+  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+}
+
+int64_t read_int(hid_t loc, const char* name) {
+  if (HT_CHECK_H5(H5Aexists(loc, name)) <= 0) {
+    throw UsageError(std::string("attribute '") + name + "' is missing");
+  }
+  H5Handle attr(HT_CHECK_H5(H5Aopen(loc, name, H5P_DEFAULT)), H5Aclose);
+  int64_t value = 0;
+  HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
+  return value;
+}
+
+std::string read_string(hid_t loc, const char* name) {
+  if (HT_CHECK_H5(H5Aexists(loc, name)) <= 0) {
+    throw UsageError(std::string("attribute '") + name + "' is missing");
+  }
+  H5Handle attr(HT_CHECK_H5(H5Aopen(loc, name, H5P_DEFAULT)), H5Aclose);
+  const std::vector<std::string> v = h5_read_strings(attr.get(), name);
+  if (v.size() != 1) throw UsageError(std::string("attribute '") + name + "' is not one string");
+  return v[0];
+}
+
+void write_array(hid_t file, const std::string& name, const std::vector<float>& data) {
+  H5Handle lcpl(HT_CHECK_H5(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
+  HT_CHECK_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  const hsize_t dims[1] = {data.size()};
+  H5Handle space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  const std::string path = "/arrays/" + name;
+  H5Handle dset(HT_CHECK_H5(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space.get(),
+                                       lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)),
+                H5Dclose);
+  if (!data.empty()) {
+    HT_CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
+  }
+  H5Handle aspace(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+  H5Handle attr(HT_CHECK_H5(H5Acreate2(dset.get(), "crc32", H5T_STD_U32LE, aspace.get(),
+                                       H5P_DEFAULT, H5P_DEFAULT)),
+                H5Aclose);
+  const uint32_t crc = crc32_of(data);
+  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_UINT32, &crc));
+}
+
+// Collects the names of all datasets below /arrays (visiting nested groups).
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* out) {
+  if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
+struct ArrayRead {
+  std::vector<float> data;
+  uint32_t stored_crc = 0, actual_crc = 0;
+};
+
+ArrayRead read_array(hid_t arrays, const std::string& name) {
+  H5Handle dset(HT_CHECK_H5(H5Dopen2(arrays, name.c_str(), H5P_DEFAULT)), H5Dclose);
+  H5Handle space(HT_CHECK_H5(H5Dget_space(dset.get())), H5Sclose);
+  if (HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get())) != 1) {
+    throw UsageError("array '" + name + "' is not one-dimensional");
+  }
+  hsize_t n = 0;
+  HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), &n, nullptr));
+  ArrayRead r;
+  r.data.resize(static_cast<size_t>(n));
+  if (n > 0) {
+    HT_CHECK_H5(
+        H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data.data()));
+  }
+  if (HT_CHECK_H5(H5Aexists(dset.get(), "crc32")) <= 0) {
+    throw UsageError("array '" + name + "' has no crc32 attribute");
+  }
+  H5Handle attr(HT_CHECK_H5(H5Aopen(dset.get(), "crc32", H5P_DEFAULT)), H5Aclose);
+  HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_UINT32, &r.stored_crc));
+  r.actual_crc = crc32_of(r.data);
+  return r;
+}
+
+std::vector<std::string> array_names(hid_t file) {
+  std::vector<std::string> names;
+  if (HT_CHECK_H5(H5Lexists(file, "arrays", H5P_DEFAULT)) <= 0) return names;
+  H5Handle arrays(HT_CHECK_H5(H5Gopen2(file, "arrays", H5P_DEFAULT)), H5Gclose);
+  HT_CHECK_H5(H5Ovisit(arrays.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names));
+  return names;
+}
+
+// Opens a checkpoint for reading; any HDF5 failure becomes a UsageError naming the file.
+H5Handle open_checkpoint(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw UsageError(path + ": no such checkpoint");
+  h5_quiet();
+  hid_t id = H5I_INVALID_HID;
+  {
+    H5Handle fapl(HT_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+    id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  }
+  if (id < 0) throw UsageError(path + ": not a readable HDF5 file (truncated or corrupt?)");
+  H5Handle file(id, H5Fclose);
+  if (read_string(file.get(), "format") != kFormatName) {
+    throw UsageError(path + ": not an hpctrain checkpoint");
+  }
+  return file;
+}
+
+std::string describe_error(const std::string& path, const std::exception& e) {
+  const std::string what = e.what();
+  return what.rfind(path, 0) == 0 ? what : path + ": " + what;
+}
+
+}  // namespace
+
+std::string rank_array_name(int rank, const std::string& name) {
+  char prefix[32];
+  std::snprintf(prefix, sizeof(prefix), "rank%05d/", rank);
+  return prefix + name;
+}
+
+size_t CheckpointState::bytes() const {
+  size_t n = 0;
+  for (const auto& [name, v] : arrays) n += v.size() * sizeof(float);
+  return n;
+}
+
+void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
+  h5_quiet();
+  const std::string temp = path + ".tmp";
+  {
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    const hid_t root = file.get();
+    h5_write_strings(root, "format", {kFormatName}, true);
+    write_int(root, "format_version", state.format_version);
+    write_int(root, "step", state.step);
+    write_int(root, "epoch", state.epoch);
+    write_int(root, "step_in_epoch", state.step_in_epoch);
+    write_int(root, "steps_per_epoch", state.steps_per_epoch);
+    write_int(root, "global_batch", state.global_batch);
+    write_int(root, "world_size", state.world_size);
+    h5_write_strings(root, "strategy", {state.strategy}, true);
+    h5_write_strings(root, "config_yaml", {state.config_yaml}, true);
+    h5_write_strings(root, "architecture", {state.architecture}, true);
+    h5_write_strings(root, "created", {state.created}, true);
+    for (const auto& [name, data] : state.arrays) write_array(root, name, data);
+    HT_CHECK_H5(H5Fflush(root, H5F_SCOPE_GLOBAL));
+  }
+  commit_file(temp, path);
+}
+
+CheckpointState read_checkpoint_file(const std::string& path) {
+  try {
+    H5Handle file = open_checkpoint(path);
+    const hid_t root = file.get();
+    CheckpointState s;
+    s.format_version = static_cast<int>(read_int(root, "format_version"));
+    if (s.format_version > CheckpointState::kFormatVersion) {
+      throw UsageError("format version " + std::to_string(s.format_version) +
+                       " is newer than this hpctrain reads (" +
+                       std::to_string(CheckpointState::kFormatVersion) + ")");
+    }
+    s.step = read_int(root, "step");
+    s.epoch = read_int(root, "epoch");
+    s.step_in_epoch = read_int(root, "step_in_epoch");
+    s.steps_per_epoch = read_int(root, "steps_per_epoch");
+    s.global_batch = read_int(root, "global_batch");
+    s.world_size = static_cast<int>(read_int(root, "world_size"));
+    s.strategy = read_string(root, "strategy");
+    s.config_yaml = read_string(root, "config_yaml");
+    s.architecture = read_string(root, "architecture");
+    s.created = read_string(root, "created");
+    H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
+    for (const std::string& name : array_names(root)) {
+      ArrayRead a = read_array(arrays.get(), name);
+      if (a.stored_crc != a.actual_crc) {
+        throw UsageError("array '" + name + "' fails its CRC-32 check (corrupt)");
+      }
+      s.arrays[name] = std::move(a.data);
+    }
+    if (s.arrays.count(kParamsArray) == 0 &&
+        s.arrays.count(rank_array_name(0, kParamsArray)) == 0) {
+      throw UsageError("no model parameters in the checkpoint");
+    }
+    return s;
+  } catch (const UsageError& e) {
+    throw UsageError(describe_error(path, e));
+  } catch (const Error& e) {
+    throw UsageError(path + ": unreadable checkpoint (truncated or corrupt?): " + e.what());
+  }
+}
+
+bool is_checkpoint_file(const std::string& path) {
+  try {
+    open_checkpoint(path);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
+  H5Handle file = open_checkpoint(path);
+  const hid_t root = file.get();
+  out << path << ": hpctrain checkpoint, format version " << read_int(root, "format_version")
+      << "\n";
+  for (const char* key : {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch",
+                          "world_size"}) {
+    out << "  " << key << ": " << read_int(root, key) << "\n";
+  }
+  out << "  strategy: " << read_string(root, "strategy") << "\n";
+  out << "  created: " << read_string(root, "created") << "\n";
+  out << "  architecture:\n";
+  const std::string arch = read_string(root, "architecture");
+  size_t start = 0;
+  while (start < arch.size()) {
+    const size_t end = arch.find('\n', start);
+    out << "    " << arch.substr(start, end - start) << "\n";
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  bool ok = true;
+  out << "  arrays:\n";
+  H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
+  for (const std::string& name : array_names(root)) {
+    try {
+      const ArrayRead a = read_array(arrays.get(), name);
+      const bool good = a.stored_crc == a.actual_crc;
+      ok = ok && good;
+      char line[256];
+      std::snprintf(line, sizeof(line), "    %-32s %12zu floats  crc32 %08x  %s\n", name.c_str(),
+                    a.data.size(), a.stored_crc, good ? "ok" : "MISMATCH (corrupt)");
+      out << line;
+    } catch (const Error& e) {
+      ok = false;
+      out << "    " << name << ": unreadable: " << e.what() << "\n";
+    }
+  }
+  out << (ok ? "  checksums: all ok\n" : "  checksums: FAILED\n");
+  return ok;
+}
+
+}  // namespace hpctrain

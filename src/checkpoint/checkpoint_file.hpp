@@ -1,0 +1,29 @@
+// One checkpoint as one HDF5 file: root attributes for the cursor and identity,
+// one float32 dataset per array (groups from the '/' in its name), each with a
+// CRC-32 attribute. Writing goes to a temporary name and is committed by
+// fsync + rename + directory fsync, so a crash leaves either no file or a whole
+// one. Reading verifies every checksum.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "checkpoint/checkpoint_state.hpp"
+
+namespace hpctrain {
+
+// Writes `state` to `path` atomically (via path + ".tmp").
+void write_checkpoint_file(const std::string& path, const CheckpointState& state);
+
+// Reads and verifies; throws UsageError("PATH: what is wrong") for a missing,
+// truncated, corrupt or foreign file.
+CheckpointState read_checkpoint_file(const std::string& path);
+
+// True if `path` is an HDF5 file that says it is an hpctrain checkpoint.
+bool is_checkpoint_file(const std::string& path);
+
+// Prints what a checkpoint holds and whether each array's checksum matches
+// (for `hpctrain inspect`). Returns false if anything failed verification.
+bool inspect_checkpoint_file(const std::string& path, std::ostream& out);
+
+}  // namespace hpctrain

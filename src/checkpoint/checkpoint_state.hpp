@@ -1,0 +1,40 @@
+// Everything a checkpoint holds, in host memory: the training cursor, the facts
+// that must match on resume, and named float32 arrays. New kinds of state
+// (BatchNorm statistics, a loss scaler, parameter-server slices) are new array
+// names or attributes; readers ignore names they do not know, so older
+// checkpoints stay loadable and the format version changes only when a
+// meaning changes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace hpctrain {
+
+// Well-known array names. With strategy `average` the ranks' parameters differ,
+// and each rank's arrays are stored under rank_array_name(r, ...).
+inline constexpr const char* kParamsArray = "model/params";
+inline constexpr const char* kVelocityArray = "optimizer/velocity";
+std::string rank_array_name(int rank, const std::string& name);
+
+struct CheckpointState {
+  static constexpr int kFormatVersion = 1;
+  int format_version = kFormatVersion;
+  int64_t step = 0;             // global optimizer steps completed
+  int64_t epoch = 0;            // 0-based epoch the next step belongs to
+  int64_t step_in_epoch = 0;    // steps of that epoch already done
+  int64_t steps_per_epoch = 0;  // at the world size that wrote it
+  int64_t global_batch = 0;
+  int world_size = 1;
+  std::string strategy;          // "allreduce" or "average"
+  std::string config_yaml;       // the resolved config of the run that wrote it
+  std::string architecture;      // model and data shapes, one line per item
+  std::string created;           // UTC time, ISO 8601
+  std::map<std::string, std::vector<float>> arrays;
+
+  size_t bytes() const;
+};
+
+}  // namespace hpctrain

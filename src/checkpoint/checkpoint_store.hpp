@@ -1,0 +1,38 @@
+// The checkpoint directory: file naming (ckpt-<step>.h5, so the newest is found
+// by scanning), finding the newest complete and valid checkpoint, and retention.
+// A file under its final name is complete by construction (commit by rename);
+// stale temporary files from a crash are ignored and removed by prune().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checkpoint_state.hpp"
+
+namespace hpctrain {
+
+std::string checkpoint_path(const std::string& dir, int64_t step);
+
+struct CheckpointEntry {
+  int64_t step;
+  std::string path;
+};
+
+// Complete checkpoints in `dir`, newest first (empty if `dir` does not exist).
+std::vector<CheckpointEntry> list_checkpoints(const std::string& dir);
+
+struct LoadedCheckpoint {
+  std::string path;
+  CheckpointState state;
+};
+
+// The newest checkpoint that reads and verifies. Corrupt or unreadable ones are
+// reported with a warning and skipped in favour of the previous one.
+std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
+
+// Deletes all but the newest `keep` checkpoints, and leftover temporary files.
+void prune_checkpoints(const std::string& dir, int keep);
+
+}  // namespace hpctrain

@@ -1,0 +1,252 @@
+// Checkpoint capture and restore.
+//   capture: strategy allreduce keeps identical parameters and momentum on every
+//     rank, so rank 0 copies its own; strategy average keeps per-rank state, so
+//     rank 0 gathers everyone's and stores them per rank.
+//   restore: rank 0 broadcasts the cursor, then the arrays: per rank when the
+//     checkpoint holds per-rank state for the same world size and strategy,
+//     else one shared copy (the ranks' average for a per-rank checkpoint).
+//     With another world size or batch, the cursor is kept as the epoch and the
+//     samples consumed in it.
+#include "train/checkpointing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "checkpoint/checkpoint_file.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// First line where two architecture descriptions differ, for the error message.
+std::string first_difference(const std::string& stored, const std::string& current) {
+  auto lines = [](const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < s.size()) {
+      const size_t end = s.find('\n', start);
+      out.push_back(s.substr(start, end - start));
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return out;
+  };
+  const auto a = lines(stored), b = lines(current);
+  for (size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    const std::string x = i < a.size() ? a[i] : "(nothing)";
+    const std::string y = i < b.size() ? b[i] : "(nothing)";
+    if (x != y) return "checkpoint has '" + x + "', the config gives '" + y + "'";
+  }
+  return "";
+}
+
+// Cursor and array layout broadcast from rank 0.
+struct RestoreHeader {
+  int64_t found = 0;
+  int64_t step = 0, epoch = 0, step_in_epoch = 0, global_batch = 0, world_size = 0;
+  int64_t per_rank = 0;       // 1: arrays come per rank (scatter); 0: one shared copy
+  int64_t velocity_size = 0;  // 0: the checkpoint has no momentum
+};
+
+}  // namespace
+
+TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, int rank,
+                                         int world_size, int64_t steps_per_epoch)
+    : config_(config),
+      model_(model),
+      sgd_(sgd),
+      rank_(rank),
+      world_size_(world_size),
+      steps_per_epoch_(steps_per_epoch),
+      last_save_time_(now_seconds()) {}
+
+TrainingCheckpoints::~TrainingCheckpoints() = default;
+
+bool TrainingCheckpoints::enabled() const {
+  const CheckpointConfig& c = config_.checkpoint;
+  return c.every_steps > 0 || c.every_seconds > 0 || c.at_epoch_end;
+}
+
+bool TrainingCheckpoints::due_by_steps(int64_t global_step) const {
+  return config_.checkpoint.every_steps > 0 && global_step % config_.checkpoint.every_steps == 0;
+}
+
+bool TrainingCheckpoints::due_by_time(double now) const {
+  return config_.checkpoint.every_seconds > 0 &&
+         now - last_save_time_ >= config_.checkpoint.every_seconds;
+}
+
+void TrainingCheckpoints::prepare_resume(const std::string& resume) {
+  if (rank_ != 0) return;
+  const std::string& dir = config_.checkpoint.dir;
+  if (resume == "never") {
+    const auto existing = list_checkpoints(dir);
+    if (!existing.empty()) {
+      throw UsageError(dir + " holds checkpoints of an earlier run (newest: step " +
+                       std::to_string(existing.front().step) +
+                       "); continue it with --resume auto, or remove them");
+    }
+    return;
+  }
+  if (resume == "auto") {
+    resume_ = load_newest_valid(dir);
+    if (!resume_) return;
+  } else {
+    resume_ = LoadedCheckpoint{resume, read_checkpoint_file(resume)};
+  }
+  const std::string diff = first_difference(resume_->state.architecture, model_.architecture());
+  if (!diff.empty()) {
+    throw UsageError(resume_->path + ": cannot resume a different model: " + diff);
+  }
+}
+
+std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
+  RestoreHeader h;
+  const CheckpointState* s = resume_ ? &resume_->state : nullptr;
+  if (rank_ == 0 && s != nullptr) {
+    h.found = 1;
+    h.step = s->step;
+    h.epoch = s->epoch;
+    h.step_in_epoch = s->step_in_epoch;
+    h.global_batch = s->global_batch;
+    h.world_size = s->world_size;
+    h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
+                 s->world_size == world_size_ &&
+                 config_.distributed.strategy == Strategy::kAverage;
+    const std::string v = h.per_rank ? rank_array_name(0, kVelocityArray) : kVelocityArray;
+    h.velocity_size = s->arrays.count(v) ? static_cast<int64_t>(s->arrays.at(v).size()) : 0;
+    if (!h.per_rank && s->arrays.count(kParamsArray) == 0) {
+      h.velocity_size = s->arrays.count(rank_array_name(0, kVelocityArray))
+                            ? static_cast<int64_t>(model_.param_count())
+                            : 0;
+    }
+  }
+  comm.broadcast(&h, sizeof(h), 0);
+  if (!h.found) return std::nullopt;
+
+  // 1. Arrays: parameters, then momentum (absent in the checkpoint: zeros).
+  const size_t n = model_.param_count();
+  std::vector<float> params(n), velocity(n);
+  auto shared = [&](const char* name) {
+    // Rank 0: the shared array, or the average of the per-rank ones.
+    std::vector<float> out(n, 0.0f);
+    if (auto it = s->arrays.find(name); it != s->arrays.end()) return it->second;
+    for (int r = 0; r < s->world_size; ++r) {
+      const std::vector<float>& a = s->arrays.at(rank_array_name(r, name));
+      for (size_t i = 0; i < n; ++i) out[i] += a[i] / static_cast<float>(s->world_size);
+    }
+    return out;
+  };
+  auto distribute = [&](const char* name, std::vector<float>& out) {
+    if (h.per_rank) {
+      std::vector<float> all;
+      if (rank_ == 0) {
+        all.resize(n * static_cast<size_t>(world_size_));
+        for (int r = 0; r < world_size_; ++r) {
+          const std::vector<float>& a = s->arrays.at(rank_array_name(r, name));
+          std::copy(a.begin(), a.end(), all.begin() + static_cast<std::ptrdiff_t>(r * n));
+        }
+      }
+      comm.scatter(all.data(), n, out.data(), 0);
+    } else {
+      if (rank_ == 0) out = shared(name);
+      comm.broadcast(out.data(), n * sizeof(float), 0);
+    }
+  };
+  distribute(kParamsArray, params);
+  model_.set_params(params.data());
+  if (sgd_.velocity_size() == n) {
+    if (h.velocity_size == static_cast<int64_t>(n)) {
+      distribute(kVelocityArray, velocity);
+    } else if (rank_ == 0) {
+      log_warn("checkpoint has no momentum state; momentum restarts from zero");
+    }
+    model_.backend().copy_to_device(sgd_.velocity(), velocity.data(), n * sizeof(float));
+  }
+
+  // 2. Cursor: exact when nothing changed, else the samples consumed in the epoch.
+  const int64_t global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
+  int64_t step_in_epoch = h.step_in_epoch;
+  if (h.world_size != world_size_ || h.global_batch != global_batch) {
+    const int64_t samples = h.step_in_epoch * h.global_batch;
+    step_in_epoch = std::min((samples + global_batch - 1) / global_batch, steps_per_epoch_);
+  }
+  start_step_ = h.epoch * steps_per_epoch_ + step_in_epoch;
+  last_saved_step_ = start_step_;
+  if (rank_ == 0) {
+    log_info("resumed from " + resume_->path + " (step " + std::to_string(h.step) + ", epoch " +
+             std::to_string(h.epoch + 1) + ", written by " + std::to_string(h.world_size) +
+             " rank(s)); continuing at step " + std::to_string(step_in_epoch) + " of epoch " +
+             std::to_string(h.epoch + 1));
+    resume_.reset();
+  }
+  return h.step;
+}
+
+void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wait) {
+  const size_t n = model_.param_count();
+  const bool has_velocity = sgd_.velocity_size() == n;
+  const bool per_rank = config_.distributed.strategy == Strategy::kAverage && world_size_ > 1;
+  CheckpointState state;
+  // 1. Arrays to rank 0.
+  auto capture = [&](const float* device, const char* name) {
+    std::vector<float> local(n);
+    model_.backend().copy_to_host(local.data(), device, n * sizeof(float));
+    if (!per_rank) {
+      if (rank_ == 0) state.arrays[name] = std::move(local);
+      return;
+    }
+    std::vector<float> all(rank_ == 0 ? n * static_cast<size_t>(world_size_) : 0);
+    comm.gather(local.data(), n, all.data(), 0);
+    if (rank_ != 0) return;
+    for (int r = 0; r < world_size_; ++r) {
+      const auto begin = all.begin() + static_cast<std::ptrdiff_t>(r * n);
+      state.arrays[rank_array_name(r, name)] = std::vector<float>(begin, begin + n);
+    }
+  };
+  capture(model_.params(), kParamsArray);
+  if (has_velocity) capture(sgd_.velocity(), kVelocityArray);
+  last_saved_step_ = global_step;
+  last_save_time_ = now_seconds();
+  if (rank_ != 0) return;
+
+  // 2. Cursor and identity; the background thread writes it.
+  state.step = global_step;
+  state.epoch = global_step / steps_per_epoch_;
+  state.step_in_epoch = global_step % steps_per_epoch_;
+  state.steps_per_epoch = steps_per_epoch_;
+  state.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
+  state.world_size = world_size_;
+  state.strategy = to_string(config_.distributed.strategy);
+  state.config_yaml = config_to_yaml(config_);
+  state.architecture = model_.architecture();
+  state.created = utc_now();
+  if (!writer_) {
+    writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
+                                                      config_.checkpoint.keep);
+  }
+  writer_->submit(std::move(state));
+  if (wait) writer_->wait();
+}
+
+void TrainingCheckpoints::finish() {
+  if (writer_) writer_->wait();
+}
+
+CheckpointWriteStats TrainingCheckpoints::stats() const {
+  return writer_ ? writer_->stats() : CheckpointWriteStats{};
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,66 @@
+// Moves the training state between the live model/optimizer and checkpoint
+// files: finding what to resume from, restoring it on every rank (also with a
+// different number of ranks), and capturing it for the background writer.
+// Rank 0 reads and writes files; the other ranks receive and send over MPI.
+// Used from the training thread only.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "checkpoint/async_writer.hpp"
+#include "checkpoint/checkpoint_store.hpp"
+#include "comm/communicator.hpp"
+#include "config/config.hpp"
+#include "nn/model.hpp"
+#include "optim/sgd.hpp"
+
+namespace hpctrain {
+
+class TrainingCheckpoints {
+ public:
+  TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, int rank, int world_size,
+                      int64_t steps_per_epoch);
+  ~TrainingCheckpoints();
+
+  // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
+  // the newest valid one; "never": none, and refuses a directory that already
+  // holds checkpoints; else a path) and checks that its model matches.
+  // Throws UsageError.
+  void prepare_resume(const std::string& resume);
+
+  // Collective: hands the prepared checkpoint to every rank and loads it.
+  // Returns the checkpoint's step, or nullopt for a fresh start.
+  std::optional<int64_t> restore(Communicator& comm);
+  // The global step training continues from (0 for a fresh start).
+  int64_t start_step() const { return start_step_; }
+
+  bool enabled() const;
+  // Whether the cadence (every_steps) asks for a checkpoint after `global_step`.
+  bool due_by_steps(int64_t global_step) const;
+  // Rank 0's clock: whether every_seconds have passed since the last checkpoint.
+  bool due_by_time(double now) const;
+
+  // Collective: captures the state after `global_step` steps; rank 0 queues it
+  // for writing and, if `wait`, waits until it is committed.
+  void save(Communicator& comm, int64_t global_step, bool wait);
+  int64_t last_saved_step() const { return last_saved_step_; }
+  // Waits for the write in flight (rank 0); rethrows its error.
+  void finish();
+  CheckpointWriteStats stats() const;
+
+ private:
+  const Config& config_;
+  Model& model_;
+  Sgd& sgd_;
+  int rank_, world_size_;
+  int64_t steps_per_epoch_;
+  std::optional<LoadedCheckpoint> resume_;  // rank 0, between prepare and restore
+  int64_t start_step_ = 0;
+  int64_t last_saved_step_ = -1;
+  double last_save_time_;
+  std::unique_ptr<AsyncCheckpointWriter> writer_;  // rank 0
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,114 @@
+// Parameter transfer by layer name, and the frozen-layer mask as arena ranges.
+#include "train/transfer.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "checkpoint/checkpoint_file.hpp"
+#include "core/error.hpp"
+
+namespace hpctrain {
+namespace {
+
+struct StoredLayer {
+  std::string name, type;
+  size_t params = 0, offset = 0;
+};
+
+// Parses the "layer NAME TYPE params=N out=..." lines of a checkpoint's
+// architecture; offsets follow from the layer order.
+std::vector<StoredLayer> stored_layers(const std::string& architecture) {
+  std::vector<StoredLayer> out;
+  std::istringstream in(architecture);
+  std::string line;
+  size_t offset = 0;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string kind, params;
+    StoredLayer l;
+    if (!(words >> kind >> l.name >> l.type >> params) || kind != "layer") continue;
+    if (params.rfind("params=", 0) != 0) continue;
+    l.params = std::stoull(params.substr(7));
+    l.offset = offset;
+    offset += l.params;
+    out.push_back(l);
+  }
+  return out;
+}
+
+// The checkpoint's parameters: the shared array, or the ranks' average when the
+// run that wrote it averaged parameters only every few steps.
+std::vector<float> stored_params(const CheckpointState& s) {
+  if (auto it = s.arrays.find(kParamsArray); it != s.arrays.end()) return it->second;
+  std::vector<float> sum;
+  int ranks = 0;
+  for (int r = 0;; ++r) {
+    auto it = s.arrays.find(rank_array_name(r, kParamsArray));
+    if (it == s.arrays.end()) break;
+    if (sum.empty()) sum.assign(it->second.size(), 0.0f);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += it->second[i];
+    ++ranks;
+  }
+  for (float& x : sum) x /= static_cast<float>(std::max(ranks, 1));
+  return sum;
+}
+
+}  // namespace
+
+std::string load_initial_params(const std::string& path, Model& model) {
+  const CheckpointState s = read_checkpoint_file(path);
+  const std::vector<StoredLayer> stored = stored_layers(s.architecture);
+  const std::vector<float> params = stored_params(s);
+  std::vector<float> host(model.param_count());
+  model.get_params(host.data());
+  std::string loaded, kept;
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const Layer& layer = *model.layers()[i];
+    if (layer.param_count() == 0) continue;
+    auto it = std::find_if(stored.begin(), stored.end(), [&](const StoredLayer& l) {
+      return l.name == layer.name() && l.type == layer.type() && l.params == layer.param_count();
+    });
+    std::string& list = it != stored.end() ? loaded : kept;
+    list += (list.empty() ? "" : ", ") + layer.name();
+    if (it == stored.end()) continue;
+    HT_REQUIRE(it->offset + it->params <= params.size(), path + ": parameter array too short");
+    std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(it->offset), it->params,
+                host.begin() + static_cast<std::ptrdiff_t>(model.param_offset(i)));
+  }
+  if (loaded.empty()) {
+    throw UsageError(path + ": model.init_from: no layer of this model (name, type and size) "
+                            "is in the checkpoint");
+  }
+  model.set_params(host.data());
+  return "initialised from " + path + ": loaded " + loaded +
+         (kept.empty() ? "" : "; newly initialised " + kept);
+}
+
+std::vector<ParamRange> trainable_ranges(const Model& model,
+                                         const std::vector<std::string>& freeze,
+                                         const std::string& config_file) {
+  for (const std::string& name : freeze) {
+    const auto& layers = model.layers();
+    if (std::none_of(layers.begin(), layers.end(), [&](const auto& l) { return l->name() == name; })) {
+      std::string names;
+      for (const auto& l : layers) names += (names.empty() ? "" : ", ") + l->name();
+      throw UsageError(config_file + ": model.freeze: no layer named '" + name +
+                       "' (layers: " + names + ")");
+    }
+  }
+  std::vector<ParamRange> ranges;
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const Layer& layer = *model.layers()[i];
+    const size_t n = layer.param_count();
+    if (n == 0 || std::count(freeze.begin(), freeze.end(), layer.name()) > 0) continue;
+    const size_t off = model.param_offset(i);
+    if (!ranges.empty() && ranges.back().offset + ranges.back().count == off) {
+      ranges.back().count += n;
+    } else {
+      ranges.push_back({off, n});
+    }
+  }
+  return ranges;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,26 @@
+// Transfer learning: start from another run's parameters (model.init_from) and
+// keep chosen layers fixed (model.freeze) while the rest fine-tune, the classic
+// "freeze the base, train a new head".
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "nn/model.hpp"
+#include "optim/sgd.hpp"
+
+namespace hpctrain {
+
+// Copies into `model` the parameters of every layer of checkpoint `path` whose
+// name, type and parameter count match; others keep their initial values.
+// Returns a one-line report. Throws UsageError if nothing matches.
+std::string load_initial_params(const std::string& path, Model& model);
+
+// The arena ranges to train: every layer except those named in `freeze`
+// (adjacent ranges merged). Throws UsageError naming an unknown layer.
+std::vector<ParamRange> trainable_ranges(const Model& model,
+                                         const std::vector<std::string>& freeze,
+                                         const std::string& config_file);
+
+}  // namespace hpctrain

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Stand-in for build/hpctrain that follows its outward contract (DESIGN.md) without
+# doing any training, so the job scripts and the launcher can be tested in seconds:
+#   stub_hpctrain.sh train CONFIG [--set key=value]... [--resume auto|never|PATH]
+# It "trains" STUB_STEPS steps of STUB_STEP_SECONDS each, commits a checkpoint
+# (checkpoints/step-N) every STUB_CKPT_EVERY steps, and on SIGUSR1/SIGTERM commits one
+# and exits 75. --resume auto continues from the newest checkpoint. At the end rank 0
+# writes summary.json (resumed_from, params_sha256 = a hash of the step count).
+# Exit 2 when CONFIG is missing or run.dir is not set; STUB_CRASH_AT_STEP=N exits 1
+# at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files.
+set -uo pipefail
+
+steps=${STUB_STEPS:-40}
+step_s=${STUB_STEP_SECONDS:-0.1}
+ckpt_every=${STUB_CKPT_EVERY:-5}
+rank=${PMI_RANK:-${SLURM_PROCID:-0}}
+
+[[ "${1:-}" == "train" ]] || { echo "stub: usage: $0 train CONFIG [...]" >&2; exit 2; }
+config=${2:-}
+[[ -f "$config" ]] || { echo "stub: $config: no such config file" >&2; exit 2; }
+shift 2
+run_dir="" resume=never
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --set) [[ "$2" == run.dir=* ]] && run_dir=${2#run.dir=}; shift 2 ;;
+    --set=*) [[ "${1#--set=}" == run.dir=* ]] && run_dir=${1#--set=run.dir=}; shift ;;
+    --resume) resume=$2; shift 2 ;;
+    --resume=*) resume=${1#--resume=}; shift ;;
+    *) echo "stub: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ -n "$run_dir" ]] || { echo "stub: set run.dir with --set run.dir=DIR" >&2; exit 2; }
+mkdir -p "$run_dir/checkpoints"
+
+newest_checkpoint() {
+  local f best=-1 n
+  for f in "$run_dir"/checkpoints/step-*; do
+    [[ -f "$f" ]] || continue
+    n=${f##*/step-}
+    ((n > best)) && best=$n
+  done
+  echo "$best"
+}
+
+commit() {  # rank 0 writes step-N atomically; the others only pretend
+  [[ "$rank" == 0 ]] || return 0
+  echo "$1" > "$run_dir/checkpoints/.step-$1.tmp" && mv "$run_dir/checkpoints/.step-$1.tmp" "$run_dir/checkpoints/step-$1"
+}
+
+step=0 resumed_from=null
+case "$resume" in
+  auto) n=$(newest_checkpoint); if ((n >= 0)); then step=$n; resumed_from=$n; fi ;;
+  never) ;;
+  *) [[ -f "$resume" ]] || { echo "stub: $resume: no such checkpoint" >&2; exit 2; }
+     step=$(cat "$resume"); resumed_from=$step ;;
+esac
+[[ "$rank" == 0 ]] && echo "stub: rank 0 of ${PMI_SIZE:-${SLURM_NTASKS:-1}} starting at step $step (resumed_from $resumed_from)"
+
+stop=""
+trap 'stop=USR1' USR1
+trap 'stop=TERM' TERM
+while ((step < steps)); do
+  if [[ -n "$stop" ]]; then
+    commit "$step"
+    [[ "$rank" == 0 ]] && echo "stub: SIG$stop: checkpoint committed at step $step, exiting 75"
+    exit 75
+  fi
+  sleep "$step_s"
+  step=$((step + 1))
+  if [[ -n "${STUB_CRASH_AT_STEP:-}" && "$step" == "$STUB_CRASH_AT_STEP" ]]; then
+    if [[ -n "${STUB_CRASH_ALWAYS:-}" || ! -e "$run_dir/.stub-crashed-$rank" ]]; then
+      touch "$run_dir/.stub-crashed-$rank"
+      echo "stub: rank $rank crashing at step $step" >&2
+      exit 1
+    fi
+  fi
+  ((step % ckpt_every == 0)) && commit "$step"
+done
+if [[ "$rank" == 0 ]]; then
+  printf '{"epochs_completed": 1, "resumed_from": %s, "params_sha256": "stub-%s"}\n' \
+    "$resumed_from" "$steps" > "$run_dir/summary.json"
+  echo "stub: finished $steps steps"
+fi
+exit 0
