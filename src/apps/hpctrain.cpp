@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "checkpoint/checkpoint_file.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
@@ -23,27 +24,35 @@ constexpr const char* kUsage =
     "usage: hpctrain <command> [options]\n"
     "\n"
     "commands:\n"
-    "  train CONFIG.yaml [--set key.path=value]...   train a model (run under mpirun/srun)\n"
-    "  inspect FILE.h5                               describe a data file\n"
+    "  train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
+    "                                                train a model (run under mpirun/srun)\n"
+    "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "\n"
     "Run 'hpctrain <command> --help' for a command's options.\n";
 
 constexpr const char* kTrainUsage =
-    "usage: hpctrain train CONFIG.yaml [--set key.path=value]...\n"
+    "usage: hpctrain train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
     "\n"
     "Trains the model CONFIG.yaml describes on every rank of the MPI job, e.g.\n"
     "  mpirun -n 2 hpctrain train configs/fashion_mnist_mlp.yaml --set train.epochs=3\n"
     "\n"
     "  --set key.path=value   override one config key (repeatable), value in YAML syntax\n"
+    "  --resume MODE          auto (default): continue from the newest valid checkpoint in\n"
+    "                         checkpoint.dir, or start fresh if there is none; never: start\n"
+    "                         fresh (refused if checkpoint.dir holds checkpoints); PATH: that\n"
+    "                         checkpoint\n"
     "\n"
     "Outputs go to run.dir (default runs/<run.name>): config.yaml, metrics.csv,\n"
-    "summary.json. Exit codes: 0 done, 2 bad config or input, 1 other failure.\n";
+    "summary.json, checkpoints/. SIGUSR1 or SIGTERM: checkpoint, then exit 75.\n"
+    "Exit codes: 0 done, 2 bad config or input, 75 stopped by a signal, 1 other failure.\n";
 
 constexpr const char* kInspectUsage =
     "usage: hpctrain inspect FILE.h5\n"
     "\n"
-    "Prints the shape, element type, classes and class histogram of a data file.\n";
+    "Data file: prints the shape, element type, classes and class histogram.\n"
+    "Checkpoint: prints the cursor, model and arrays, and verifies every checksum\n"
+    "(exit 2 if one fails).\n";
 
 bool wants_help(const std::vector<std::string>& args) {
   for (const auto& a : args) {
@@ -57,7 +66,7 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
     std::cout << kTrainUsage;
     return kExitOk;
   }
-  std::string config_path;
+  std::string config_path, resume = "auto";
   std::vector<std::string> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--set") {
@@ -65,6 +74,12 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
       overrides.push_back(args[++i]);
     } else if (args[i].rfind("--set=", 0) == 0) {
       overrides.push_back(args[i].substr(6));
+    } else if (args[i] == "--resume" || args[i].rfind("--resume=", 0) == 0) {
+      if (args[i] == "--resume" && i + 1 >= args.size()) {
+        throw UsageError("--resume: expected auto, never or a checkpoint path");
+      }
+      resume = args[i] == "--resume" ? args[++i] : args[i].substr(9);
+      if (resume.empty()) throw UsageError("--resume: expected auto, never or a checkpoint path");
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("train: unknown option '" + args[i] + "' (see hpctrain train --help)");
     } else if (config_path.empty()) {
@@ -80,7 +95,7 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   std::unique_ptr<Trainer> trainer;
   const int code = run_and_agree(MPI_COMM_WORLD, [&] {
     const Config config = load_config(config_path, overrides);
-    trainer = std::make_unique<Trainer>(config, env);
+    trainer = std::make_unique<Trainer>(config, env, resume);
   });
   if (code != 0) return code;
   try {
@@ -102,6 +117,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (args.size() != 1) throw UsageError("inspect: expected one FILE.h5 (see --help)");
+  if (is_checkpoint_file(args[0])) {
+    // A checkpoint that fails verification is bad input: exit 2.
+    if (!inspect_checkpoint_file(args[0], std::cout)) {
+      throw UsageError(args[0] + ": checkpoint failed verification");
+    }
+    return kExitOk;
+  }
   inspect_data_file(args[0], std::cout);
   return kExitOk;
 }

@@ -37,9 +37,9 @@ uint32_t crc32_of(const std::vector<float>& v) {
 
 void write_int(hid_t loc, const char* name, int64_t value) {
   H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT,
-                                       H5P_DEFAULT)),
-                H5Aclose);
+  H5Handle attr(
+      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
   HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
 }
 
@@ -69,8 +69,8 @@ void write_array(hid_t file, const std::string& name, const std::vector<float>& 
   const hsize_t dims[1] = {data.size()};
   H5Handle space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
   const std::string path = "/arrays/" + name;
-  H5Handle dset(HT_CHECK_H5(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space.get(),
-                                       lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)),
+  H5Handle dset(HT_CHECK_H5(H5Dcreate2(file, path.c_str(), H5T_IEEE_F32LE, space.get(), lcpl.get(),
+                                       H5P_DEFAULT, H5P_DEFAULT)),
                 H5Dclose);
   if (!data.empty()) {
     HT_CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
@@ -241,8 +241,8 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
   const hid_t root = file.get();
   out << path << ": hpctrain checkpoint, format version " << read_int(root, "format_version")
       << "\n";
-  for (const char* key : {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch",
-                          "world_size"}) {
+  for (const char* key :
+       {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
     out << "  " << key << ": " << read_int(root, key) << "\n";
   }
   out << "  strategy: " << read_string(root, "strategy") << "\n";

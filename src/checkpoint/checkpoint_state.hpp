@@ -28,10 +28,10 @@ struct CheckpointState {
   int64_t steps_per_epoch = 0;  // at the world size that wrote it
   int64_t global_batch = 0;
   int world_size = 1;
-  std::string strategy;          // "allreduce" or "average"
-  std::string config_yaml;       // the resolved config of the run that wrote it
-  std::string architecture;      // model and data shapes, one line per item
-  std::string created;           // UTC time, ISO 8601
+  std::string strategy;      // "allreduce" or "average"
+  std::string config_yaml;   // the resolved config of the run that wrote it
+  std::string architecture;  // model and data shapes, one line per item
+  std::string created;       // UTC time, ISO 8601
   std::map<std::string, std::vector<float>> arrays;
 
   size_t bytes() const;

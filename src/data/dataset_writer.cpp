@@ -26,7 +26,6 @@ constexpr int64_t kTargetChunkBytes = 64 * 1024;
 constexpr int64_t kMaxChunkSamples = 1024;
 constexpr hsize_t kLabelChunk = 4096;
 
-
 // Creates a dataset of `rank` dims, empty along N and unlimited there, chunked as given.
 H5Handle create_extendible(hid_t file, const char* name, hid_t file_type, int rank,
                            const hsize_t* chunk, int deflate_level, bool shuffle) {

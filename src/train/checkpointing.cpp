@@ -123,8 +123,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     h.global_batch = s->global_batch;
     h.world_size = s->world_size;
     h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
-                 s->world_size == world_size_ &&
-                 config_.distributed.strategy == Strategy::kAverage;
+                 s->world_size == world_size_ && config_.distributed.strategy == Strategy::kAverage;
     const std::string v = h.per_rank ? rank_array_name(0, kVelocityArray) : kVelocityArray;
     h.velocity_size = s->arrays.count(v) ? static_cast<int64_t>(s->arrays.at(v).size()) : 0;
     if (!h.per_rank && s->arrays.count(kParamsArray) == 0) {
@@ -196,6 +195,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
 }
 
 void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wait) {
+  const double t0 = now_seconds();
   const size_t n = model_.param_count();
   const bool has_velocity = sgd_.velocity_size() == n;
   const bool per_rank = config_.distributed.strategy == Strategy::kAverage && world_size_ > 1;
@@ -234,11 +234,12 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.architecture = model_.architecture();
   state.created = utc_now();
   if (!writer_) {
-    writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
-                                                      config_.checkpoint.keep);
+    writer_ =
+        std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
   }
   writer_->submit(std::move(state));
   if (wait) writer_->wait();
+  blocked_seconds_ += now_seconds() - t0;
 }
 
 void TrainingCheckpoints::finish() {
@@ -246,7 +247,9 @@ void TrainingCheckpoints::finish() {
 }
 
 CheckpointWriteStats TrainingCheckpoints::stats() const {
-  return writer_ ? writer_->stats() : CheckpointWriteStats{};
+  CheckpointWriteStats s = writer_ ? writer_->stats() : CheckpointWriteStats{};
+  s.blocked_seconds = blocked_seconds_;  // capture and hand-over, not only the queue wait
+  return s;
 }
 
 }  // namespace hpctrain

@@ -48,6 +48,8 @@ class TrainingCheckpoints {
   int64_t last_saved_step() const { return last_saved_step_; }
   // Waits for the write in flight (rank 0); rethrows its error.
   void finish();
+  // Rank 0's write statistics; blocked_seconds is the training thread's time in
+  // save() (copying the state and handing it over).
   CheckpointWriteStats stats() const;
 
  private:
@@ -60,6 +62,7 @@ class TrainingCheckpoints {
   int64_t start_step_ = 0;
   int64_t last_saved_step_ = -1;
   double last_save_time_;
+  double blocked_seconds_ = 0;                     // rank 0's training-thread time inside save()
   std::unique_ptr<AsyncCheckpointWriter> writer_;  // rank 0
 };
 

@@ -50,8 +50,12 @@ std::string json_string(const std::string& s) {
 
 }  // namespace
 
-MetricsCsv::MetricsCsv(const std::string& path) : out_(path), path_(path) {
+MetricsCsv::MetricsCsv(const std::string& path, bool append) : path_(path) {
+  std::ifstream existing(path);
+  const bool has_rows = append && existing.good();
+  out_.open(path, has_rows ? std::ios::app : std::ios::trunc);
   if (!out_) throw Error(path + ": cannot create metrics file");
+  if (has_rows) return;
   out_ << "epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
           "samples_per_second,data_wait_s,comm_s\n";
   out_.flush();
@@ -91,6 +95,9 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"time_total_s\": " << num(s.time_total_s) << ",\n";
   o << "  \"data_wait_fraction\": " << num(s.data_wait_fraction) << ",\n";
   o << "  \"comm_fraction\": " << num(s.comm_fraction) << ",\n";
+  o << "  \"checkpoints_written\": " << s.checkpoints_written << ",\n";
+  o << "  \"checkpoint_write_s\": " << num(s.checkpoint_write_s) << ",\n";
+  o << "  \"checkpoint_blocked_s\": " << num(s.checkpoint_blocked_s) << ",\n";
   o << "  \"resumed_from\": " << (s.resumed_from ? std::to_string(*s.resumed_from) : "null")
     << ",\n";
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";

@@ -21,8 +21,9 @@ struct EpochMetrics {
 
 class MetricsCsv {
  public:
-  explicit MetricsCsv(const std::string& path);  // writes the header
-  void append(const EpochMetrics& m);            // one row, flushed
+  // Starts a new file with a header, or appends rows to an existing one (resume).
+  MetricsCsv(const std::string& path, bool append);
+  void append(const EpochMetrics& m);  // one row, flushed
 
  private:
   std::ofstream out_;
@@ -39,6 +40,8 @@ struct RunSummary {
   double time_train_s = 0, time_val_s = 0, time_test_s = 0, time_total_s = 0;
   double data_wait_fraction = 0, comm_fraction = 0;
   std::optional<int64_t> resumed_from;
+  int checkpoints_written = 0;
+  double checkpoint_write_s = 0, checkpoint_blocked_s = 0;
   std::string params_sha256;
 };
 

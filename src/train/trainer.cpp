@@ -3,7 +3,9 @@
 //   2. forward, softmax cross-entropy, backward on the rank's Backend,
 //   3. exchange: all-reduce the gradient arena (strategy allreduce), or average
 //      the parameters every K steps (strategy average),
-//   4. SGD step with the scheduled learning rate.
+//   4. SGD step with the scheduled learning rate,
+//   5. a two-flag all-reduce so all ranks agree on stopping (a signal) and on a
+//      time-based checkpoint at the same step.
 // Nothing in the step allocates, synchronises the device or logs, except the
 // rank-0 progress line every few seconds.
 #include "train/trainer.hpp"
@@ -15,6 +17,7 @@
 #include <thread>
 
 #include "backend/cpu_backend.hpp"
+#include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/param_average.hpp"
 #include "core/error.hpp"
@@ -23,6 +26,8 @@
 #include "core/timer.hpp"
 #include "nn/presets.hpp"
 #include "train/progress.hpp"
+#include "train/signals.hpp"
+#include "train/transfer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -62,7 +67,7 @@ std::unique_ptr<Backend> make_backend(Device device, int threads) {
 
 }  // namespace
 
-Trainer::Trainer(const Config& config, const MpiEnv& env)
+Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
     : config_(config),
       rank_(env.rank()),
       world_size_(env.size()),
@@ -91,16 +96,33 @@ Trainer::Trainer(const Config& config, const MpiEnv& env)
   model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_), input_dims,
                                    batch);
   model_->init_params(config_.run.seed);
-  sgd_ = std::make_unique<Sgd>(*backend_, config_.optimizer, model_->param_count());
+  if (!config_.model.init_from.empty() && rank_ == 0) {
+    // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
+    log_info(load_initial_params(config_.model.init_from, *model_));
+  }
+  trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
+  sgd_ = std::make_unique<Sgd>(*backend_, config_.optimizer, model_->param_count(), trainable_);
   schedule_ =
       std::make_unique<LrSchedule>(config_.optimizer, steps_per_epoch_, config_.train.epochs);
   stats_ = DeviceArray<LossStats>(*backend_, 1);
+  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, rank_, world_size_,
+                                                       steps_per_epoch_);
+  checkpoints_->prepare_resume(resume);
 
-  // 3. Loaders: each rank reads only its shard.
+  // 3. Run directory (rank 0).
+  if (rank_ == 0) {
+    make_directories(config_.run.dir);
+    write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
+  }
+}
+
+void Trainer::create_loaders(int64_t start_step) {
+  const DatasetShape& shape = train_file_->shape();
   LoaderOptions train_opts;
-  train_opts.batch = batch;
+  train_opts.batch = config_.train.batch_size;
   train_opts.batches_per_epoch = steps_per_epoch_;
   train_opts.epochs = config_.train.epochs;
+  train_opts.first_seq = start_step;
   train_opts.shuffle = config_.data.shuffle;
   train_opts.seed = config_.run.seed;
   train_opts.rank = rank_;
@@ -110,11 +132,12 @@ Trainer::Trainer(const Config& config, const MpiEnv& env)
                                            shard_for_rank(shape.n, rank_, world_size_), train_opts);
   LoaderOptions eval_opts = train_opts;
   eval_opts.batches_per_epoch = 0;  // every row, last batch partial
+  eval_opts.first_seq = 0;
   eval_opts.shuffle = false;
   eval_opts.threads = 1;
   if (val_file_) {
     int passes = 0;
-    for (int e = 1; e <= config_.train.epochs; ++e) {
+    for (int64_t e = start_step / steps_per_epoch_ + 1; e <= config_.train.epochs; ++e) {
       if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
     }
     eval_opts.epochs = passes;
@@ -126,24 +149,28 @@ Trainer::Trainer(const Config& config, const MpiEnv& env)
     test_loader_ = std::make_unique<Loader>(
         *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
   }
-
-  // 4. Run directory (rank 0).
-  if (rank_ == 0) {
-    make_directories(config_.run.dir);
-    write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
-    metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv");
-  }
 }
 
 Trainer::~Trainer() = default;
 
 void Trainer::exchange_gradients() {
-  if (config_.distributed.strategy == Strategy::kAllreduce) {
-    comm_->allreduce_sum(model_->grads(), model_->param_count(), config_.distributed.algorithm);
+  if (config_.distributed.strategy != Strategy::kAllreduce) return;
+  // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only.
+  for (const ParamRange& r : trainable_) {
+    comm_->allreduce_sum(model_->grads() + r.offset, r.count, config_.distributed.algorithm);
   }
 }
 
-void Trainer::train_epoch(int epoch, EpochMetrics& m) {
+bool Trainer::agree_on_control(bool& checkpoint_now) {
+  // [0]: some rank got a stop signal; [1]: rank 0's clock says a checkpoint is due.
+  double flags[2] = {stop_signal() != 0 ? 1.0 : 0.0,
+                     rank_ == 0 && checkpoints_->due_by_time(now_seconds()) ? 1.0 : 0.0};
+  if (world_size_ > 1) comm_->allreduce_max(flags, 2);
+  checkpoint_now = flags[1] > 0.0;
+  return flags[0] > 0.0;
+}
+
+Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
   const bool allreduce = config_.distributed.strategy == Strategy::kAllreduce;
   const int every = config_.distributed.every;
   const int64_t batch = config_.train.batch_size;
@@ -157,51 +184,71 @@ void Trainer::train_epoch(int epoch, EpochMetrics& m) {
   comm_->reset_comm_seconds();
   const double wait0 = train_loader_->wait_seconds();
   const double t0 = now_seconds();
-  double lr = 0.0;
+  double lr = schedule_->at(global_step_);
+  EpochEnd end = EpochEnd::kCompleted;
 
-  for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+  for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
     const Tensor& logits = model_->forward(b.images.data(), b.size, /*training=*/true);
     backend_->softmax_xent(logits.data, b.labels.data(), static_cast<int>(b.size), classes,
                            grad_scale, model_->dlogits(), stats_.data());
     model_->backward();
-    exchange_gradients();
+    {
+      WatchdogScope w(*watchdog_, "gradient all-reduce", global_step_);
+      exchange_gradients();
+    }
     lr = schedule_->at(global_step_);
     sgd_->step(model_->params(), model_->grads(), lr);
     ++global_step_;
-    if (!allreduce && global_step_ % every == 0) {
+    if (!allreduce && (global_step_ % every == 0 || step + 1 == steps_per_epoch_)) {
+      // Also at the end of each epoch, so that every rank evaluates the same model.
+      WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
       average_parameters(*comm_, *backend_, model_->params(), model_->param_count());
+    }
+    bool checkpoint_now = false;
+    bool stop = false;
+    {
+      WatchdogScope w(*watchdog_, "control all-reduce", global_step_);
+      stop = agree_on_control(checkpoint_now);
+    }
+    if (stop) {
+      end = EpochEnd::kStopped;
+      break;
+    }
+    if (checkpoint_now || checkpoints_->due_by_steps(global_step_)) {
+      WatchdogScope w(*watchdog_, "checkpoint", global_step_);
+      checkpoints_->save(*comm_, global_step_, /*wait=*/false);
     }
     if (progress.due(now_seconds())) {
       LossStats s;
       backend_->copy_to_host(&s, stats_.data(), sizeof(s));
       const double now = now_seconds();
-      progress.print(epoch, config_.train.epochs, step + 1, steps_per_epoch_, s.loss_sum / s.count,
-                     s.correct / s.count,
-                     static_cast<double>((step + 1) * batch * world_size_) / (now - t0), now);
+      progress.print(
+          epoch, config_.train.epochs, step + 1, steps_per_epoch_, s.loss_sum / s.count,
+          s.correct / s.count,
+          static_cast<double>((step + 1 - first_step) * batch * world_size_) / (now - t0), now);
     }
-  }
-  // Ranks must hold the same model before evaluating.
-  if (!allreduce && global_step_ % every != 0) {
-    average_parameters(*comm_, *backend_, model_->params(), model_->param_count());
   }
   backend_->synchronize();
   double times[3] = {now_seconds() - t0, train_loader_->wait_seconds() - wait0,
                      comm_->comm_seconds()};
-  comm_->allreduce_max(times, 3);  // the slowest rank sets the pace
-
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));
   double sums[3] = {s.loss_sum, s.correct, s.count};
-  comm_->allreduce_sum(sums, 3);
+  {
+    WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
+    comm_->allreduce_max(times, 3);  // the slowest rank sets the pace
+    comm_->allreduce_sum(sums, 3);
+  }
   m.epoch = epoch;
-  m.train_loss = sums[0] / sums[2];
-  m.train_accuracy = sums[1] / sums[2];
+  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
   m.lr = lr;
   m.time_train_s = times[0];
   m.data_wait_s = times[1];
   m.comm_s = times[2];
-  m.samples_per_second = sums[2] / times[0];
+  m.samples_per_second = times[0] > 0 ? sums[2] / times[0] : 0.0;
+  return end;
 }
 
 Trainer::EvalResult Trainer::evaluate(Loader& loader) {
@@ -216,7 +263,10 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));
   double sums[3] = {s.loss_sum, s.correct, s.count};
-  comm_->allreduce_sum(sums, 3);
+  {
+    WatchdogScope w(*watchdog_, "evaluation reduction", global_step_);
+    comm_->allreduce_sum(sums, 3);
+  }
   EvalResult r;
   if (sums[2] > 0) {
     r.loss = sums[0] / sums[2];
@@ -229,9 +279,24 @@ int Trainer::run() {
   const double run_t0 = now_seconds();
   comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
                                          static_cast<size_t>(config_.distributed.ring_chunk_bytes));
-  // Every rank initialised identically from the seed; broadcasting rank 0's
-  // parameters makes that a guarantee rather than an assumption.
+  watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
+  install_stop_signals();
+  // Every rank initialised identically from the seed (or rank 0 loaded
+  // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
   comm_->broadcast(model_->params(), model_->param_count() * sizeof(float), 0);
+
+  // 1. Resume: rank 0 hands the prepared checkpoint to everyone.
+  RunSummary summary;
+  summary.resumed_from = checkpoints_->restore(*comm_);
+  global_step_ = checkpoints_->start_step();
+  const int code = run_and_agree(comm_->get(), [&] {
+    create_loaders(global_step_);
+    if (rank_ == 0) {
+      metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv",
+                                                  /*append=*/summary.resumed_from.has_value());
+    }
+  });
+  if (code != 0) return code;
 
   log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
            " thread(s), backend " + backend_->name() + ", " +
@@ -239,11 +304,24 @@ int Trainer::run() {
            std::to_string(steps_per_epoch_) + " steps/epoch, global batch " +
            std::to_string(config_.train.batch_size * world_size_));
 
-  RunSummary summary;
+  // 2. Epochs.
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_samples = 0;
-  for (int epoch = 1; epoch <= config_.train.epochs; ++epoch) {
+  const int first_epoch = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
+  summary.epochs_completed = first_epoch - 1;
+  for (int epoch = first_epoch; epoch <= config_.train.epochs; ++epoch) {
     EpochMetrics m;
-    train_epoch(epoch, m);
+    const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
+    if (train_epoch(epoch, first_step, m) == EpochEnd::kStopped) {
+      // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
+      if (checkpoints_->last_saved_step() != global_step_) {
+        checkpoints_->save(*comm_, global_step_, /*wait=*/true);
+      }
+      checkpoints_->finish();
+      comm_->barrier();
+      log_info("stopped by a signal at step " + std::to_string(global_step_) +
+               " after committing a checkpoint; resume with --resume auto");
+      return kExitStopped;
+    }
     total_train += m.time_train_s;
     total_wait += m.data_wait_s;
     total_comm += m.comm_s;
@@ -258,6 +336,9 @@ int Trainer::run() {
       summary.val_loss = v.loss;
       summary.val_accuracy = v.accuracy;
     }
+    if (config_.checkpoint.at_epoch_end && checkpoints_->last_saved_step() != global_step_) {
+      checkpoints_->save(*comm_, global_step_, /*wait=*/false);
+    }
     char line[256];
     std::snprintf(line, sizeof(line),
                   "epoch %d/%d  train loss %.4f acc %.4f  val loss %s acc %s  %.2fs  %.0f "
@@ -265,13 +346,19 @@ int Trainer::run() {
                   epoch, config_.train.epochs, m.train_loss, m.train_accuracy,
                   m.val_loss ? std::to_string(*m.val_loss).substr(0, 6).c_str() : "-",
                   m.val_accuracy ? std::to_string(*m.val_accuracy).substr(0, 6).c_str() : "-",
-                  m.time_train_s, m.samples_per_second, 100.0 * m.data_wait_s / m.time_train_s,
-                  100.0 * m.comm_s / m.time_train_s);
+                  m.time_train_s, m.samples_per_second,
+                  m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
+                  m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
     log_info(line);
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
     summary.epochs_completed = epoch;
+  }
+  // 4. The final state is checkpointed too when checkpoints are on (for eval
+  //    and model.init_from); then the test phase.
+  if (checkpoints_->enabled() && checkpoints_->last_saved_step() != global_step_) {
+    checkpoints_->save(*comm_, global_step_, /*wait=*/false);
   }
   if (test_loader_) {
     const double t0 = now_seconds();
@@ -283,6 +370,7 @@ int Trainer::run() {
     std::snprintf(line, sizeof(line), "test loss %.4f acc %.4f", t.loss, t.accuracy);
     log_info(line);
   }
+  checkpoints_->finish();
 
   summary.run_name = config_.run.name;
   summary.backend = backend_->name();
@@ -299,13 +387,17 @@ int Trainer::run() {
   summary.time_val_s = total_val;
   summary.data_wait_fraction = total_train > 0 ? total_wait / total_train : 0;
   summary.comm_fraction = total_train > 0 ? total_comm / total_train : 0;
+  const CheckpointWriteStats ck = checkpoints_->stats();
+  summary.checkpoints_written = ck.writes;
+  summary.checkpoint_write_s = ck.write_seconds;
+  summary.checkpoint_blocked_s = ck.blocked_seconds;
   summary.params_sha256 = model_->params_sha256();
   summary.time_total_s = now_seconds() - run_t0;
-  if (rank_ == 0) write_outputs(summary);
+  if (rank_ == 0) write_summary(summary);
   return kExitOk;
 }
 
-void Trainer::write_outputs(const RunSummary& summary) {
+void Trainer::write_summary(const RunSummary& summary) {
   const std::string path = config_.run.dir + "/summary.json";
   write_file_atomic(path, summary_to_json(summary));
   log_info("wrote " + path + " (params_sha256 " + summary.params_sha256.substr(0, 16) + "...)");

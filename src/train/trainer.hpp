@@ -1,11 +1,12 @@
-// The Trainer runs one training job on one rank: set-up (files, model, optimizer,
-// loaders; local work only, so failures can be agreed on), then the epoch loop
-// with train / validation / test phases, metrics.csv and summary.json.
+// The Trainer runs one training job on one rank: set-up (files, model, optimizer;
+// local work only, so failures can be agreed on), then resume, the epoch loop with
+// train / validation / test phases, checkpoints, metrics.csv and summary.json.
 // Used from the main thread; owns everything it creates.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "backend/backend.hpp"
 #include "comm/communicator.hpp"
@@ -15,7 +16,9 @@
 #include "nn/model.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/sgd.hpp"
+#include "train/checkpointing.hpp"
 #include "train/metrics.hpp"
+#include "train/watchdog.hpp"
 
 namespace hpctrain {
 
@@ -24,36 +27,47 @@ class MpiEnv;
 class Trainer {
  public:
   // Local set-up only (no collective calls): throws UsageError for bad input.
-  Trainer(const Config& config, const MpiEnv& env);
+  // `resume` is "auto", "never" or a checkpoint path.
+  Trainer(const Config& config, const MpiEnv& env, const std::string& resume);
   ~Trainer();
 
-  // Collective: trains, evaluates, writes outputs (rank 0). Returns the exit code.
+  // Collective: resumes, trains, evaluates, writes outputs (rank 0). Returns the
+  // exit code: 0 done, 75 stopped by a signal after committing a checkpoint.
   int run();
 
  private:
   struct EvalResult {
     double loss = 0, accuracy = 0;
   };
+  enum class EpochEnd { kCompleted, kStopped };
+
+  void create_loaders(int64_t start_step);
   // One pass over each rank's shard of `loader`; identical result on every rank.
   EvalResult evaluate(Loader& loader);
-  // One epoch of training; fills the train fields of `m`.
-  void train_epoch(int epoch, EpochMetrics& m);
+  // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
+  EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   void exchange_gradients();
-  void write_outputs(const RunSummary& summary);
+  // Per-step agreement across ranks: stop on a signal, checkpoint by time.
+  bool agree_on_control(bool& checkpoint_now);
+  void write_summary(const RunSummary& summary);
 
   Config config_;
   int rank_, world_size_, threads_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DatasetFile> train_file_, val_file_, test_file_;
   std::unique_ptr<Model> model_;
+  std::vector<ParamRange> trainable_;
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<TrainingCheckpoints> checkpoints_;
+  std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
   int num_classes_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
+  int stop_signal_ = 0;
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

@@ -76,20 +76,21 @@ std::string load_initial_params(const std::string& path, Model& model) {
                 host.begin() + static_cast<std::ptrdiff_t>(model.param_offset(i)));
   }
   if (loaded.empty()) {
-    throw UsageError(path + ": model.init_from: no layer of this model (name, type and size) "
-                            "is in the checkpoint");
+    throw UsageError(path +
+                     ": model.init_from: no layer of this model (name, type and size) "
+                     "is in the checkpoint");
   }
   model.set_params(host.data());
   return "initialised from " + path + ": loaded " + loaded +
          (kept.empty() ? "" : "; newly initialised " + kept);
 }
 
-std::vector<ParamRange> trainable_ranges(const Model& model,
-                                         const std::vector<std::string>& freeze,
+std::vector<ParamRange> trainable_ranges(const Model& model, const std::vector<std::string>& freeze,
                                          const std::string& config_file) {
   for (const std::string& name : freeze) {
     const auto& layers = model.layers();
-    if (std::none_of(layers.begin(), layers.end(), [&](const auto& l) { return l->name() == name; })) {
+    if (std::none_of(layers.begin(), layers.end(),
+                     [&](const auto& l) { return l->name() == name; })) {
       std::string names;
       for (const auto& l : layers) names += (names.empty() ? "" : ", ") + l->name();
       throw UsageError(config_file + ": model.freeze: no layer named '" + name +

@@ -19,8 +19,7 @@ std::string load_initial_params(const std::string& path, Model& model);
 
 // The arena ranges to train: every layer except those named in `freeze`
 // (adjacent ranges merged). Throws UsageError naming an unknown layer.
-std::vector<ParamRange> trainable_ranges(const Model& model,
-                                         const std::vector<std::string>& freeze,
+std::vector<ParamRange> trainable_ranges(const Model& model, const std::vector<std::string>& freeze,
                                          const std::string& config_file);
 
 }  // namespace hpctrain

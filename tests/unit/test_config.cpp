@@ -568,11 +568,11 @@ TEST(ConfigCheckpoint, DefaultsAndOverrides) {
   EXPECT_EQ(d.checkpoint.dir, "runs/run/checkpoints");
   EXPECT_EQ(d.checkpoint.every_steps, 0);
   EXPECT_EQ(d.checkpoint.keep, 3);
-  const Config c = load_config(
-      write_yaml(kMinimal),
-      {"checkpoint.every_steps=50", "checkpoint.every_seconds=1.5", "checkpoint.keep=2",
-       "checkpoint.at_epoch_end=true", "model.init_from=a/ckpt.h5", "model.freeze=[dense0]",
-       "distributed.timeout_seconds=30"});
+  const Config c =
+      load_config(write_yaml(kMinimal),
+                  {"checkpoint.every_steps=50", "checkpoint.every_seconds=1.5", "checkpoint.keep=2",
+                   "checkpoint.at_epoch_end=true", "model.init_from=a/ckpt.h5",
+                   "model.freeze=[dense0]", "distributed.timeout_seconds=30"});
   EXPECT_EQ(c.checkpoint.every_steps, 50);
   EXPECT_EQ(c.checkpoint.every_seconds, 1.5);
   EXPECT_EQ(c.checkpoint.keep, 2);
