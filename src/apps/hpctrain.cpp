@@ -2,6 +2,7 @@
 // the subcommand needs it, and turns errors into exit codes (DESIGN.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -117,7 +118,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
     return kExitOk;
   }
   if (args.size() != 1) throw UsageError("inspect: expected one FILE.h5 (see --help)");
-  if (is_checkpoint_file(args[0])) {
+  const std::string name = std::filesystem::path(args[0]).filename().string();
+  if (name.rfind("ckpt-", 0) == 0 || is_checkpoint_file(args[0])) {
     // A checkpoint that fails verification is bad input: exit 2.
     if (!inspect_checkpoint_file(args[0], std::cout)) {
       throw UsageError(args[0] + ": checkpoint failed verification");

@@ -283,19 +283,27 @@ int Trainer::run() {
   install_stop_signals();
   // Every rank initialised identically from the seed (or rank 0 loaded
   // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
-  comm_->broadcast(model_->params(), model_->param_count() * sizeof(float), 0);
+  {
+    WatchdogScope w(*watchdog_, "parameter broadcast", 0);
+    comm_->broadcast(model_->params(), model_->param_count() * sizeof(float), 0);
+  }
 
-  // 1. Resume: rank 0 hands the prepared checkpoint to everyone.
+  // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank
+  //    reads its shards.
   RunSummary summary;
-  summary.resumed_from = checkpoints_->restore(*comm_);
-  global_step_ = checkpoints_->start_step();
-  const int code = run_and_agree(comm_->get(), [&] {
-    create_loaders(global_step_);
-    if (rank_ == 0) {
-      metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv",
-                                                  /*append=*/summary.resumed_from.has_value());
-    }
-  });
+  int code = 0;
+  {
+    WatchdogScope w(*watchdog_, "start-up (resume and data loading)", 0);
+    summary.resumed_from = checkpoints_->restore(*comm_);
+    global_step_ = checkpoints_->start_step();
+    code = run_and_agree(comm_->get(), [&] {
+      create_loaders(global_step_);
+      if (rank_ == 0) {
+        metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv",
+                                                    /*append=*/summary.resumed_from.has_value());
+      }
+    });
+  }
   if (code != 0) return code;
 
   log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
@@ -317,7 +325,10 @@ int Trainer::run() {
         checkpoints_->save(*comm_, global_step_, /*wait=*/true);
       }
       checkpoints_->finish();
-      comm_->barrier();
+      {
+        WatchdogScope w(*watchdog_, "stop barrier", global_step_);
+        comm_->barrier();
+      }
       log_info("stopped by a signal at step " + std::to_string(global_step_) +
                " after committing a checkpoint; resume with --resume auto");
       return kExitStopped;

@@ -5,9 +5,12 @@ data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data D
 """
 import argparse
 import csv
+import glob
 import gzip
 import json
 import os
+import random
+import shutil
 import signal
 import struct
 import subprocess
@@ -35,8 +38,7 @@ def run_dir(name):
     return os.path.join(ARGS.build, "e2e-runs", name)
 
 
-def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml"):
-    """Runs `mpiexec -n ranks hpctrain train` and returns (returncode, stdout, stderr)."""
+def train_cmd(name, ranks, sets, config="configs/fashion_mnist_mlp.yaml", resume=None):
     d = ARGS.data
     cmd = ["mpiexec", "-n", str(ranks), hpctrain(), "train", config,
            "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
@@ -44,6 +46,14 @@ def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml
            "--set", "train.progress_seconds=0"]
     for s in sets:
         cmd += ["--set", s]
+    if resume is not None:
+        cmd += ["--resume", resume]
+    return cmd
+
+
+def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml", resume=None):
+    """Runs `mpiexec -n ranks hpctrain train` and returns (returncode, stdout, stderr)."""
+    cmd = train_cmd(name, ranks, sets, config, resume)
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     print(p.stdout)
@@ -223,6 +233,221 @@ def case_cli():
           "inspect output: " + i.stdout + i.stderr)
     m = subprocess.run([hpctrain(), "inspect", "/nonexistent.h5"], capture_output=True, text=True)
     check(m.returncode == 2 and "/nonexistent.h5" in m.stderr, "inspect of a missing file")
+
+
+# --- checkpoints, resume, failures -------------------------------------------------
+
+def checkpoints(name):
+    return sorted(glob.glob(os.path.join(run_dir(name), "checkpoints", "ckpt-*.h5")))
+
+
+def newest_step(name):
+    files = checkpoints(name)
+    return int(os.path.basename(files[-1])[5:17]) if files else -1
+
+
+def fresh(name):
+    shutil.rmtree(run_dir(name), ignore_errors=True)
+
+
+DET = ["run.deterministic=true", "train.epochs=4", "data.val=", "data.test="]
+
+
+def uninterrupted_sha():
+    fresh("det_full")
+    return expect_ok("det_full", 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
+
+
+def kill_and_resume(name, sets, should_kill):
+    """Starts a run, kill -9s one rank when should_kill(name) says so, then resumes
+    with --resume auto until it finishes; returns the final summary."""
+    fresh(name)
+    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    victim = None
+    deadline = time.time() + 300
+    while p.poll() is None and time.time() < deadline:
+        victim = should_kill(name)
+        if victim is not None:
+            ranks = rank_pids(run_dir(name))
+            if len(ranks) == 2:
+                os.kill(ranks[victim], signal.SIGKILL)
+                break
+        time.sleep(0.002)
+    out, _ = p.communicate(timeout=120)
+    check(victim is not None and p.returncode != 0,
+          f"{name}: the run was not killed (exit {p.returncode}):\n{out}")
+    committed = newest_step(name)
+    print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
+    rc, out, err = train(name, 2, sets, resume="auto")
+    check(rc == 0, f"{name}: resumed run failed with exit {rc}")
+    check(f"(step {committed}," in out, f"{name}: did not resume from step {committed}")
+    return summary(name)
+
+
+def case_kill9_resume_bit_identical():
+    """kill -9 of a rank at random steps, and once while a checkpoint is being
+    written, then --resume auto: the final parameters equal an uninterrupted run's."""
+    want = uninterrupted_sha()
+    rng = random.Random(1234)
+    total = 4 * 429
+    for i in range(3):
+        target = rng.randrange(60, total - 200)
+        victim = rng.randrange(2)
+        s = kill_and_resume(f"kill9_{i}", DET + ["checkpoint.every_steps=40"],
+                            lambda n: victim if newest_step(n) >= target else None)
+        check(s["params_sha256"] == want, f"kill at ~step {target}: parameters differ")
+        check(s["resumed_from"] is not None, "resumed_from not recorded")
+
+    def during_write(n):
+        # Rank 0 writes checkpoints: kill it while a later one is half written.
+        tmp = glob.glob(os.path.join(run_dir(n), "checkpoints", "*.tmp"))
+        return 0 if tmp and newest_step(n) >= 100 else None
+    s = kill_and_resume("kill9_write", DET + ["checkpoint.every_steps=5"], during_write)
+    check(s["params_sha256"] == want, "kill during a checkpoint write: parameters differ")
+
+
+def case_signal_stop_resume():
+    """SIGUSR1 to mpiexec: the ranks checkpoint and exit 75; resuming finishes with
+    the uninterrupted parameters."""
+    want = uninterrupted_sha()
+    fresh("sigstop")
+    p = subprocess.Popen(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(run_dir("sigstop"), "metrics.csv")):
+        check(time.time() < deadline and p.poll() is None, "training did not start")
+        time.sleep(0.01)
+    p.send_signal(signal.SIGUSR1)
+    out, _ = p.communicate(timeout=120)
+    print(out)
+    check(p.returncode == 75, f"exit {p.returncode} after SIGUSR1, expected 75")
+    check("stopped by a signal" in out, "no stop message")
+    stopped_at = newest_step("sigstop")
+    check(stopped_at > 0 and stopped_at % 1000 != 0, f"no signal checkpoint ({stopped_at})")
+    s = expect_ok("sigstop", 2, DET + ["checkpoint.every_steps=1000"])  # --resume auto default
+    check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
+    check(s["params_sha256"] == want, "resumed parameters differ from the uninterrupted run")
+
+
+def flip_byte(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x40]))
+
+
+def case_corrupt_checkpoints():
+    fresh("corrupt")
+    expect_ok("corrupt", 2, ["train.epochs=1", "checkpoint.every_steps=100",
+                             "checkpoint.keep=10", "data.val=", "data.test="])
+    files = checkpoints("corrupt")
+    check(len(files) == 5, f"expected 5 checkpoints, got {files}")
+    newest, second, third = files[-1], files[-2], files[-3]
+    flip_byte(newest, os.path.getsize(newest) // 2)
+    with open(second, "r+b") as f:
+        f.truncate(os.path.getsize(second) // 2)
+    for bad in (newest, second):
+        rc, _, err = train("corrupt", 2, ["train.epochs=2", "data.val=", "data.test="],
+                           resume=bad)
+        check(rc == 2, f"--resume {bad}: exit {rc}, expected 2")
+        one_error_line(err, bad)
+        i = subprocess.run([hpctrain(), "inspect", bad], capture_output=True, text=True)
+        check(i.returncode == 2, f"inspect of corrupt {bad}: exit {i.returncode}")
+    rc, out, err = train("corrupt", 2, ["train.epochs=2", "data.val=", "data.test="],
+                         resume="auto")
+    check(rc == 0, f"--resume auto with corrupt newest checkpoints: exit {rc}")
+    check(err.count("skipping it for an older checkpoint") == 2, "corrupt files not reported")
+    check("resumed from " + third in out, "did not fall back to the newest valid checkpoint")
+
+
+def case_resume_other_world_sizes():
+    """A 2-rank run's checkpoint resumed on 1 and on 3 ranks reaches the target."""
+    fresh("ws2")
+    expect_ok("ws2", 2, ["train.epochs=2", "checkpoint.every_steps=200"])
+    for ranks in (1, 3):
+        name = f"ws2_to_{ranks}"
+        fresh(name)
+        shutil.copytree(os.path.join(run_dir("ws2"), "checkpoints"),
+                        os.path.join(run_dir(name), "checkpoints"))
+        s = expect_ok(name, ranks, ["train.epochs=5", "checkpoint.every_steps=200"])
+        check(s["world_size"] == ranks and s["resumed_from"] == 858, f"{name}: {s}")
+        check(s["epochs_completed"] == 5, f"{name}: epochs {s['epochs_completed']}")
+        check(s["test_accuracy"] >= 0.85, f"{name}: test accuracy {s['test_accuracy']} < 0.85")
+
+
+def case_resume_refusals():
+    fresh("refuse")
+    expect_ok("refuse", 1, ["train.epochs=1", "checkpoint.every_steps=200", "data.val=",
+                            "data.test=", f"data.train={ARGS.data}/test.h5"])
+    sets = ["train.epochs=2", "data.val=", "data.test=", f"data.train={ARGS.data}/test.h5"]
+    rc, _, err = train("refuse", 1, sets + ["model.hidden=[100]"])
+    check(rc == 2, f"resume with another model: exit {rc}, expected 2")
+    one_error_line(err, "cannot resume a different model", "layer dense0")
+    rc, _, err = train("refuse", 1, sets, resume="never")
+    check(rc == 2, f"--resume never over old checkpoints: exit {rc}, expected 2")
+    one_error_line(err, "--resume auto")
+
+
+def case_watchdog_hung_rank():
+    """A rank that stops answering (SIGSTOP) makes the others abort after the
+    collective timeout instead of waiting forever."""
+    fresh("hung")
+    p = subprocess.Popen(train_cmd("hung", 2, ["train.epochs=50", "data.val=", "data.test=",
+                                               "distributed.timeout_seconds=3"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    lines = []
+    for line in p.stdout:  # wait until training is under way
+        lines.append(line)
+        if line.startswith("epoch 1/"):
+            break
+    ranks = rank_pids(run_dir("hung"))
+    check(len(ranks) == 2, f"expected 2 ranks, found {ranks}")
+    os.kill(ranks[1], signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        fail("job still running 60 s after a rank hung")
+    finally:
+        for pid in ranks:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    out = "".join(lines) + out
+    print(out)
+    check(p.returncode != 0, "job reported success with a hung rank")
+    check("has not finished after 3 s" in out, "no watchdog message")
+    print(f"job ended {time.time() - t0:.1f} s after the rank hung")
+
+
+def h5_values(path, dataset, start, count):
+    out = subprocess.run(["h5dump", "-d", dataset, "-s", str(start), "-c", str(count), "-y",
+                          "-w", "0", path], capture_output=True, text=True, check=True).stdout
+    body = out[out.index("DATA {"):]
+    return [float(x) for x in body[body.index("{") + 1:body.index("}")].replace(",", " ").split()]
+
+
+def case_transfer_freeze():
+    """model.init_from + model.freeze: the frozen base keeps the source's weights
+    exactly, the head trains."""
+    fresh("base")
+    expect_ok("base", 2, ["train.epochs=1", "checkpoint.every_steps=1000", "data.val=",
+                          "data.test="])
+    src = checkpoints("base")[-1]
+    fresh("tuned")
+    s = expect_ok("tuned", 2, ["train.epochs=1", "checkpoint.every_steps=1000", "data.val=",
+                               f"model.init_from={src}", "model.freeze=[dense0]"])
+    check(s["test_accuracy"] >= 0.80, f"fine-tuned accuracy {s['test_accuracy']}")
+    dst = checkpoints("tuned")[-1]
+    ds = "/arrays/model/params"
+    check(h5_values(src, ds, 0, 50) == h5_values(dst, ds, 0, 50), "frozen dense0 changed")
+    head = 784 * 192 + 192  # the classifier starts after dense0
+    check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")
 
 
 def main():

@@ -7,7 +7,8 @@
 # and exits 75. --resume auto continues from the newest checkpoint. At the end rank 0
 # writes summary.json (resumed_from, params_sha256 = a hash of the step count).
 # Exit 2 when CONFIG is missing or run.dir is not set; STUB_CRASH_AT_STEP=N exits 1
-# at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files.
+# at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files;
+# it appends its command line to stub-args.txt in run.dir.
 set -uo pipefail
 
 steps=${STUB_STEPS:-40}
@@ -16,6 +17,7 @@ ckpt_every=${STUB_CKPT_EVERY:-5}
 rank=${PMI_RANK:-${SLURM_PROCID:-0}}
 
 [[ "${1:-}" == "train" ]] || { echo "stub: usage: $0 train CONFIG [...]" >&2; exit 2; }
+all_args="$*"
 config=${2:-}
 [[ -f "$config" ]] || { echo "stub: $config: no such config file" >&2; exit 2; }
 shift 2
@@ -31,6 +33,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$run_dir" ]] || { echo "stub: set run.dir with --set run.dir=DIR" >&2; exit 2; }
 mkdir -p "$run_dir/checkpoints"
+[[ "$rank" == 0 ]] && echo "$all_args" >> "$run_dir/stub-args.txt"
 
 newest_checkpoint() {
   local f best=-1 n

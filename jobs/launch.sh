@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Starts `hpctrain train` under mpiexec or srun and, when the run fails, starts it again
+# from the newest checkpoint, up to R times (like torchrun --max-restarts).
+#
+#   jobs/launch.sh [--max-restarts R] [--launcher CMD] -- CONFIG.yaml [hpctrain train options]
+#   jobs/launch.sh --max-restarts 3 --launcher "mpiexec -n 4" -- configs/fashion_mnist_mlp.yaml
+#   srun inside a batch job:  jobs/launch.sh --launcher srun -- configs/x.yaml --set train.epochs=20
+#
+# Options:
+#   --max-restarts R  restarts after a failure (default 3); 0 runs once.
+#   --launcher CMD    the MPI launcher, word-split (default: "srun" inside a Slurm job,
+#                     else "mpiexec -n ${HPCTRAIN_RANKS:-2}"). A bare srun gets
+#                     --mpi=${HPCTRAIN_SRUN_MPI:-pmi2}, which Debian's MPICH needs.
+#   --hpctrain PATH   the binary (default $HPCTRAIN, else build/hpctrain next to jobs/).
+# The first run uses the given --resume (default auto); every restart uses --resume auto.
+#
+# Exit codes (hpctrain's, see DESIGN.md):
+#   0   training finished.
+#   2   bad usage, config or input: returned at once, never retried.
+#   75  stopped on a signal after committing a checkpoint: passed through, so a Slurm
+#       batch script can requeue the job (jobs/train_single_node.sbatch).
+#   1   still failing after R restarts (any other exit code counts as a failure).
+# SIGUSR1 and SIGTERM sent to this script are forwarded to the launcher as SIGUSR1
+# (srun and hydra's mpiexec pass SIGUSR1 on to every rank, while hydra answers SIGTERM
+# by killing the ranks), so the ranks checkpoint and stop; no restart follows.
+set -uo pipefail
+
+usage() {
+  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+}
+
+max_restarts=3
+launcher=""
+hpctrain=${HPCTRAIN:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/hpctrain"}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --max-restarts) [[ $# -ge 2 ]] || usage; max_restarts=$2; shift 2 ;;
+    --max-restarts=*) max_restarts=${1#*=}; shift ;;
+    --launcher) [[ $# -ge 2 ]] || usage; launcher=$2; shift 2 ;;
+    --launcher=*) launcher=${1#*=}; shift ;;
+    --hpctrain) [[ $# -ge 2 ]] || usage; hpctrain=$2; shift 2 ;;
+    --hpctrain=*) hpctrain=${1#*=}; shift ;;
+    --) shift; break ;;
+    -h | --help) usage ;;
+    *) echo "launch.sh: unknown option $1 (hpctrain options go after --)" >&2; exit 2 ;;
+  esac
+done
+[[ $# -ge 1 ]] || { echo "launch.sh: expected -- CONFIG.yaml [hpctrain train options]" >&2; exit 2; }
+[[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch.sh: --max-restarts: expected a count, got '$max_restarts'" >&2; exit 2; }
+config=$1
+shift
+
+if [[ -z "$launcher" ]]; then
+  if [[ -n "${SLURM_JOB_ID:-}" ]]; then launcher=srun; else launcher="mpiexec -n ${HPCTRAIN_RANKS:-2}"; fi
+fi
+read -r -a launch_cmd <<<"$launcher"
+if [[ "${launch_cmd[0]##*/}" == srun && "$launcher" != *--mpi* ]]; then
+  launch_cmd+=("--mpi=${HPCTRAIN_SRUN_MPI:-pmi2}")
+fi
+
+# hpctrain options without --resume (the restarts put their own), and the first --resume.
+train_args=()
+resume=auto
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --resume) [[ $# -ge 2 ]] || { echo "launch.sh: --resume needs a value" >&2; exit 2; }
+      resume=$2; shift 2 ;;
+    --resume=*) resume=${1#*=}; shift ;;
+    *) train_args+=("$1"); shift ;;
+  esac
+done
+
+child=""
+stop_signal=""
+forward() {
+  stop_signal=$1
+  echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2
+  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
+}
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
+
+attempt=0
+while :; do
+  cmd=("${launch_cmd[@]}" "$hpctrain" train "$config" "${train_args[@]}" --resume "$resume")
+  echo "launch.sh: run $((attempt + 1)): ${cmd[*]}" >&2
+  # In the background, so that a trapped signal is handled while the run goes on.
+  "${cmd[@]}" &
+  child=$!
+  rc=0
+  wait "$child" || rc=$?
+  while ((rc > 128)) && kill -0 "$child" 2>/dev/null; do  # woken by a trap: wait again
+    rc=0
+    wait "$child" || rc=$?
+  done
+  child=""
+
+  case $rc in
+    0) exit 0 ;;
+    2) echo "launch.sh: bad usage, config or input (exit 2): not retrying" >&2; exit 2 ;;
+    75) exit 75 ;;
+  esac
+  if [[ -n "$stop_signal" ]]; then
+    echo "launch.sh: stopped by SIG$stop_signal, run exited $rc: not restarting" >&2
+    exit 1
+  fi
+  if ((attempt >= max_restarts)); then
+    echo "launch.sh: run exited $rc; giving up after $max_restarts restart(s)" >&2
+    exit 1
+  fi
+  attempt=$((attempt + 1))
+  resume=auto
+  echo "launch.sh: restart $attempt/$max_restarts after exit code $rc, resuming from the newest checkpoint" >&2
+done

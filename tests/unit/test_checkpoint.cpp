@@ -1,0 +1,198 @@
+// Checkpoint files, the checkpoint directory and the background writer:
+// round trips, corruption and truncation detection, retention, and transfer.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "backend/cpu_backend.hpp"
+#include "checkpoint/async_writer.hpp"
+#include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_store.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "nn/presets.hpp"
+#include "train/transfer.hpp"
+
+namespace hpctrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/ht_ckpt_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+CheckpointState sample_state(int64_t step, size_t n = 1000) {
+  CheckpointState s;
+  s.step = step;
+  s.epoch = step / 10;
+  s.step_in_epoch = step % 10;
+  s.steps_per_epoch = 10;
+  s.global_batch = 128;
+  s.world_size = 2;
+  s.strategy = "allreduce";
+  s.config_yaml = "run:\n  name: x\n";
+  s.architecture = "input 1x2x2\nlayer d dense params=1000 out=10\n";
+  s.created = "2026-01-01T00:00:00Z";
+  Rng rng(static_cast<uint64_t>(step));
+  for (const char* name : {kParamsArray, kVelocityArray}) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(rng.normal());
+    s.arrays[name] = v;
+  }
+  return s;
+}
+
+TEST(CheckpointFile, RoundTripIsExact) {
+  const std::string dir = fresh_dir("roundtrip");
+  const CheckpointState a = sample_state(123);
+  const std::string path = dir + "/a.h5";
+  write_checkpoint_file(path, a);
+  EXPECT_FALSE(fs::exists(path + ".tmp"));
+  EXPECT_TRUE(is_checkpoint_file(path));
+  const CheckpointState b = read_checkpoint_file(path);
+  EXPECT_EQ(b.step, 123);
+  EXPECT_EQ(b.epoch, 12);
+  EXPECT_EQ(b.step_in_epoch, 3);
+  EXPECT_EQ(b.world_size, 2);
+  EXPECT_EQ(b.strategy, "allreduce");
+  EXPECT_EQ(b.config_yaml, a.config_yaml);
+  EXPECT_EQ(b.architecture, a.architecture);
+  EXPECT_EQ(b.arrays, a.arrays);
+}
+
+TEST(CheckpointFile, PerRankArraysAndUnknownArraysSurvive) {
+  const std::string dir = fresh_dir("perrank");
+  CheckpointState a = sample_state(5);
+  a.arrays.erase(kParamsArray);
+  a.arrays[rank_array_name(0, kParamsArray)] = {1, 2, 3};
+  a.arrays[rank_array_name(1, kParamsArray)] = {4, 5, 6};
+  a.arrays["future/bn_running_mean"] = {7};
+  write_checkpoint_file(dir + "/a.h5", a);
+  EXPECT_EQ(read_checkpoint_file(dir + "/a.h5").arrays, a.arrays);
+}
+
+TEST(CheckpointFile, FlippedByteIsDetected) {
+  const std::string dir = fresh_dir("flip");
+  const std::string path = dir + "/a.h5";
+  write_checkpoint_file(path, sample_state(7, 100000));
+  // Flip one byte in the middle of the file (inside the arrays' data).
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  const auto size = fs::file_size(path);
+  f.seekg(static_cast<std::streamoff>(size / 2));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x10);
+  f.seekp(static_cast<std::streamoff>(size / 2));
+  f.write(&c, 1);
+  f.close();
+  try {
+    read_checkpoint_file(path);
+    FAIL() << "corruption not detected";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CRC-32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CheckpointFile, TruncatedFileIsDetected) {
+  const std::string dir = fresh_dir("trunc");
+  const std::string path = dir + "/a.h5";
+  write_checkpoint_file(path, sample_state(7, 100000));
+  fs::resize_file(path, fs::file_size(path) / 3);
+  EXPECT_THROW(read_checkpoint_file(path), UsageError);
+  EXPECT_THROW(read_checkpoint_file(dir + "/missing.h5"), UsageError);
+}
+
+TEST(CheckpointStore, NewestValidSkipsCorruptAndIgnoresTemporaries) {
+  const std::string dir = fresh_dir("store");
+  write_checkpoint_file(checkpoint_path(dir, 10), sample_state(10));
+  write_checkpoint_file(checkpoint_path(dir, 20), sample_state(20));
+  write_checkpoint_file(checkpoint_path(dir, 30), sample_state(30));
+  std::ofstream(checkpoint_path(dir, 40) + ".tmp") << "half a file";  // a crash mid-write
+  fs::resize_file(checkpoint_path(dir, 30), 100);                     // a corrupt newest one
+  const auto list = list_checkpoints(dir);
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].step, 30);
+  EXPECT_EQ(list[2].step, 10);
+  const auto loaded = load_newest_valid(dir);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->state.step, 20);
+  EXPECT_FALSE(load_newest_valid(dir + "/nothing-here").has_value());
+}
+
+TEST(CheckpointStore, PruneKeepsNewest) {
+  const std::string dir = fresh_dir("prune");
+  for (int64_t s : {1, 2, 3, 4, 5}) write_checkpoint_file(checkpoint_path(dir, s), sample_state(s));
+  std::ofstream(checkpoint_path(dir, 6) + ".tmp") << "x";
+  prune_checkpoints(dir, 2);
+  const auto list = list_checkpoints(dir);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].step, 5);
+  EXPECT_EQ(list[1].step, 4);
+  EXPECT_FALSE(fs::exists(checkpoint_path(dir, 6) + ".tmp"));
+}
+
+TEST(AsyncWriter, WritesInBackgroundAndKeepsLastK) {
+  const std::string dir = fresh_dir("async");
+  {
+    AsyncCheckpointWriter w(dir, 2);
+    for (int64_t s = 1; s <= 4; ++s) w.submit(sample_state(s, 50000));
+    w.wait();
+    const CheckpointWriteStats st = w.stats();
+    EXPECT_EQ(st.writes, 4);
+    EXPECT_GT(st.bytes, 4 * 2 * 50000 * 4 - 1);
+    EXPECT_EQ(st.last_path, checkpoint_path(dir, 4));
+  }
+  const auto list = list_checkpoints(dir);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(read_checkpoint_file(list[0].path).arrays, sample_state(4, 50000).arrays);
+}
+
+TEST(AsyncWriter, FailedWriteIsReported) {
+  const std::string dir = fresh_dir("fail");
+  AsyncCheckpointWriter w(dir, 2);
+  fs::remove_all(dir);  // the directory vanishes under the writer
+  w.submit(sample_state(1));
+  EXPECT_THROW(w.wait(), Error);
+}
+
+TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
+  CpuBackend be(1);
+  ModelConfig mc;
+  mc.hidden = {8};
+  Model source(be, build_layers(mc, 3), {4}, 2);
+  source.init_params(1);
+  CheckpointState s = sample_state(1);
+  s.architecture = source.architecture();
+  s.arrays[kParamsArray].resize(source.param_count());
+  source.get_params(s.arrays[kParamsArray].data());
+  const std::string path = fresh_dir("transfer") + "/src.h5";
+  write_checkpoint_file(path, s);
+
+  // Same base, a new head with 5 classes: dense0 loads, the classifier does not.
+  Model target(be, build_layers(mc, 5), {4}, 2);
+  target.init_params(2);
+  const std::string report = load_initial_params(path, target);
+  EXPECT_NE(report.find("loaded dense0"), std::string::npos) << report;
+  EXPECT_NE(report.find("newly initialised classifier"), std::string::npos) << report;
+  std::vector<float> a(source.param_count()), b(target.param_count());
+  source.get_params(a.data());
+  target.get_params(b.data());
+  const size_t dense0 = target.layers()[0]->param_count();
+  EXPECT_TRUE(std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(dense0), b.begin()));
+
+  const auto ranges = trainable_ranges(target, {"dense0"}, "c.yaml");
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0].offset, dense0);
+  EXPECT_EQ(ranges[0].count, target.param_count() - dense0);
+  EXPECT_EQ(trainable_ranges(target, {}, "c.yaml")[0].count, target.param_count());
+  EXPECT_THROW(trainable_ranges(target, {"dense9"}, "c.yaml"), UsageError);
+}
+
+}  // namespace
+}  // namespace hpctrain
