@@ -14,6 +14,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "apps/bench_checkpoint.hpp"
 #include "comm/communicator.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
@@ -29,7 +30,9 @@ constexpr const char* kBenchUsage =
     "\n"
     "Measures ring all-reduce and MPI_Allreduce bus bandwidth for float32 messages\n"
     "from --min-bytes (default 4096) to --max-bytes (default 268435456), doubling.\n"
-    "Run under mpirun with 2 or more ranks.\n";
+    "Run under mpirun with 2 or more ranks.\n"
+    "\n"
+    "usage: hpctrain bench checkpoint --help   (checkpoint write bandwidth)\n";
 
 int64_t parse_size(const std::string& key, const std::string& value) {
   try {
@@ -52,12 +55,15 @@ struct Point {
 }  // namespace
 
 int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "checkpoint") {
+    return cmd_bench_checkpoint({args.begin() + 1, args.end()});
+  }
   if (args.empty() || args[0] != "allreduce") {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
       std::cout << kBenchUsage;
       return kExitOk;
     }
-    throw UsageError("bench: expected 'allreduce' (see hpctrain bench --help)");
+    throw UsageError("bench: expected 'allreduce' or 'checkpoint' (see hpctrain bench --help)");
   }
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20, iters = 0, reps = 5;
   int64_t chunk_bytes = 1 << 20;

@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "                                                train a model (run under mpirun/srun)\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
+    "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "\n"
     "Run 'hpctrain <command> --help' for a command's options.\n";
 

@@ -50,6 +50,13 @@ void AsyncCheckpointWriter::wait() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+CheckpointState AsyncCheckpointWriter::recycle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CheckpointState s = spare_ ? std::move(*spare_) : CheckpointState{};
+  spare_.reset();
+  return s;
+}
+
 CheckpointWriteStats AsyncCheckpointWriter::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;
@@ -86,6 +93,7 @@ void AsyncCheckpointWriter::worker() {
       stats_.write_seconds += seconds;
       stats_.last_path = path;
     }
+    spare_ = std::move(state);
     cv_.notify_all();
   }
 }

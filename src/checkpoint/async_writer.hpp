@@ -1,7 +1,9 @@
 // Writes checkpoints on a background thread so training is blocked only while
 // the state is copied. One write is in flight at a time: submitting while one is
 // in flight first waits for it. After each commit, older checkpoints beyond
-// `keep` are deleted (never before the newer one is committed).
+// `keep` are deleted (never before the newer one is committed). A written state
+// is kept for recycle(), so the next snapshot reuses its memory instead of
+// allocating (and page-faulting) hundreds of megabytes again.
 // submit()/wait() are called from the training thread only.
 #pragma once
 
@@ -36,6 +38,8 @@ class AsyncCheckpointWriter {
   void submit(CheckpointState&& state);
   // Waits until nothing is in flight; rethrows a failed write's error.
   void wait();
+  // A state whose arrays may be overwritten (the last one written), or an empty one.
+  CheckpointState recycle();
   CheckpointWriteStats stats() const;
 
  private:
@@ -47,6 +51,7 @@ class AsyncCheckpointWriter {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<CheckpointState> pending_;  // GUARDED_BY mutex_
+  std::optional<CheckpointState> spare_;    // written already, GUARDED_BY mutex_
   bool busy_ = false;                       // GUARDED_BY mutex_
   bool stopping_ = false;                   // GUARDED_BY mutex_
   std::exception_ptr error_;                // GUARDED_BY mutex_

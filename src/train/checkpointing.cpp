@@ -199,21 +199,31 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   const size_t n = model_.param_count();
   const bool has_velocity = sgd_.velocity_size() == n;
   const bool per_rank = config_.distributed.strategy == Strategy::kAverage && world_size_ > 1;
-  CheckpointState state;
+  if (rank_ == 0 && !writer_) {
+    writer_ =
+        std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
+  }
+  // Rank 0 fills the memory of the last written state (no allocation after the
+  // first checkpoint); the other ranks only send.
+  CheckpointState state = rank_ == 0 ? writer_->recycle() : CheckpointState{};
   // 1. Arrays to rank 0.
   auto capture = [&](const float* device, const char* name) {
-    std::vector<float> local(n);
-    model_.backend().copy_to_host(local.data(), device, n * sizeof(float));
     if (!per_rank) {
-      if (rank_ == 0) state.arrays[name] = std::move(local);
+      if (rank_ != 0) return;
+      std::vector<float>& dst = state.arrays[name];
+      dst.resize(n);
+      model_.backend().copy_to_host(dst.data(), device, n * sizeof(float));
       return;
     }
-    std::vector<float> all(rank_ == 0 ? n * static_cast<size_t>(world_size_) : 0);
-    comm.gather(local.data(), n, all.data(), 0);
+    send_buffer_.resize(n);
+    model_.backend().copy_to_host(send_buffer_.data(), device, n * sizeof(float));
+    gather_buffer_.resize(rank_ == 0 ? n * static_cast<size_t>(world_size_) : 0);
+    comm.gather(send_buffer_.data(), n, gather_buffer_.data(), 0);
     if (rank_ != 0) return;
     for (int r = 0; r < world_size_; ++r) {
-      const auto begin = all.begin() + static_cast<std::ptrdiff_t>(r * n);
-      state.arrays[rank_array_name(r, name)] = std::vector<float>(begin, begin + n);
+      const auto begin = gather_buffer_.begin() + static_cast<std::ptrdiff_t>(r * n);
+      std::vector<float>& dst = state.arrays[rank_array_name(r, name)];
+      dst.assign(begin, begin + static_cast<std::ptrdiff_t>(n));
     }
   };
   capture(model_.params(), kParamsArray);
@@ -233,10 +243,6 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.config_yaml = config_to_yaml(config_);
   state.architecture = model_.architecture();
   state.created = utc_now();
-  if (!writer_) {
-    writer_ =
-        std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
-  }
   writer_->submit(std::move(state));
   if (wait) writer_->wait();
   blocked_seconds_ += now_seconds() - t0;

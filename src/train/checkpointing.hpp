@@ -62,8 +62,9 @@ class TrainingCheckpoints {
   int64_t start_step_ = 0;
   int64_t last_saved_step_ = -1;
   double last_save_time_;
-  double blocked_seconds_ = 0;                     // rank 0's training-thread time inside save()
-  std::unique_ptr<AsyncCheckpointWriter> writer_;  // rank 0
+  double blocked_seconds_ = 0;                      // rank 0's training-thread time inside save()
+  std::unique_ptr<AsyncCheckpointWriter> writer_;   // rank 0
+  std::vector<float> send_buffer_, gather_buffer_;  // strategy average, reused
 };
 
 }  // namespace hpctrain

@@ -8,7 +8,8 @@
 # writes summary.json (resumed_from, params_sha256 = a hash of the step count).
 # Exit 2 when CONFIG is missing or run.dir is not set; STUB_CRASH_AT_STEP=N exits 1
 # at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files;
-# it appends its command line to stub-args.txt in run.dir.
+# it appends its command line to stub-args.txt in run.dir. STUB_RESUME_STEPS=N: a
+# resumed run stops N steps after its checkpoint.
 set -uo pipefail
 
 steps=${STUB_STEPS:-40}
@@ -57,6 +58,10 @@ case "$resume" in
   *) [[ -f "$resume" ]] || { echo "stub: $resume: no such checkpoint" >&2; exit 2; }
      step=$(cat "$resume"); resumed_from=$step ;;
 esac
+# A resumed run may be cut short, so that a test need not wait for the whole run twice.
+if [[ "$resumed_from" != null && -n "${STUB_RESUME_STEPS:-}" ]]; then
+  steps=$((step + STUB_RESUME_STEPS))
+fi
 [[ "$rank" == 0 ]] && echo "stub: rank 0 of ${PMI_SIZE:-${SLURM_NTASKS:-1}} starting at step $step (resumed_from $resumed_from)"
 
 stop=""

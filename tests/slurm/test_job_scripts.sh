@@ -39,7 +39,7 @@ show() {  # show JOBID OUTFILE...: job record and outputs, for a failure message
 submit() { sbatch --parsable --cpus-per-task=1 "$@"; }
 
 # B first: Slurm checks time limits every 30 s, so its warning takes longest.
-jb=$(submit --ntasks=1 --gpus-per-task=1 --time=1 --signal=B:USR1@59 -o "$w/b.out" \
+jb=$(STUB_STEPS=100000 STUB_RESUME_STEPS=10 submit --ntasks=1 --gpus-per-task=1 --time=1 --signal=B:USR1@59 -o "$w/b.out" \
   jobs/train_single_node.sbatch "$w/config.yaml" --set "run.dir=$w/b" --set extra.b=1) ||
   { echo "FAIL: sbatch refused jobs/train_single_node.sbatch" >&2; exit 1; }
 ja=$(STUB_STEPS=60 submit -o "$w/a.out" jobs/train_single_node.sbatch "$w/config.yaml" --set "run.dir=$w/a")

@@ -1,0 +1,173 @@
+// Checkpoint benchmark. Each repetition, interleaved so both see the same disk
+// state:
+//   plain:      write() the bytes in 8 MiB pieces, fsync, close, rename, fsync dir
+//   checkpoint: write_checkpoint_file (HDF5, CRC-32, fsync, rename, fsync dir)
+//   async:      the trainer's path: copy the live arrays into a recycled state and
+//               hand it to AsyncCheckpointWriter (blocked time), then wait (write
+//               time); the first repetition also pays for allocating the snapshot
+// Medians over the repetitions; bandwidth = bytes / time.
+#include "apps/bench_checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "checkpoint/async_writer.hpp"
+#include "checkpoint/checkpoint_file.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: hpctrain bench checkpoint [--bytes N] [--reps N] [--dir DIR] [--out FILE.json]\n"
+    "\n"
+    "Writes checkpoints of N bytes (default 268435456: parameters and momentum, half\n"
+    "each) into DIR (default ./bench-checkpoint.tmp) and compares them with a plain\n"
+    "sequential write of the same bytes; also measures how long the training thread is\n"
+    "blocked per asynchronous checkpoint. The directory is removed afterwards.\n";
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void plain_write(const std::string& path, const std::vector<float>& a,
+                 const std::vector<float>& b) {
+  const std::string temp = path + ".tmp";
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(temp + ": " + std::strerror(errno));
+  for (const std::vector<float>* v : {&a, &b}) {
+    const char* p = reinterpret_cast<const char*>(v->data());
+    size_t left = v->size() * sizeof(float);
+    while (left > 0) {
+      const ssize_t n = ::write(fd, p, std::min<size_t>(left, 8u << 20));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw Error(temp + ": write: " + std::strerror(errno));
+      p += n;
+      left -= static_cast<size_t>(n);
+    }
+  }
+  if (::close(fd) != 0) throw Error(temp + ": close: " + std::strerror(errno));
+  commit_file(temp, path);
+}
+
+}  // namespace
+
+int cmd_bench_checkpoint(const std::vector<std::string>& args) {
+  int64_t bytes = int64_t{256} << 20, reps = 5;
+  std::string dir = "bench-checkpoint.tmp", out_path;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    if (i + 1 >= args.size()) throw UsageError("bench checkpoint: " + args[i] + " needs a value");
+    const std::string& v = args[++i];
+    try {
+      if (args[i - 1] == "--bytes")
+        bytes = std::stoll(v);
+      else if (args[i - 1] == "--reps")
+        reps = std::stoll(v);
+      else if (args[i - 1] == "--dir")
+        dir = v;
+      else if (args[i - 1] == "--out")
+        out_path = v;
+      else
+        throw UsageError("bench checkpoint: unknown option '" + args[i - 1] + "'");
+    } catch (const std::logic_error&) {
+      throw UsageError("bench checkpoint: " + args[i - 1] + ": expected a number, got '" + v + "'");
+    }
+  }
+  if (bytes < 8 || reps < 1) throw UsageError("bench checkpoint: --bytes >= 8 and --reps >= 1");
+  make_directories(dir);
+  const size_t n = static_cast<size_t>(bytes / 8);  // two arrays of n floats
+  std::vector<float> params(n), velocity(n);
+  for (size_t i = 0; i < n; ++i) {
+    params[i] = static_cast<float>(i % 1000) * 1e-3f;
+    velocity[i] = -params[i];
+  }
+  const double total = static_cast<double>(2 * n * sizeof(float));
+  std::vector<double> plain_s, ckpt_s, blocked_s, async_write_s;
+  AsyncCheckpointWriter writer(dir + "/async", 1);
+  for (int64_t r = 0; r < reps; ++r) {
+    double t0 = now_seconds();
+    plain_write(dir + "/plain.bin", params, velocity);
+    plain_s.push_back(now_seconds() - t0);
+    std::filesystem::remove(dir + "/plain.bin");
+
+    CheckpointState s;
+    s.step = r;
+    s.steps_per_epoch = 1;
+    s.strategy = "allreduce";
+    s.arrays[kParamsArray] = params;
+    s.arrays[kVelocityArray] = velocity;
+    t0 = now_seconds();
+    write_checkpoint_file(dir + "/sync.h5", s);
+    ckpt_s.push_back(now_seconds() - t0);
+    std::filesystem::remove(dir + "/sync.h5");
+
+    // The trainer's path: fill a recycled state from the live arrays, hand it over.
+    t0 = now_seconds();
+    CheckpointState a = writer.recycle();
+    a.step = r;
+    a.steps_per_epoch = 1;
+    a.strategy = "allreduce";
+    for (auto [name, src] : {std::pair{kParamsArray, &params}, {kVelocityArray, &velocity}}) {
+      std::vector<float>& dst = a.arrays[name];
+      dst.resize(n);
+      std::copy(src->begin(), src->end(), dst.begin());
+    }
+    writer.submit(std::move(a));
+    blocked_s.push_back(now_seconds() - t0);
+    const double before = writer.stats().write_seconds;
+    writer.wait();
+    async_write_s.push_back(writer.stats().write_seconds - before);
+  }
+  std::filesystem::remove_all(dir);
+
+  const double plain = median(plain_s), ckpt = median(ckpt_s), blocked = median(blocked_s),
+               async_write = median(async_write_s);
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "bytes %.0f  plain write %.3f s (%.0f MB/s)  checkpoint %.3f s (%.0f MB/s)  "
+                "ratio %.2f\nasync: blocked %.4f s per checkpoint, write %.3f s: blocked/write "
+                "%.3f\n",
+                total, plain, total / plain / 1e6, ckpt, total / ckpt / 1e6, plain / ckpt, blocked,
+                async_write, blocked / async_write);
+  std::cout << line;
+  if (!out_path.empty()) {
+    std::ostringstream o;
+    auto list = [&](const std::vector<double>& v) {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      return s + "]";
+    };
+    o << "{\n  \"benchmark\": \"checkpoint\",\n  \"bytes\": " << total << ",\n  \"reps\": " << reps
+      << ",\n  \"plain_write_s\": " << list(plain_s)
+      << ",\n  \"checkpoint_write_s\": " << list(ckpt_s)
+      << ",\n  \"async_blocked_s\": " << list(blocked_s)
+      << ",\n  \"async_write_s\": " << list(async_write_s)
+      << ",\n  \"median_plain_MBps\": " << total / plain / 1e6
+      << ",\n  \"median_checkpoint_MBps\": " << total / ckpt / 1e6
+      << ",\n  \"checkpoint_vs_plain\": " << plain / ckpt << ",\n  \"target_vs_plain\": 0.8"
+      << ",\n  \"blocked_over_write\": " << blocked / async_write
+      << ",\n  \"target_blocked_over_write\": 0.1\n}\n";
+    std::ofstream f(out_path);
+    f << o.str();
+    if (!f) throw Error(out_path + ": cannot write benchmark results");
+  }
+  return kExitOk;
+}
+
+}  // namespace hpctrain
