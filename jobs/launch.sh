@@ -9,8 +9,9 @@
 # Options:
 #   --max-restarts R  restarts after a failure (default 3); 0 runs once.
 #   --launcher CMD    the MPI launcher, word-split (default: "srun" inside a Slurm job,
-#                     else "mpiexec -n ${HPCTRAIN_RANKS:-2}"). A bare srun gets
-#                     --mpi=${HPCTRAIN_SRUN_MPI:-pmi2}, which Debian's MPICH needs.
+#                     else "mpiexec -n ${HPCTRAIN_RANKS:-2}"). srun gets
+#                     --mpi=${HPCTRAIN_SRUN_MPI:-pmi2} (Debian's MPICH needs it) and
+#                     --wait=60 unless CMD sets them.
 #   --hpctrain PATH   the binary (default $HPCTRAIN, else build/hpctrain next to jobs/).
 # The first run uses the given --resume (default auto); every restart uses --resume auto.
 #
@@ -55,8 +56,11 @@ if [[ -z "$launcher" ]]; then
   if [[ -n "${SLURM_JOB_ID:-}" ]]; then launcher=srun; else launcher="mpiexec -n ${HPCTRAIN_RANKS:-2}"; fi
 fi
 read -r -a launch_cmd <<<"$launcher"
-if [[ "${launch_cmd[0]##*/}" == srun && "$launcher" != *--mpi* ]]; then
-  launch_cmd+=("--mpi=${HPCTRAIN_SRUN_MPI:-pmi2}")
+if [[ "${launch_cmd[0]##*/}" == srun ]]; then
+  [[ "$launcher" == *--mpi* ]] || launch_cmd+=("--mpi=${HPCTRAIN_SRUN_MPI:-pmi2}")
+  # A rank that dies without MPI_Abort must not leave the others hanging (see
+  # jobs/train_single_node.sbatch for why not --kill-on-bad-exit).
+  [[ "$launcher" == *--wait* ]] || launch_cmd+=(--wait=60)
 fi
 
 # hpctrain options without --resume (the restarts put their own), and the first --resume.
@@ -73,6 +77,7 @@ done
 
 child=""
 stop_signal=""
+# shellcheck disable=SC2317  # called from the traps
 forward() {
   stop_signal=$1
   echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2

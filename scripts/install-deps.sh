@@ -16,6 +16,7 @@ packages=(
   clang-format
   python3
   dataset-fashion-mnist
+  slurm-wlm munge
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-numpy python3-h5py)

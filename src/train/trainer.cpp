@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "backend/cpu_backend.hpp"
@@ -290,6 +291,7 @@ int Trainer::run() {
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank
   //    reads its shards.
+  if (rank_ == 0) std::filesystem::remove(stopped_marker());
   RunSummary summary;
   int code = 0;
   {
@@ -328,6 +330,13 @@ int Trainer::run() {
       {
         WatchdogScope w(*watchdog_, "stop barrier", global_step_);
         comm_->barrier();
+      }
+      if (rank_ == 0) {
+        // mpiexec (MPICH hydra 4.0) sometimes reports 0 instead of the ranks' 75
+        // when it forwarded the signal; job scripts also look for this marker.
+        write_file_atomic(stopped_marker(), "step " + std::to_string(global_step_) +
+                                                "\ncheckpoint " + checkpoints_->stats().last_path +
+                                                "\n");
       }
       log_info("stopped by a signal at step " + std::to_string(global_step_) +
                " after committing a checkpoint; resume with --resume auto");
@@ -407,6 +416,8 @@ int Trainer::run() {
   if (rank_ == 0) write_summary(summary);
   return kExitOk;
 }
+
+std::string Trainer::stopped_marker() const { return config_.run.dir + "/STOPPED"; }
 
 void Trainer::write_summary(const RunSummary& summary) {
   const std::string path = config_.run.dir + "/summary.json";

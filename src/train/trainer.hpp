@@ -50,6 +50,8 @@ class Trainer {
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now);
   void write_summary(const RunSummary& summary);
+  // <run.dir>/STOPPED: written when a signal stopped the run, removed on start.
+  std::string stopped_marker() const;
 
   Config config_;
   int rank_, world_size_, threads_;
@@ -67,7 +69,6 @@ class Trainer {
   int num_classes_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
-  int stop_signal_ = 0;
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

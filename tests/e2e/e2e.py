@@ -309,7 +309,8 @@ def case_kill9_resume_bit_identical():
 
 def case_signal_stop_resume():
     """SIGUSR1 to mpiexec: the ranks checkpoint and exit 75; resuming finishes with
-    the uninterrupted parameters."""
+    the uninterrupted parameters. Then SIGTERM straight to one rank (as Slurm sends
+    at a time limit): the ranks agree, checkpoint and exit 75."""
     want = uninterrupted_sha()
     fresh("sigstop")
     p = subprocess.Popen(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]),
@@ -321,13 +322,31 @@ def case_signal_stop_resume():
     p.send_signal(signal.SIGUSR1)
     out, _ = p.communicate(timeout=120)
     print(out)
-    check(p.returncode == 75, f"exit {p.returncode} after SIGUSR1, expected 75")
+    # Every rank exits 75, but MPICH's mpiexec (hydra 4.0.2) sometimes reports 0
+    # after forwarding a signal; the STOPPED marker is the reliable record.
+    marker = os.path.join(run_dir("sigstop"), "STOPPED")
+    check(p.returncode in (0, 75) and os.path.exists(marker),
+          f"exit {p.returncode} after SIGUSR1 and no STOPPED marker")
     check("stopped by a signal" in out, "no stop message")
     stopped_at = newest_step("sigstop")
     check(stopped_at > 0 and stopped_at % 1000 != 0, f"no signal checkpoint ({stopped_at})")
     s = expect_ok("sigstop", 2, DET + ["checkpoint.every_steps=1000"])  # --resume auto default
+    check(not os.path.exists(marker), "STOPPED marker left after the resumed run")
     check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
     check(s["params_sha256"] == want, "resumed parameters differ from the uninterrupted run")
+
+    fresh("sigterm")
+    p = subprocess.Popen(train_cmd("sigterm", 2, DET), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if line.startswith("epoch 1/"):
+            break
+    os.kill(rank_pids(run_dir("sigterm"))[1], signal.SIGTERM)
+    out = p.stdout.read()
+    p.wait(timeout=120)
+    print(out)
+    check(p.returncode == 75, f"exit {p.returncode} after SIGTERM to a rank, expected 75")
+    check(newest_step("sigterm") > 429, "no checkpoint after SIGTERM")
 
 
 def flip_byte(path, offset):

@@ -174,11 +174,13 @@ _slurm_kill() {  # _slurm_kill PID NAME: TERM, then KILL after 5 s
 
 # Prints the daemon logs (tails) to stderr.
 slurm_dump_logs() {
-  local f
+  local name f
   [[ -n "${SLURM_TEST_DIR:-}" ]] || return 0
-  for f in "$SLURM_TEST_DIR"/log/*; do
+  for name in slurmctld slurmd munged; do
+    f=$SLURM_TEST_DIR/log/$name.log
+    [[ -s "$f" ]] || f=$SLURM_TEST_DIR/log/$name.out  # where a daemon died before logging
     [[ -s "$f" ]] || continue
-    echo "----- ${f##*/} (last 40 lines) -----" >&2
+    echo "----- ${f} (last 40 lines) -----" >&2
     tail -n 40 "$f" >&2
   done
 }
@@ -205,6 +207,7 @@ slurm_cluster_stop() {
   fi
   _slurm_kill "${SLURM_TEST_SLURMD_PID:-}" slurmd
   _slurm_kill "${SLURM_TEST_CTLD_PID:-}" slurmctld
+  _slurm_kill_stray_steps
   _slurm_kill "${SLURM_TEST_MUNGED_PID:-}" munged
   if [[ "${SLURM_TEST_KEEP:-0}" == 1 ]]; then
     slurm_log "kept ${SLURM_TEST_DIR}"
@@ -213,6 +216,31 @@ slurm_cluster_stop() {
   fi
   SLURM_TEST_DIR=""
   return "$status"
+}
+
+# Job steps that outlived scancel: slurmstepd daemonizes (its parent is init), so find
+# ours by the files under SLURM_TEST_DIR they hold open, and kill them with their tasks.
+_slurm_kill_stray_steps() {
+  local pid kid fd pids=() stray=()
+  for pid in $(pgrep -x slurmstepd 2>/dev/null); do
+    for fd in "/proc/$pid/fd/"*; do
+      if [[ "$(readlink "$fd" 2>/dev/null)" == "$SLURM_TEST_DIR/"* ]]; then
+        stray+=("$pid")
+        break
+      fi
+    done
+  done
+  [[ ${#stray[@]} -gt 0 ]] || return 0
+  slurm_log "killing job steps left behind: ${stray[*]}"
+  while [[ ${#stray[@]} -gt 0 ]]; do  # breadth-first over the process tree
+    pids+=("${stray[@]}")
+    local next=()
+    for pid in "${stray[@]}"; do
+      for kid in $(pgrep -P "$pid" 2>/dev/null); do next+=("$kid"); done
+    done
+    stray=("${next[@]}")
+  done
+  kill -KILL "${pids[@]}" 2>/dev/null
 }
 
 _slurm_no_jobs() { [[ -z "$(squeue -h -o %A 2>/dev/null)" ]]; }

@@ -5,7 +5,8 @@
 # It "trains" STUB_STEPS steps of STUB_STEP_SECONDS each, commits a checkpoint
 # (checkpoints/step-N) every STUB_CKPT_EVERY steps, and on SIGUSR1/SIGTERM commits one
 # and exits 75. --resume auto continues from the newest checkpoint. At the end rank 0
-# writes summary.json (resumed_from, params_sha256 = a hash of the step count).
+# writes summary.json (epochs_completed = train.epochs, world_size = PMI_SIZE,
+# resumed_from, params_sha256 = "stub-" and the step count).
 # Exit 2 when CONFIG is missing or run.dir is not set; STUB_CRASH_AT_STEP=N exits 1
 # at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files;
 # it appends its command line to stub-args.txt in run.dir. STUB_RESUME_STEPS=N: a
@@ -22,12 +23,16 @@ all_args="$*"
 config=${2:-}
 [[ -f "$config" ]] || { echo "stub: $config: no such config file" >&2; exit 2; }
 shift 2
-run_dir="" resume=never
+run_dir="" resume=never epochs=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --set) [[ "$2" == run.dir=* ]] && run_dir=${2#run.dir=}; shift 2 ;;
-    --set=*) [[ "${1#--set=}" == run.dir=* ]] && run_dir=${1#--set=run.dir=}; shift ;;
-    --resume) resume=$2; shift 2 ;;
+    --set | --set=*)
+      if [[ "$1" == --set ]]; then kv=${2:-}; shift; shift; else kv=${1#--set=}; shift; fi
+      case "$kv" in
+        run.dir=*) run_dir=${kv#run.dir=} ;;
+        train.epochs=*) epochs=${kv#train.epochs=} ;;
+      esac ;;
+    --resume) resume=${2:-}; shift; shift ;;
     --resume=*) resume=${1#--resume=}; shift ;;
     *) echo "stub: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -85,8 +90,8 @@ while ((step < steps)); do
   ((step % ckpt_every == 0)) && commit "$step"
 done
 if [[ "$rank" == 0 ]]; then
-  printf '{"epochs_completed": 1, "resumed_from": %s, "params_sha256": "stub-%s"}\n' \
-    "$resumed_from" "$steps" > "$run_dir/summary.json"
+  printf '{"epochs_completed": %s, "world_size": %s, "resumed_from": %s, "params_sha256": "stub-%s"}\n' \
+    "$epochs" "${PMI_SIZE:-${SLURM_NTASKS:-1}}" "$resumed_from" "$steps" > "$run_dir/summary.json"
   echo "stub: finished $steps steps"
 fi
 exit 0

@@ -9,11 +9,12 @@
 #   E  chain.sh: link 1 stops on the signal (exit 75, no requeue), link 2 resumes and
 #      finishes, link 3 is cancelled.
 #   F  a missing config ends the job with exit 2 and no requeue.
+#   G  launch.sh --launcher srun in a batch job restarts a crashed run from its checkpoint.
 #   bash tests/slurm/test_job_scripts.sh     exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-# shellcheck source=slurm_cluster.sh
+# shellcheck source-path=SCRIPTDIR
 source "$here/slurm_cluster.sh"
 terminal='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
 
@@ -57,7 +58,9 @@ jd=$(HPCTRAIN_SWEEP_DIR=$w/sweep STUB_STEPS=10 submit --array=0-2 -o "$w/d-%a.ou
 mapfile -t je < <(STUB_STEPS=60 jobs/chain.sh -n 3 --sbatch "--cpus-per-task=1 -o $w/e-%j.out" \
   -- "$w/config.yaml" --set "run.dir=$w/e")
 jf=$(submit -o "$w/f.out" jobs/train_single_node.sbatch "$w/missing.yaml" --set "run.dir=$w/f")
-echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf"
+jg=$(STUB_CRASH_AT_STEP=7 submit --ntasks=2 -o "$w/g.out" --wrap \
+  "jobs/launch.sh --launcher srun --max-restarts 2 -- $w/config.yaml --set run.dir=$w/g")
+echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg"
 [[ ${#je[@]} == 3 ]] || fail "E: chain.sh printed ${#je[@]} job ids, expected 3"
 
 # A and E: stop them (batch shell only, as --signal=B: does) once a checkpoint exists.
@@ -139,6 +142,15 @@ if [[ "$state" == FAILED && "$(slurm_job_field "$jf" ExitCode)" == 2:0 && "$(slu
 else
   fail "F: job $jf ended $state, exit $(slurm_job_field "$jf" ExitCode), restarts $(slurm_job_field "$jf" Restarts)"
   show "$jf" "$w/f.out"
+fi
+
+state=$(slurm_wait_job_state "$jg" "$terminal" 60)
+if [[ "$state" == COMPLETED ]] && grep -q "^launch.sh: restart 1/2" "$w/g.out" &&
+  grep -q "^launch.sh: run 1: srun --mpi=pmi2 --wait=60 " "$w/g.out" && grep -q '"resumed_from": 5' "$w/g/summary.json"; then
+  echo "ok G: launch.sh under srun restarted a crashed run from its checkpoint"
+else
+  fail "G: job $jg ended $state"
+  show "$jg" "$w/g.out"
 fi
 
 if ((failures > 0)); then

@@ -5,7 +5,7 @@
 #   bash tests/slurm/test_smoke.sh        exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=slurm_cluster.sh
+# shellcheck source-path=SCRIPTDIR
 source "$here/slurm_cluster.sh"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 terminal='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
@@ -14,6 +14,7 @@ slurm_cluster_start || exit $?
 work=$SLURM_TEST_DIR/jobs
 
 echo "== a trivial batch job"
+# shellcheck disable=SC2016  # expanded by the job, not here
 jid=$(sbatch --parsable -o "$work/trivial.out" --wrap 'echo "trivial job $SLURM_JOB_ID on $(hostname -s)"') ||
   fail "sbatch refused a trivial job"
 state=$(slurm_wait_job_state "$jid" "$terminal" 60) || fail "job $jid still $state after 60 s"
@@ -36,6 +37,7 @@ out=$(timeout 60 salloc -n 2 mpiexec -n 2 "$work/mpi_hello" 2>&1) || fail "sallo
 [[ $(grep -c "of 2 sum 3" <<<"$out") == 2 ]] || fail "mpiexec ranks did not form one world: $out"
 
 echo "== --gpus-per-task=1 (fake GPUs): what each task sees"
+# shellcheck disable=SC2016
 timeout 60 srun -n 2 --gpus-per-task=1 bash -c 'echo "task $SLURM_PROCID CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"' ||
   fail "srun --gpus-per-task=1 failed"
 echo "PASS"

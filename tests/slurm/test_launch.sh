@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# jobs/launch.sh under mpiexec -n 2, with tests/slurm/stub_hpctrain.sh standing in for
+# hpctrain (no Slurm needed): a crash is retried from the newest checkpoint, a run that
+# keeps crashing gives up with 1 after R restarts, a bad config returns 2 at once,
+# SIGUSR1/SIGTERM make the ranks checkpoint and the launcher return 75.
+#   bash tests/slurm/test_launch.sh     exit 0 pass, 1 fail, 77 skip
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+launch=$here/../../jobs/launch.sh
+command -v mpiexec >/dev/null || { echo "SKIP: mpiexec not found"; exit 77; }
+w=$(mktemp -d "${TMPDIR:-/tmp}/ht-launch.XXXXXX") || exit 1
+trap 'rm -rf "$w"' EXIT
+export HPCTRAIN=$here/stub_hpctrain.sh STUB_STEP_SECONDS=0.02 STUB_STEPS=20 STUB_CKPT_EVERY=5
+echo "run: {}" >"$w/config.yaml"
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+run() {  # run NAME [launch.sh args...]: output in $w/NAME.out, exit code in $rc
+  local name=$1
+  shift
+  rc=0
+  timeout 120 "$launch" "$@" >"$w/$name.out" 2>&1 || rc=$?
+}
+restarts() { grep -c "^launch.sh: restart " "$w/$1.out"; }
+explain() { echo "----- $1 output" >&2; cat "$w/$1.out" >&2; }
+
+# 1. A crash at step 12 (once): one restart, resumed from the step-10 checkpoint; the
+#    first run keeps the caller's --resume, the restart uses --resume auto.
+STUB_CRASH_AT_STEP=12 run once --max-restarts 2 --launcher "mpiexec -n 2" -- "$w/config.yaml" \
+  --set "run.dir=$w/once" --resume never
+if [[ $rc != 0 || $(restarts once) != 1 ]]; then
+  fail "crash once: exit $rc, $(restarts once) restarts (expected 0, 1)"
+  explain once
+fi
+grep -q '"resumed_from": 10' "$w/once/summary.json" 2>/dev/null ||
+  fail "crash once: did not resume from the step-10 checkpoint: $(cat "$w/once/summary.json" 2>&1)"
+[[ "$(sed -n 1p "$w/once/stub-args.txt")" == *"--resume never" &&
+  "$(sed -n 2p "$w/once/stub-args.txt")" == *"--resume auto" ]] ||
+  fail "crash once: expected --resume never, then --resume auto: $(cat "$w/once/stub-args.txt" 2>&1)"
+
+# 2. Crashing every time: R restarts, then exit 1.
+STUB_CRASH_AT_STEP=12 STUB_CRASH_ALWAYS=1 run always --max-restarts 2 --launcher "mpiexec -n 2" \
+  -- "$w/config.yaml" --set "run.dir=$w/always"
+if [[ $rc != 1 || $(restarts always) != 2 ]] || ! grep -q "giving up after 2 restart" "$w/always.out"; then
+  fail "crash always: exit $rc, $(restarts always) restarts (expected 1, 2)"
+  explain always
+fi
+
+# 3. A bad config: exit 2 at once, no restart.
+run bad --max-restarts 3 --launcher "mpiexec -n 2" -- "$w/missing.yaml" --set "run.dir=$w/bad"
+if [[ $rc != 2 || $(restarts bad) != 0 ]]; then
+  fail "bad config: exit $rc, $(restarts bad) restarts (expected 2, 0)"
+  explain bad
+fi
+
+# 4. SIGUSR1 and SIGTERM to the launcher: checkpoint, exit 75, no restart.
+for sig in USR1 TERM; do
+  STUB_STEPS=100000 STUB_STEP_SECONDS=0.05 \
+    "$launch" --launcher "mpiexec -n 2" -- "$w/config.yaml" --set "run.dir=$w/$sig" >"$w/$sig.out" 2>&1 &
+  pid=$!
+  if ! timeout 30 bash -c "until [[ -e '$w/$sig/checkpoints/step-5' ]]; do sleep 0.1; done"; then
+    fail "SIG$sig: no checkpoint within 30 s"
+  fi
+  kill "-$sig" "$pid"
+  rc=0
+  timeout 30 tail --pid="$pid" -f /dev/null || fail "SIG$sig: launcher still running 30 s after the signal"
+  wait "$pid" || rc=$?
+  if [[ $rc != 75 || $(restarts "$sig") != 0 ]] || ! grep -q "exiting 75" "$w/$sig.out"; then
+    fail "SIG$sig: exit $rc, $(restarts "$sig") restarts (expected 75 after a checkpoint, 0)"
+    explain "$sig"
+  fi
+done
+
+# 5. Usage errors are exit 2.
+run usage --max-restarts x -- "$w/config.yaml"
+[[ $rc == 2 ]] || fail "--max-restarts x: exit $rc (expected 2)"
+
+if ((failures > 0)); then
+  echo "FAIL: $failures check(s) failed" >&2
+  exit 1
+fi
+echo "PASS"

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# A Slurm job survives its time-limit warning bit for bit: jobs/train_single_node.sbatch
+# trains the Fashion-MNIST MLP on 2 ranks under a local Slurm; the test sends the batch
+# shell SIGUSR1 (what --signal=B:USR1@120 does) once a checkpoint exists. The ranks must
+# commit a checkpoint and exit 75, the script must requeue the job, the second run must
+# resume from the checkpoint and finish, and its params_sha256 must equal that of an
+# uninterrupted `mpiexec -n 2` run of the same deterministic config.
+#
+#   bash tests/slurm/test_requeue_resume.sh BUILD_DIR DATA_DIR
+#   bash tests/slurm/test_requeue_resume.sh build build/e2e-data/fashion-mnist
+# BUILD_DIR holds hpctrain; DATA_DIR holds {train,val,test}.h5 from
+# `hpctrain-data fashion-mnist --out DATA_DIR`. Exit 0 pass, 1 fail, 77 skip (no Slurm).
+# HT_SLURM_TEST_EPOCHS (default 20) sets the run length: the run must outlast the
+# signal's round trip (about a second), and an epoch takes ~0.3 s on 2 cores.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR
+source "$here/slurm_cluster.sh"
+terminal='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
+ref_pid=""
+fail() {
+  echo "FAIL: $*" >&2
+  [[ -n "$ref_pid" ]] && kill "$ref_pid" 2>/dev/null
+  exit 1
+}
+
+[[ $# -eq 2 ]] || fail "usage: $0 BUILD_DIR DATA_DIR"
+build=$(cd "$1" 2>/dev/null && pwd) || fail "no build directory $1"
+data=$(cd "$2" 2>/dev/null && pwd) || fail "no data directory $2 (make it: $1/hpctrain-data fashion-mnist --out $2)"
+hpctrain=$build/hpctrain
+[[ -x "$hpctrain" ]] || fail "$hpctrain is not an executable"
+for f in train val test; do
+  [[ -f "$data/$f.h5" ]] || fail "missing $data/$f.h5 (make it: $build/hpctrain-data fashion-mnist --out $data)"
+done
+command -v mpiexec >/dev/null || fail "mpiexec not found"
+
+slurm_cluster_start || exit $?
+w=$SLURM_TEST_DIR/jobs
+cd "$repo" || exit 1
+epochs=${HT_SLURM_TEST_EPOCHS:-20}
+config=configs/fashion_mnist_mlp.yaml
+# Same options for both runs except run.dir. run.threads and device are pinned: the
+# thread count and the device must not differ between the two runs being compared.
+opts=(--set "data.train=$data/train.h5" --set "data.val=$data/val.h5" --set "data.test=$data/test.h5"
+  --set run.deterministic=true --set "train.epochs=$epochs" --set checkpoint.every_steps=50
+  --set checkpoint.keep=3 --set run.threads=1 --set device=cpu)
+
+show_job() {
+  echo "----- scontrol show job $1" >&2
+  scontrol show job "$1" >&2
+  echo "----- job output $w/job.out" >&2
+  cat "$w/job.out" >&2 2>/dev/null
+  echo "----- $w/slurm/checkpoints" >&2
+  ls -la "$w/slurm/checkpoints" >&2 2>/dev/null
+}
+
+echo "== submitting jobs/train_single_node.sbatch (2 ranks, $epochs epochs)"
+job=$(HPCTRAIN=$hpctrain sbatch --parsable --ntasks=2 --cpus-per-task=1 -o "$w/job.out" \
+  jobs/train_single_node.sbatch "$config" "${opts[@]}" --set "run.dir=$w/slurm") ||
+  fail "sbatch refused jobs/train_single_node.sbatch"
+echo "job $job"
+
+# The uninterrupted reference run, meanwhile, outside Slurm.
+echo "== reference run: mpiexec -n 2 $hpctrain train $config ... (uninterrupted)"
+timeout 300 mpiexec -n 2 "$hpctrain" train "$config" "${opts[@]}" --set "run.dir=$w/ref" \
+  >"$w/ref.out" 2>&1 &
+ref_pid=$!
+
+# 1. Training under way: a checkpoint is committed.
+has_checkpoint() { [[ -n "$(ls -A "$w/slurm/checkpoints" 2>/dev/null)" ]]; }
+job_ended() { [[ "$(slurm_job_field "$job" JobState)" =~ ^($terminal)$ ]]; }
+start=$SECONDS
+until has_checkpoint; do
+  if job_ended || ((SECONDS - start > 120)); then
+    show_job "$job"
+    fail "no checkpoint in $w/slurm/checkpoints (job $(slurm_job_field "$job" JobState) after $((SECONDS - start)) s): hpctrain must honour checkpoint.every_steps"
+  fi
+  sleep 0.1
+done
+echo "== checkpoint seen after $((SECONDS - start)) s: sending SIGUSR1 to the batch shell"
+scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 --batch $job failed"
+
+# 2. The ranks stop with 75 and the script requeues the job.
+start=$SECONDS
+until [[ "$(slurm_job_field "$job" Restarts)" -ge 1 ]]; do
+  if job_ended; then
+    show_job "$job"
+    if [[ "$(slurm_job_field "$job" JobState)" == COMPLETED ]]; then
+      fail "job finished before the signal arrived: raise HT_SLURM_TEST_EPOCHS"
+    fi
+    fail "job ended $(slurm_job_field "$job" JobState) (exit $(slurm_job_field "$job" ExitCode)) instead of requeuing: hpctrain must exit 75 after a checkpoint on SIGUSR1"
+  fi
+  if ((SECONDS - start > 60)); then
+    show_job "$job"
+    fail "job not requeued 60 s after SIGUSR1"
+  fi
+  sleep 0.2
+done
+grep -q "checkpoint committed; requeuing job $job" "$w/job.out" ||
+  { show_job "$job"; fail "requeued, but not by the script after exit 75"; }
+echo "== job stopped with exit 75 and requeued itself; waiting for the resumed run"
+
+# 3. The requeued job resumes and finishes.
+state=$(slurm_wait_job_state "$job" "$terminal" 240) || { show_job "$job"; fail "job still $state 240 s after the requeue"; }
+if [[ "$state" != COMPLETED || "$(slurm_job_field "$job" ExitCode)" != 0:0 || "$(slurm_job_field "$job" Restarts)" != 1 ]]; then
+  show_job "$job"
+  fail "job ended $state, exit $(slurm_job_field "$job" ExitCode), $(slurm_job_field "$job" Restarts) restarts (expected COMPLETED, 0:0, 1)"
+fi
+grep -q "== job $job restart 1" "$w/job.out" || { show_job "$job"; fail "no second run in the job output"; }
+
+ref_rc=0
+wait "$ref_pid" || ref_rc=$?
+if [[ $ref_rc -ne 0 ]]; then
+  cat "$w/ref.out" >&2
+  fail "reference run exited $ref_rc"
+fi
+
+# 4. Same parameters as the uninterrupted run, and the summary says it resumed.
+python3 - "$w/slurm/summary.json" "$w/ref/summary.json" "$epochs" <<'EOF' || { show_job "$job"; fail "summary check failed"; }
+import json, sys
+resumed, ref, epochs = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+errors = []
+if resumed.get("resumed_from") is None:
+    errors.append("resumed run: resumed_from is null")
+if resumed.get("world_size") != 2:
+    errors.append(f"resumed run: world_size {resumed.get('world_size')} (srun --mpi=pmi2 must make one world of 2)")
+for name, s in (("resumed", resumed), ("reference", ref)):
+    if s.get("epochs_completed") != epochs:
+        errors.append(f"{name} run: epochs_completed {s.get('epochs_completed')}, expected {epochs}")
+if resumed.get("params_sha256") != ref.get("params_sha256"):
+    errors.append(f"params_sha256 differs: resumed {resumed.get('params_sha256')} vs uninterrupted {ref.get('params_sha256')}")
+for e in errors:
+    print("FAIL: " + e, file=sys.stderr)
+if not errors:
+    print(f"resumed from step {resumed['resumed_from']}; params_sha256 {resumed['params_sha256'][:16]}... matches the uninterrupted run")
+sys.exit(1 if errors else 0)
+EOF
+echo "PASS"
