@@ -22,8 +22,9 @@
 #       batch script can requeue the job (jobs/train_single_node.sbatch).
 #   1   still failing after R restarts (any other exit code counts as a failure).
 # SIGUSR1 and SIGTERM sent to this script are forwarded to the launcher as SIGUSR1
-# (srun and hydra's mpiexec pass SIGUSR1 on to every rank, while hydra answers SIGTERM
-# by killing the ranks), so the ranks checkpoint and stop; no restart follows.
+# (srun and hydra's mpiexec pass SIGUSR1 on to every rank; srun answers a SIGTERM of
+# its own by killing the ranks with SIGKILL), so the ranks checkpoint and stop; no
+# restart follows.
 set -uo pipefail
 
 usage() {

@@ -27,6 +27,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
     "                                                train a model (run under mpirun/srun)\n"
+    "  eval CONFIG.yaml --checkpoint PATH            evaluate a checkpoint (val and test sets)\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
@@ -113,6 +114,52 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
 }
 
+constexpr const char* kEvalUsage =
+    "usage: hpctrain eval CONFIG.yaml --checkpoint PATH [--set key.path=value]...\n"
+    "\n"
+    "Loads the checkpoint into the model CONFIG.yaml describes and evaluates it on\n"
+    "data.val and data.test across all ranks; prints loss and accuracy and writes\n"
+    "run.dir/eval.json.\n";
+
+int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
+  if (wants_help(args)) {
+    std::cout << kEvalUsage;
+    return kExitOk;
+  }
+  std::string config_path, checkpoint;
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--set" && has_value) {
+      overrides.push_back(args[++i]);
+    } else if (args[i] == "--checkpoint" && has_value) {
+      checkpoint = args[++i];
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError("eval: unknown or incomplete option '" + args[i] + "' (see --help)");
+    } else if (config_path.empty()) {
+      config_path = args[i];
+    } else {
+      throw UsageError("eval: more than one config file given");
+    }
+  }
+  if (config_path.empty() || checkpoint.empty()) {
+    throw UsageError("eval: expected CONFIG.yaml --checkpoint PATH (see --help)");
+  }
+  MpiEnv env(argc, argv);
+  std::unique_ptr<Trainer> trainer;
+  const int code = run_and_agree(MPI_COMM_WORLD, [&] {
+    trainer = std::make_unique<Trainer>(load_config(config_path, overrides), env, checkpoint);
+  });
+  if (code != 0) return code;
+  try {
+    return trainer->evaluate_checkpoint();
+  } catch (const Error& e) {
+    log_error(e.what());
+    if (env.size() > 1) MpiEnv::abort(e.exit_code());
+    return e.exit_code();
+  }
+}
+
 int cmd_inspect(const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << kInspectUsage;
@@ -140,6 +187,7 @@ int dispatch(int* argc, char*** argv) {
   const std::string command = args[0];
   args.erase(args.begin());
   if (command == "train") return cmd_train(argc, argv, args);
+  if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "inspect") return cmd_inspect(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
   throw UsageError("unknown command '" + command + "' (see hpctrain --help)");

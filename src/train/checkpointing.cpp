@@ -185,10 +185,9 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   start_step_ = h.epoch * steps_per_epoch_ + step_in_epoch;
   last_saved_step_ = start_step_;
   if (rank_ == 0) {
-    log_info("resumed from " + resume_->path + " (step " + std::to_string(h.step) + ", epoch " +
-             std::to_string(h.epoch + 1) + ", written by " + std::to_string(h.world_size) +
-             " rank(s)); continuing at step " + std::to_string(step_in_epoch) + " of epoch " +
-             std::to_string(h.epoch + 1));
+    log_info("loaded checkpoint " + resume_->path + " (step " + std::to_string(h.step) +
+             ", epoch " + std::to_string(h.epoch + 1) + ", written by " +
+             std::to_string(h.world_size) + " rank(s))");
     resume_.reset();
   }
   return h.step;

@@ -111,13 +111,10 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   checkpoints_->prepare_resume(resume);
 
   // 3. Run directory (rank 0).
-  if (rank_ == 0) {
-    make_directories(config_.run.dir);
-    write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
-  }
+  if (rank_ == 0) make_directories(config_.run.dir);
 }
 
-void Trainer::create_loaders(int64_t start_step) {
+void Trainer::create_loaders(int64_t start_step, bool training) {
   const DatasetShape& shape = train_file_->shape();
   LoaderOptions train_opts;
   train_opts.batch = config_.train.batch_size;
@@ -129,16 +126,19 @@ void Trainer::create_loaders(int64_t start_step) {
   train_opts.rank = rank_;
   train_opts.threads = config_.data.prefetch_threads;
   train_opts.depth = config_.data.prefetch_depth;
-  train_loader_ = std::make_unique<Loader>(*train_file_,
-                                           shard_for_rank(shape.n, rank_, world_size_), train_opts);
+  if (training) {
+    train_loader_ = std::make_unique<Loader>(
+        *train_file_, shard_for_rank(shape.n, rank_, world_size_), train_opts);
+  }
   LoaderOptions eval_opts = train_opts;
   eval_opts.batches_per_epoch = 0;  // every row, last batch partial
   eval_opts.first_seq = 0;
   eval_opts.shuffle = false;
   eval_opts.threads = 1;
   if (val_file_) {
-    int passes = 0;
-    for (int64_t e = start_step / steps_per_epoch_ + 1; e <= config_.train.epochs; ++e) {
+    int passes = training ? 0 : 1;
+    for (int64_t e = start_step / steps_per_epoch_ + 1; training && e <= config_.train.epochs;
+         ++e) {
       if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
     }
     eval_opts.epochs = passes;
@@ -299,14 +299,19 @@ int Trainer::run() {
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
     code = run_and_agree(comm_->get(), [&] {
-      create_loaders(global_step_);
+      create_loaders(global_step_, /*training=*/true);
       if (rank_ == 0) {
+        write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
         metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv",
                                                     /*append=*/summary.resumed_from.has_value());
       }
     });
   }
   if (code != 0) return code;
+  if (summary.resumed_from) {
+    log_info("resuming at step " + std::to_string(global_step_ % steps_per_epoch_) + " of epoch " +
+             std::to_string(global_step_ / steps_per_epoch_ + 1));
+  }
 
   log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
            " thread(s), backend " + backend_->name() + ", " +
@@ -414,6 +419,39 @@ int Trainer::run() {
   summary.params_sha256 = model_->params_sha256();
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);
+  return kExitOk;
+}
+
+int Trainer::evaluate_checkpoint() {
+  comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
+                                         static_cast<size_t>(config_.distributed.ring_chunk_bytes));
+  watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
+  int code = 0;
+  std::optional<int64_t> step;
+  {
+    WatchdogScope w(*watchdog_, "start-up (checkpoint and data loading)", 0);
+    step = checkpoints_->restore(*comm_);
+    code = run_and_agree(comm_->get(), [&] {
+      if (!step) throw UsageError("eval: no checkpoint to evaluate");
+      create_loaders(checkpoints_->start_step(), /*training=*/false);
+    });
+  }
+  if (code != 0) return code;
+  std::string json = "{\n  \"step\": " + std::to_string(*step) +
+                     ",\n  \"world_size\": " + std::to_string(world_size_);
+  auto report = [&](const char* split, Loader& loader) {
+    const EvalResult r = evaluate(loader);
+    char line[160];
+    std::snprintf(line, sizeof(line), "%s loss %.4f acc %.4f", split, r.loss, r.accuracy);
+    log_info(line);
+    std::snprintf(line, sizeof(line), ",\n  \"%s_loss\": %.9g,\n  \"%s_accuracy\": %.9g", split,
+                  r.loss, split, r.accuracy);
+    json += line;
+  };
+  if (val_loader_) report("val", *val_loader_);
+  if (test_loader_) report("test", *test_loader_);
+  json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
+  if (rank_ == 0) write_file_atomic(config_.run.dir + "/eval.json", json);
   return kExitOk;
 }
 

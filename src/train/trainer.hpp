@@ -34,6 +34,9 @@ class Trainer {
   // Collective: resumes, trains, evaluates, writes outputs (rank 0). Returns the
   // exit code: 0 done, 75 stopped by a signal after committing a checkpoint.
   int run();
+  // Collective: evaluates the checkpoint given as `resume` on the validation and
+  // test sets and writes <run.dir>/eval.json (rank 0).
+  int evaluate_checkpoint();
 
  private:
   struct EvalResult {
@@ -41,7 +44,9 @@ class Trainer {
   };
   enum class EpochEnd { kCompleted, kStopped };
 
-  void create_loaders(int64_t start_step);
+  // Training: the train loader from `start_step` and the validation passes still
+  // to come; else (evaluation) one pass of validation and test.
+  void create_loaders(int64_t start_step, bool training);
   // One pass over each rank's shard of `loader`; identical result on every rank.
   EvalResult evaluate(Loader& loader);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.

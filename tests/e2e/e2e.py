@@ -281,7 +281,8 @@ def kill_and_resume(name, sets, should_kill):
     print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
     rc, out, err = train(name, 2, sets, resume="auto")
     check(rc == 0, f"{name}: resumed run failed with exit {rc}")
-    check(f"(step {committed}," in out, f"{name}: did not resume from step {committed}")
+    check(f"(step {committed}," in out and "resuming at step" in out,
+          f"{name}: did not resume from step {committed}")
     return summary(name)
 
 
@@ -378,7 +379,7 @@ def case_corrupt_checkpoints():
                          resume="auto")
     check(rc == 0, f"--resume auto with corrupt newest checkpoints: exit {rc}")
     check(err.count("skipping it for an older checkpoint") == 2, "corrupt files not reported")
-    check("resumed from " + third in out, "did not fall back to the newest valid checkpoint")
+    check("loaded checkpoint " + third in out, "did not fall back to the newest valid checkpoint")
 
 
 def case_resume_other_world_sizes():
@@ -442,6 +443,26 @@ def case_watchdog_hung_rank():
     check(p.returncode != 0, "job reported success with a hung rank")
     check("has not finished after 3 s" in out, "no watchdog message")
     print(f"job ended {time.time() - t0:.1f} s after the rank hung")
+
+
+def case_eval_checkpoint():
+    """hpctrain eval on another world size reproduces the run's final test accuracy."""
+    fresh("evalsrc")
+    s = expect_ok("evalsrc", 2, ["train.epochs=1", "checkpoint.every_steps=1000"])
+    ckpt = checkpoints("evalsrc")[-1]
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", "configs/fashion_mnist_mlp.yaml",
+           "--checkpoint", ckpt, "--set", f"data.train={d}/train.h5", "--set",
+           f"data.val={d}/val.h5", "--set", f"data.test={d}/test.h5", "--set",
+           f"run.dir={run_dir('evalout')}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir("evalout"), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == s["test_accuracy"], f"eval {e['test_accuracy']} != run's "
+          f"{s['test_accuracy']}")
+    check(e["params_sha256"] == s["params_sha256"], "eval loaded other parameters")
 
 
 def h5_values(path, dataset, start, count):
