@@ -3,7 +3,6 @@
 // fsync the directory) so readers never see a partial file under PATH.
 #include "data/dataset_writer.hpp"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -10,8 +10,6 @@
 #      finishes, link 3 is cancelled.
 #   F  a missing config ends the job with exit 2 and no requeue.
 #   G  launch.sh --launcher srun in a batch job restarts a crashed run from its checkpoint.
-#   H  as A, with SIGTERM to the batch shell (passed to srun as SIGUSR1: srun answers a
-#      SIGTERM of its own with SIGKILL to the ranks).
 #   bash tests/slurm/test_job_scripts.sh     exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -46,7 +44,6 @@ jb=$(STUB_STEPS=100000 STUB_RESUME_STEPS=10 submit --ntasks=1 --gpus-per-task=1 
   jobs/train_single_node.sbatch "$w/config.yaml" --set "run.dir=$w/b" --set extra.b=1) ||
   { echo "FAIL: sbatch refused jobs/train_single_node.sbatch" >&2; exit 1; }
 ja=$(STUB_STEPS=60 submit -o "$w/a.out" jobs/train_single_node.sbatch "$w/config.yaml" --set "run.dir=$w/a")
-jh=$(STUB_STEPS=60 submit -o "$w/h.out" jobs/train_single_node.sbatch "$w/config.yaml" --set "run.dir=$w/h")
 jc=$(submit --nodes=1 --ntasks-per-node=2 -o "$w/c.out" jobs/train_multi_node.sbatch \
   "$w/config.yaml" --set "run.dir=$w/c")
 cat >"$w/sweep.txt" <<EOF
@@ -63,11 +60,11 @@ mapfile -t je < <(STUB_STEPS=60 jobs/chain.sh -n 3 --sbatch "--cpus-per-task=1 -
 jf=$(submit -o "$w/f.out" jobs/train_single_node.sbatch "$w/missing.yaml" --set "run.dir=$w/f")
 jg=$(STUB_CRASH_AT_STEP=7 submit --ntasks=2 -o "$w/g.out" --wrap \
   "jobs/launch.sh --launcher srun --max-restarts 2 -- $w/config.yaml --set run.dir=$w/g")
-echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg H=$jh"
+echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg"
 [[ ${#je[@]} == 3 ]] || fail "E: chain.sh printed ${#je[@]} job ids, expected 3"
 
 # A and E: stop them (batch shell only, as --signal=B: does) once a checkpoint exists.
-for case in "A $ja $w/a USR1" "E ${je[0]} $w/e USR1" "H $jh $w/h TERM"; do
+for case in "A $ja $w/a USR1" "E ${je[0]} $w/e USR1"; do
   read -r name job dir sig <<<"$case"
   if slurm_wait 60 test -e "$dir/checkpoints/step-5"; then
     scancel --signal="$sig" --batch "$job" || fail "$name: scancel --signal=$sig --batch $job failed"
@@ -93,7 +90,6 @@ check_requeued_and_resumed() {  # NAME JOB OUT RUNDIR
   echo "ok $name: stopped on the signal, exit 75, requeued, resumed, finished"
 }
 check_requeued_and_resumed A "$ja" "$w/a.out" "$w/a"
-check_requeued_and_resumed H "$jh" "$w/h.out" "$w/h"
 grep -q "run.threads=1" "$w/a/stub-args.txt" || fail "A: --cpus-per-task was not passed as run.threads"
 
 # B: once requeued, give the job room to finish (otherwise it is warned again at once).
