@@ -2,9 +2,10 @@
 // state:
 //   plain:      write() the bytes in 8 MiB pieces, fsync, close, rename, fsync dir
 //   checkpoint: write_checkpoint_file (HDF5, CRC-32, fsync, rename, fsync dir)
-//   async:      the trainer's path: copy the live arrays into a recycled state and
-//               hand it to AsyncCheckpointWriter (blocked time), then wait (write
-//               time); the first repetition also pays for allocating the snapshot
+//   async:      the trainer's path: hand the live arrays to AsyncCheckpointWriter,
+//               which snapshots them (into recycled memory) during a simulated
+//               training step of --step-ms; blocked = submit + the wait for the
+//               snapshot before the next update; then wait for the write
 // Medians over the repetitions; bandwidth = bytes / time.
 #include "apps/bench_checkpoint.hpp"
 
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "checkpoint/async_writer.hpp"
 #include "checkpoint/checkpoint_file.hpp"
@@ -30,12 +32,15 @@ namespace hpctrain {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: hpctrain bench checkpoint [--bytes N] [--reps N] [--dir DIR] [--out FILE.json]\n"
+    "usage: hpctrain bench checkpoint [--bytes N] [--reps N] [--dir DIR] [--step-ms T]\n"
+    "                                 [--out FILE.json]\n"
     "\n"
     "Writes checkpoints of N bytes (default 268435456: parameters and momentum, half\n"
     "each) into DIR (default ./bench-checkpoint.tmp) and compares them with a plain\n"
     "sequential write of the same bytes; also measures how long the training thread is\n"
-    "blocked per asynchronous checkpoint. The directory is removed afterwards.\n";
+    "blocked per asynchronous checkpoint when a training step of T ms (default 100)\n"
+    "follows it (the snapshot copy overlaps the step). The directory is removed\n"
+    "afterwards.\n";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -66,6 +71,7 @@ void plain_write(const std::string& path, const std::vector<float>& a,
 
 int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   int64_t bytes = int64_t{256} << 20, reps = 5;
+  double step_ms = 100;
   std::string dir = "bench-checkpoint.tmp", out_path;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
@@ -81,6 +87,8 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
         reps = std::stoll(v);
       else if (args[i - 1] == "--dir")
         dir = v;
+      else if (args[i - 1] == "--step-ms")
+        step_ms = std::stod(v);
       else if (args[i - 1] == "--out")
         out_path = v;
       else
@@ -117,19 +125,23 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     ckpt_s.push_back(now_seconds() - t0);
     std::filesystem::remove(dir + "/sync.h5");
 
-    // The trainer's path: fill a recycled state from the live arrays, hand it over.
+    // The trainer's path: hand over the live arrays; the writer snapshots them
+    // while one training step (--step-ms) runs, and the next update waits for
+    // the snapshot.
     t0 = now_seconds();
     CheckpointState a = writer.recycle();
     a.step = r;
     a.steps_per_epoch = 1;
     a.strategy = "allreduce";
-    for (auto [name, src] : {std::pair{kParamsArray, &params}, {kVelocityArray, &velocity}}) {
-      std::vector<float>& dst = a.arrays[name];
-      dst.resize(n);
-      std::copy(src->begin(), src->end(), dst.begin());
-    }
-    writer.submit(std::move(a));
-    blocked_s.push_back(now_seconds() - t0);
+    writer.submit(std::move(a), {SnapshotSource{kParamsArray, params.data(), n},
+                                 SnapshotSource{kVelocityArray, velocity.data(), n}});
+    double blocked = now_seconds() - t0;
+    const double step_end = now_seconds() + step_ms * 1e-3;
+    while (now_seconds() < step_end) std::this_thread::sleep_for(std::chrono::microseconds(100));
+    t0 = now_seconds();
+    writer.wait_snapshot();
+    blocked += now_seconds() - t0;
+    blocked_s.push_back(blocked);
     const double before = writer.stats().write_seconds;
     writer.wait();
     async_write_s.push_back(writer.stats().write_seconds - before);
@@ -157,7 +169,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
       << ",\n  \"plain_write_s\": " << list(plain_s)
       << ",\n  \"checkpoint_write_s\": " << list(ckpt_s)
       << ",\n  \"async_blocked_s\": " << list(blocked_s)
-      << ",\n  \"async_write_s\": " << list(async_write_s)
+      << ",\n  \"async_write_s\": " << list(async_write_s) << ",\n  \"step_ms\": " << step_ms
       << ",\n  \"median_plain_MBps\": " << total / plain / 1e6
       << ",\n  \"median_checkpoint_MBps\": " << total / ckpt / 1e6
       << ",\n  \"checkpoint_vs_plain\": " << plain / ckpt << ",\n  \"target_vs_plain\": 0.8"

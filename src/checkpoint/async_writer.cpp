@@ -1,6 +1,7 @@
 // Background checkpoint writer: one worker thread, a one-slot queue.
 #include "checkpoint/async_writer.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "checkpoint/checkpoint_file.hpp"
@@ -31,15 +32,25 @@ void AsyncCheckpointWriter::wait_idle_locked(std::unique_lock<std::mutex>& lock)
   cv_.wait(lock, [this] { return !busy_ && !pending_; });
 }
 
-void AsyncCheckpointWriter::submit(CheckpointState&& state) {
+void AsyncCheckpointWriter::submit(CheckpointState&& state, std::vector<SnapshotSource> sources) {
   const double t0 = now_seconds();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   pending_ = std::move(state);
+  sources_ = std::move(sources);
+  snapshot_pending_.store(!sources_.empty(), std::memory_order_release);
   stats_.blocked_seconds += now_seconds() - t0;
   lock.unlock();
   cv_.notify_all();
+}
+
+void AsyncCheckpointWriter::wait_snapshot() {
+  if (!snapshot_pending_.load(std::memory_order_acquire)) return;  // the common case
+  const double t0 = now_seconds();
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return !snapshot_pending_.load(std::memory_order_acquire); });
+  stats_.blocked_seconds += now_seconds() - t0;
 }
 
 void AsyncCheckpointWriter::wait() {
@@ -69,10 +80,25 @@ void AsyncCheckpointWriter::worker() {
     if (!pending_) return;  // stopping with nothing left to write
     CheckpointState state = std::move(*pending_);
     pending_.reset();
+    const std::vector<SnapshotSource> sources = std::move(sources_);
+    sources_.clear();
     busy_ = true;
     lock.unlock();
 
+    // 1. Snapshot the live arrays (into recycled memory), then release the trainer.
     const double t0 = now_seconds();
+    for (const SnapshotSource& s : sources) {
+      std::vector<float>& dst = state.arrays[s.name];
+      dst.resize(s.count);
+      std::copy_n(s.data, s.count, dst.begin());
+    }
+    if (!sources.empty()) {
+      lock.lock();
+      snapshot_pending_.store(false, std::memory_order_release);
+      cv_.notify_all();
+      lock.unlock();
+    }
+    // 2. Write and commit; prune older checkpoints.
     const std::string path = checkpoint_path(dir_, state.step);
     std::exception_ptr error;
     try {

@@ -1,22 +1,34 @@
-// Writes checkpoints on a background thread so training is blocked only while
-// the state is copied. One write is in flight at a time: submitting while one is
-// in flight first waits for it. After each commit, older checkpoints beyond
-// `keep` are deleted (never before the newer one is committed). A written state
-// is kept for recycle(), so the next snapshot reuses its memory instead of
-// allocating (and page-faulting) hundreds of megabytes again.
-// submit()/wait() are called from the training thread only.
+// Writes checkpoints on a background thread. Even the copy of the live state is
+// made there: submit() names the live arrays (SnapshotSource) and returns at once;
+// the trainer keeps computing (forward, backward and gradient exchange only read
+// the parameters) and calls wait_snapshot() before it next modifies them, so it
+// is blocked only if the copy takes longer than that. One write is in flight at a
+// time: submitting while one is in flight first waits for it. After each commit, older checkpoints
+// beyond `keep` are deleted (never before the newer one is committed). A written state is kept for
+// recycle(), so the next snapshot reuses its memory instead of allocating (and page-faulting)
+// hundreds of megabytes again. submit()/wait() are called from the training thread only.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "checkpoint/checkpoint_state.hpp"
 
 namespace hpctrain {
+
+// A live array the writer copies into state.arrays[name] before writing. Its
+// owner must not modify it until wait_snapshot() has returned.
+struct SnapshotSource {
+  std::string name;
+  const float* data = nullptr;  // host-addressable
+  size_t count = 0;
+};
 
 struct CheckpointWriteStats {
   int writes = 0;
@@ -33,9 +45,13 @@ class AsyncCheckpointWriter {
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
 
-  // Queues `state` for writing (waits for a write in flight first) and returns.
-  // Rethrows the error of a failed earlier write.
-  void submit(CheckpointState&& state);
+  // Queues `state` for writing (waits for a write in flight first) and returns;
+  // the writer first copies `sources` into it. Rethrows the error of a failed
+  // earlier write.
+  void submit(CheckpointState&& state, std::vector<SnapshotSource> sources = {});
+  // Returns once the sources of the last submit() are copied (at once if they are).
+  void wait_snapshot();
+  bool snapshot_pending() const { return snapshot_pending_.load(std::memory_order_acquire); }
   // Waits until nothing is in flight; rethrows a failed write's error.
   void wait();
   // A state whose arrays may be overwritten (the last one written), or an empty one.
@@ -51,11 +67,13 @@ class AsyncCheckpointWriter {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<CheckpointState> pending_;  // GUARDED_BY mutex_
-  std::optional<CheckpointState> spare_;    // written already, GUARDED_BY mutex_
-  bool busy_ = false;                       // GUARDED_BY mutex_
-  bool stopping_ = false;                   // GUARDED_BY mutex_
-  std::exception_ptr error_;                // GUARDED_BY mutex_
-  CheckpointWriteStats stats_;              // GUARDED_BY mutex_
+  std::vector<SnapshotSource> sources_;     // GUARDED_BY mutex_
+  std::atomic<bool> snapshot_pending_{false};
+  std::optional<CheckpointState> spare_;  // written already, GUARDED_BY mutex_
+  bool busy_ = false;                     // GUARDED_BY mutex_
+  bool stopping_ = false;                 // GUARDED_BY mutex_
+  std::exception_ptr error_;              // GUARDED_BY mutex_
+  CheckpointWriteStats stats_;            // GUARDED_BY mutex_
   std::thread thread_;
 };
 

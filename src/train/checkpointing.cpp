@@ -203,19 +203,19 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
         std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
   }
   // Rank 0 fills the memory of the last written state (no allocation after the
-  // first checkpoint); the other ranks only send.
+  // first checkpoint); the other ranks at most send.
   CheckpointState state = rank_ == 0 ? writer_->recycle() : CheckpointState{};
-  // 1. Arrays to rank 0.
-  auto capture = [&](const float* device, const char* name) {
+  // 1. Arrays to rank 0. Identical on every rank (allreduce): the writer thread
+  //    snapshots rank 0's live arrays while training goes on. Per rank (average):
+  //    gathered now.
+  std::vector<SnapshotSource> sources;
+  auto capture = [&](const float* live, const char* name) {
     if (!per_rank) {
-      if (rank_ != 0) return;
-      std::vector<float>& dst = state.arrays[name];
-      dst.resize(n);
-      model_.backend().copy_to_host(dst.data(), device, n * sizeof(float));
+      if (rank_ == 0) sources.push_back({name, live, n});
       return;
     }
     send_buffer_.resize(n);
-    model_.backend().copy_to_host(send_buffer_.data(), device, n * sizeof(float));
+    model_.backend().copy_to_host(send_buffer_.data(), live, n * sizeof(float));
     gather_buffer_.resize(rank_ == 0 ? n * static_cast<size_t>(world_size_) : 0);
     comm.gather(send_buffer_.data(), n, gather_buffer_.data(), 0);
     if (rank_ != 0) return;
@@ -242,8 +242,15 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.config_yaml = config_to_yaml(config_);
   state.architecture = model_.architecture();
   state.created = utc_now();
-  writer_->submit(std::move(state));
+  writer_->submit(std::move(state), std::move(sources));
   if (wait) writer_->wait();
+  blocked_seconds_ += now_seconds() - t0;
+}
+
+void TrainingCheckpoints::wait_snapshot() {
+  if (!writer_ || !writer_->snapshot_pending()) return;
+  const double t0 = now_seconds();
+  writer_->wait_snapshot();
   blocked_seconds_ += now_seconds() - t0;
 }
 

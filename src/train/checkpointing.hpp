@@ -43,13 +43,17 @@ class TrainingCheckpoints {
   bool due_by_time(double now) const;
 
   // Collective: captures the state after `global_step` steps; rank 0 queues it
-  // for writing and, if `wait`, waits until it is committed.
+  // for writing and, if `wait`, waits until it is committed. Rank 0's live
+  // parameters and momentum may still be being copied when this returns: call
+  // wait_snapshot() before modifying them.
   void save(Communicator& comm, int64_t global_step, bool wait);
+  // Returns once the live arrays of the last save() are copied; cheap otherwise.
+  void wait_snapshot();
   int64_t last_saved_step() const { return last_saved_step_; }
   // Waits for the write in flight (rank 0); rethrows its error.
   void finish();
   // Rank 0's write statistics; blocked_seconds is the training thread's time in
-  // save() (copying the state and handing it over).
+  // save() and wait_snapshot().
   CheckpointWriteStats stats() const;
 
  private:

@@ -199,11 +199,13 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       exchange_gradients();
     }
     lr = schedule_->at(global_step_);
+    checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
     sgd_->step(model_->params(), model_->grads(), lr);
     ++global_step_;
     if (!allreduce && (global_step_ % every == 0 || step + 1 == steps_per_epoch_)) {
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
+      checkpoints_->wait_snapshot();
       average_parameters(*comm_, *backend_, model_->params(), model_->param_count());
     }
     bool checkpoint_now = false;

@@ -153,6 +153,21 @@ TEST(AsyncWriter, WritesInBackgroundAndKeepsLastK) {
   EXPECT_EQ(read_checkpoint_file(list[0].path).arrays, sample_state(4, 50000).arrays);
 }
 
+TEST(AsyncWriter, SnapshotsLiveArraysBeforeTheOwnerChangesThem) {
+  const std::string dir = fresh_dir("snapshot");
+  AsyncCheckpointWriter w(dir, 3);
+  std::vector<float> live(200000, 1.0f);
+  CheckpointState s = sample_state(9, 10);
+  s.arrays.clear();
+  w.submit(std::move(s), {SnapshotSource{kParamsArray, live.data(), live.size()}});
+  w.wait_snapshot();
+  EXPECT_FALSE(w.snapshot_pending());
+  std::fill(live.begin(), live.end(), 2.0f);  // the next optimizer step
+  w.wait();
+  const CheckpointState back = read_checkpoint_file(checkpoint_path(dir, 9));
+  EXPECT_EQ(back.arrays.at(kParamsArray), std::vector<float>(200000, 1.0f));
+}
+
 TEST(AsyncWriter, FailedWriteIsReported) {
   const std::string dir = fresh_dir("fail");
   AsyncCheckpointWriter w(dir, 2);
