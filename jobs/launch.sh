@@ -76,6 +76,38 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+# run.dir of this run, where hpctrain leaves a STOPPED marker when a signal stopped it:
+# the last --set run.dir=..., else run.dir (or runs/<run.name>) from the config file.
+# Prints nothing when it cannot tell.
+run_dir() {
+  local a dir="" name=""
+  for a in "${train_args[@]}"; do
+    a=${a#--set=}
+    case "$a" in
+      run.dir=*) dir=${a#run.dir=} ;;
+      run.name=*) name=${a#run.name=} ;;
+    esac
+  done
+  if [[ -z "$dir" && -r "$config" ]]; then
+    local key value
+    while read -r key value; do
+      value=${value#[\"\']}
+      value=${value%[\"\']}
+      [[ "$key" == dir ]] && dir=$value
+      [[ "$key" == name && -z "$name" ]] && name=$value
+    done < <(awk '
+      /^[^[:space:]#]/ { in_run = ($0 ~ /^run:[[:space:]]*(#.*)?$/); next }
+      in_run && /^[[:space:]]+(dir|name):/ {
+        line = $0
+        sub(/^[[:space:]]+/, "", line); key = line; sub(/:.*/, "", key)
+        sub(/^[a-z]+:[[:space:]]*/, "", line); sub(/[[:space:]]+#.*$/, "", line)
+        if (line != "") print key, line
+      }' "$config")
+    [[ -z "$dir" && -n "$name" ]] && dir=runs/$name
+  fi
+  echo "$dir"
+}
+
 child=""
 stop_signal=""
 # shellcheck disable=SC2317  # called from the traps
@@ -102,6 +134,15 @@ while :; do
   done
   child=""
 
+  # hydra's mpiexec (MPICH 4.0) sometimes reports 0 after forwarding a signal although
+  # every rank exited 75; hpctrain's STOPPED marker tells the two apart.
+  if [[ $rc == 0 ]]; then
+    dir=$(run_dir)
+    if [[ -n "$dir" && -f "$dir/STOPPED" ]] || [[ -z "$dir" && -n "$stop_signal" ]]; then
+      echo "launch.sh: the run stopped on a signal (${dir:-run.dir unknown}/STOPPED) though the launcher reported 0: exit 75" >&2
+      rc=75
+    fi
+  fi
   case $rc in
     0) exit 0 ;;
     2) echo "launch.sh: bad usage, config or input (exit 2): not retrying" >&2; exit 2 ;;

@@ -17,6 +17,7 @@ packages=(
   python3
   dataset-fashion-mnist
   slurm-wlm munge
+  libstb-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-numpy python3-h5py)

@@ -11,6 +11,7 @@
 #include "train/trainer.hpp"
 
 #include <mpi.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -55,7 +56,14 @@ std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key
 
 int compute_threads(const Config& config, const MpiEnv& env) {
   if (config.run.threads > 0) return config.run.threads;
+  // A launcher that binds each rank (srun --cpus-per-task, mpiexec -bind-to) gives
+  // it its own CPUs: use them all. Unbound ranks share the node's cores.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < cores) {
+    return std::max(1, CPU_COUNT(&set));
+  }
   return std::max(1, cores / env.local_size());
 }
 

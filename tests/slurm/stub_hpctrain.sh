@@ -10,7 +10,9 @@
 # Exit 2 when CONFIG is missing or run.dir is not set; STUB_CRASH_AT_STEP=N exits 1
 # at step N the first time (STUB_CRASH_ALWAYS=1: every time). Only rank 0 writes files;
 # it appends its command line to stub-args.txt in run.dir. STUB_RESUME_STEPS=N: a
-# resumed run stops N steps after its checkpoint.
+# resumed run stops N steps after its checkpoint. Like hpctrain, a signal stop leaves
+# run.dir/STOPPED (removed when a run starts); STUB_LOSE_75=1 then exits 0, as hydra's
+# mpiexec sometimes reports.
 set -uo pipefail
 
 steps=${STUB_STEPS:-40}
@@ -37,8 +39,12 @@ while [[ $# -gt 0 ]]; do
     *) echo "stub: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[[ -n "$run_dir" ]] || { echo "stub: set run.dir with --set run.dir=DIR" >&2; exit 2; }
+if [[ -z "$run_dir" ]]; then  # an indented "dir:" line in the config (run.dir), else refuse
+  run_dir=$(sed -n -E 's/^[[:space:]]+dir:[[:space:]]*"?([^"#]*[^"#[:space:]])"?.*/\1/p' "$config" | head -n 1)
+fi
+[[ -n "$run_dir" ]] || { echo "stub: set run.dir (--set run.dir=DIR or in the config)" >&2; exit 2; }
 mkdir -p "$run_dir/checkpoints"
+[[ "$rank" == 0 ]] && rm -f "$run_dir/STOPPED"
 [[ "$rank" == 0 ]] && echo "$all_args" >> "$run_dir/stub-args.txt"
 
 newest_checkpoint() {
@@ -75,7 +81,11 @@ trap 'stop=TERM' TERM
 while ((step < steps)); do
   if [[ -n "$stop" ]]; then
     commit "$step"
-    [[ "$rank" == 0 ]] && echo "stub: SIG$stop: checkpoint committed at step $step, exiting 75"
+    if [[ "$rank" == 0 ]]; then
+      echo "step $step" >"$run_dir/STOPPED"
+      echo "stub: SIG$stop: checkpoint committed at step $step, exiting 75"
+    fi
+    [[ -n "${STUB_LOSE_75:-}" ]] && exit 0  # what hydra's mpiexec sometimes reports
     exit 75
   fi
   sleep "$step_s"

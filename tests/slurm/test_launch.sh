@@ -73,7 +73,29 @@ for sig in USR1 TERM; do
   fi
 done
 
-# 5. Usage errors are exit 2.
+# 5. hydra's mpiexec sometimes reports 0 after forwarding a signal though every rank
+#    exited 75: the STOPPED marker in run.dir (from --set, or from the config) makes it 75.
+printf 'run:\n  name: x\n  dir: "%s"   # a comment\n' "$w/from-config" >"$w/dir-config.yaml"
+for case in "set $w/config.yaml --set run.dir=$w/lost" "config $w/dir-config.yaml"; do
+  read -r name cfg args <<<"$case"
+  # shellcheck disable=SC2086  # args: no blanks in the test paths
+  STUB_LOSE_75=1 STUB_STEPS=100000 STUB_STEP_SECONDS=0.05 \
+    "$launch" --launcher "mpiexec -n 2" -- "$cfg" $args >"$w/lost-$name.out" 2>&1 &
+  pid=$!
+  dir=$w/lost
+  [[ $name == config ]] && dir=$w/from-config
+  timeout 30 bash -c "until [[ -e '$dir/checkpoints/step-5' ]]; do sleep 0.1; done" ||
+    fail "lost 75 ($name): no checkpoint in $dir within 30 s"
+  kill -USR1 "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  if [[ $rc != 75 ]] || ! grep -q "STOPPED) though the launcher reported 0" "$w/lost-$name.out"; then
+    fail "lost 75 ($name): exit $rc (expected 75 from the STOPPED marker)"
+    explain "lost-$name"
+  fi
+done
+
+# 6. Usage errors are exit 2.
 run usage --max-restarts x -- "$w/config.yaml"
 [[ $rc == 2 ]] || fail "--max-restarts x: exit $rc (expected 2)"
 

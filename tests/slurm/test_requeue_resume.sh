@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# A Slurm job survives its time-limit warning bit for bit: jobs/train_single_node.sbatch
-# trains the Fashion-MNIST MLP on 2 ranks under a local Slurm; the test sends the batch
-# shell SIGUSR1 (what --signal=B:USR1@120 does) once a checkpoint exists. The ranks must
+# A Slurm job survives its time-limit warning bit for bit: a jobs/ script trains the
+# Fashion-MNIST MLP on 2 ranks under a local Slurm; the test sends the batch shell
+# SIGUSR1 (what --signal=B:USR1@120 does) once a checkpoint exists. The ranks must
 # commit a checkpoint and exit 75, the script must requeue the job, the second run must
 # resume from the checkpoint and finish, and its params_sha256 must equal that of an
 # uninterrupted `mpiexec -n 2` run of the same deterministic config.
 #
-#   bash tests/slurm/test_requeue_resume.sh BUILD_DIR DATA_DIR
+#   bash tests/slurm/test_requeue_resume.sh BUILD_DIR DATA_DIR [single|multi]
 #   bash tests/slurm/test_requeue_resume.sh build build/e2e-data/fashion-mnist
+# single (default): jobs/train_single_node.sbatch, 1 node x 2 ranks.
+# multi: jobs/train_multi_node.sbatch on a 2-node cluster (two slurmd on this host),
+#        2 nodes x 1 rank, so the ranks find each other across "nodes".
 # BUILD_DIR holds hpctrain; DATA_DIR holds {train,val,test}.h5 from
 # `hpctrain-data fashion-mnist --out DATA_DIR`. Exit 0 pass, 1 fail, 77 skip (no Slurm).
 # HT_SLURM_TEST_EPOCHS (default 20) sets the run length: the run must outlast the
@@ -18,6 +21,7 @@ repo=$(cd "$here/../.." && pwd)
 # shellcheck source-path=SCRIPTDIR
 source "$here/slurm_cluster.sh"
 terminal='COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED'
+say() { echo "[$(date +%T)] $*"; }
 ref_pid=""
 fail() {
   echo "FAIL: $*" >&2
@@ -25,7 +29,13 @@ fail() {
   exit 1
 }
 
-[[ $# -eq 2 ]] || fail "usage: $0 BUILD_DIR DATA_DIR"
+[[ $# -eq 2 || $# -eq 3 ]] || fail "usage: $0 BUILD_DIR DATA_DIR [single|multi]"
+case "${3:-single}" in
+  single) script=jobs/train_single_node.sbatch layout=(--ntasks=2) ;;
+  multi) script=jobs/train_multi_node.sbatch layout=(--nodes=2 --ntasks-per-node=1)
+    export SLURM_TEST_NODES=2 ;;
+  *) fail "layout must be single or multi, not '$3'" ;;
+esac
 build=$(cd "$1" 2>/dev/null && pwd) || fail "no build directory $1"
 data=$(cd "$2" 2>/dev/null && pwd) || fail "no data directory $2 (make it: $1/hpctrain-data fashion-mnist --out $2)"
 hpctrain=$build/hpctrain
@@ -55,14 +65,14 @@ show_job() {
   ls -la "$w/slurm/checkpoints" >&2 2>/dev/null
 }
 
-echo "== submitting jobs/train_single_node.sbatch (2 ranks, $epochs epochs)"
-job=$(HPCTRAIN=$hpctrain sbatch --parsable --ntasks=2 --cpus-per-task=1 -o "$w/job.out" \
-  jobs/train_single_node.sbatch "$config" "${opts[@]}" --set "run.dir=$w/slurm") ||
-  fail "sbatch refused jobs/train_single_node.sbatch"
-echo "job $job"
+say "== submitting $script ${layout[*]} ($epochs epochs)"
+job=$(HPCTRAIN=$hpctrain sbatch --parsable "${layout[@]}" --cpus-per-task=1 -o "$w/job.out" \
+  "$script" "$config" "${opts[@]}" --set "run.dir=$w/slurm") ||
+  fail "sbatch refused $script"
+say "job $job"
 
 # The uninterrupted reference run, meanwhile, outside Slurm.
-echo "== reference run: mpiexec -n 2 $hpctrain train $config ... (uninterrupted)"
+say "== reference run: mpiexec -n 2 $hpctrain train $config ... (uninterrupted)"
 timeout 300 mpiexec -n 2 "$hpctrain" train "$config" "${opts[@]}" --set "run.dir=$w/ref" \
   >"$w/ref.out" 2>&1 &
 ref_pid=$!
@@ -74,11 +84,11 @@ start=$SECONDS
 until has_checkpoint; do
   if job_ended || ((SECONDS - start > 120)); then
     show_job "$job"
-    fail "no checkpoint in $w/slurm/checkpoints (job $(slurm_job_field "$job" JobState) after $((SECONDS - start)) s): hpctrain must honour checkpoint.every_steps"
+    fail "training did not get under way: no checkpoint in $w/slurm/checkpoints after $((SECONDS - start)) s (job $(slurm_job_field "$job" JobState), exit $(slurm_job_field "$job" ExitCode); its output is above)"
   fi
   sleep 0.1
 done
-echo "== checkpoint seen after $((SECONDS - start)) s: sending SIGUSR1 to the batch shell"
+say "== checkpoint seen after $((SECONDS - start)) s: sending SIGUSR1 to the batch shell"
 scancel --signal=USR1 --batch "$job" || fail "scancel --signal=USR1 --batch $job failed"
 
 # 2. The ranks stop with 75 and the script requeues the job.
@@ -99,7 +109,7 @@ until [[ "$(slurm_job_field "$job" Restarts)" -ge 1 ]]; do
 done
 grep -q "checkpoint committed; requeuing job $job" "$w/job.out" ||
   { show_job "$job"; fail "requeued, but not by the script after exit 75"; }
-echo "== job stopped with exit 75 and requeued itself; waiting for the resumed run"
+say "== job stopped with exit 75 and requeued itself; waiting for the resumed run"
 
 # 3. The requeued job resumes and finishes.
 state=$(slurm_wait_job_state "$job" "$terminal" 240) || { show_job "$job"; fail "job still $state 240 s after the requeue"; }
@@ -108,6 +118,9 @@ if [[ "$state" != COMPLETED || "$(slurm_job_field "$job" ExitCode)" != 0:0 || "$
   fail "job ended $state, exit $(slurm_job_field "$job" ExitCode), $(slurm_job_field "$job" Restarts) restarts (expected COMPLETED, 0:0, 1)"
 fi
 grep -q "== job $job restart 1" "$w/job.out" || { show_job "$job"; fail "no second run in the job output"; }
+nodes=$(slurm_job_field "$job" NumNodes)
+[[ "$nodes" == "${SLURM_TEST_NODES:-1}" ]] || { show_job "$job"; fail "the job ran on $nodes node(s), expected ${SLURM_TEST_NODES:-1}"; }
+say "== resumed run finished; waiting for the reference run"
 
 ref_rc=0
 wait "$ref_pid" || ref_rc=$?
