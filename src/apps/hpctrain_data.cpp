@@ -1,6 +1,8 @@
 // hpctrain-data: converts data sets into the project's HDF5 format (DESIGN.md, "Data
-// files") and describes such files. Subcommands: fashion-mnist, idx, inspect.
+// files"), derives and describes such files. Subcommands: fashion-mnist, idx, images,
+// synth, split, shard, inspect; the work is done in src/data/, this is argument handling.
 // Exit codes follow core/error.hpp: 2 for bad usage or input, 1 for other failures.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -8,13 +10,19 @@
 #include <iostream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "data/dataset_writer.hpp"
 #include "data/idx.hpp"
+#include "data/image_folder.hpp"
 #include "data/inspect_data.hpp"
+#include "data/sample_codec.hpp"
+#include "data/shard.hpp"
+#include "data/split.hpp"
+#include "data/synth.hpp"
 
 namespace {
 
@@ -28,6 +36,10 @@ constexpr const char* kUsage =
     "commands:\n"
     "  fashion-mnist --out DIR     Fashion-MNIST IDX files -> DIR/{train,val,test}.h5\n"
     "  idx --images F --labels F --out FILE   any MNIST-format (IDX) pair -> FILE\n"
+    "  images DIR --out FILE --size WxH       image folder (a sub-folder per class) -> FILE\n"
+    "  synth --out FILE --n N --shape CxHxW --classes K   synthetic learnable images\n"
+    "  split FILE --ratios 85,2,13 --out-prefix P   stratified P-train/val/test.h5\n"
+    "  shard FILE --parts N --out-prefix P  contiguous P-00000-of-0000N.h5 ...\n"
     "  inspect FILE.h5             describe a data file\n"
     "\n"
     "Run 'hpctrain-data COMMAND --help' for a command's options.\n";
@@ -64,6 +76,82 @@ constexpr const char* kIdxUsage =
     "  --out FILE     data file to write\n"
     "  --classes N    number of classes; every label must be below it\n"
     "                 (default: largest label + 1)\n"
+    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
+
+constexpr const char* kImagesUsage =
+    "usage: hpctrain-data images DIR --out FILE.h5 --size WxH [--gray|--rgb]\n"
+    "                            [--dtype uint8|float16|float32] [--seed S] [--threads T]\n"
+    "                            [--deflate L]\n"
+    "\n"
+    "Converts an image folder, DIR/CLASS/.../IMAGE, into FILE.h5 as [N, C, H, W]. Classes are\n"
+    "the sub-folders of DIR in sorted (byte) order, stored as the class_names attribute;\n"
+    "each class folder is searched recursively. Hidden files and folders (names starting\n"
+    "with '.') are ignored. Images are decoded with stb_image (PNG, JPEG, BMP, GIF, TGA,\n"
+    "PSD, HDR, PIC, PNM; alpha is dropped), converted to grey (ITU-R 601 luma) or kept RGB,\n"
+    "and resized to WxH (stb_image_resize; any input sizes). A file that is not a readable\n"
+    "image is reported on stderr and skipped; the summary counts them.\n"
+    "Rows are in sorted order (class, then file path) unless --seed shuffles them.\n"
+    "\n"
+    "options:\n"
+    "  --out FILE     data file to write\n"
+    "  --size WxH     sample width and height in pixels, e.g. 197x148\n"
+    "  --gray         one channel, ITU-R 601 luma (default)\n"
+    "  --rgb          three channels\n"
+    "  --dtype T      uint8 (default; 0-255), float16 or float32 (value / 255, in [0, 1])\n"
+    "  --seed S       store the rows in a random order seeded with S (default: sorted)\n"
+    "  --threads T    decoding threads (default: up to 8; the output does not depend on it)\n"
+    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
+
+constexpr const char* kSynthUsage =
+    "usage: hpctrain-data synth --out FILE.h5 --n N --shape CxHxW --classes K\n"
+    "                           [--dtype uint8|float16|float32] [--seed S] [--threads T]\n"
+    "                           [--deflate L]\n"
+    "\n"
+    "Writes N synthetic images that a network can learn: each class has a random smooth\n"
+    "template (an 8x8 grid per channel, upsampled); a sample is its class's template,\n"
+    "shifted by up to 1/16 of the size, plus noise. Sample i has label i % K. The same\n"
+    "options give the same file. Example, the shape of the classic benchmark:\n"
+    "  hpctrain-data synth --out synth.h5 --n 9000 --shape 1x148x197 --classes 9\n"
+    "\n"
+    "options:\n"
+    "  --out FILE     data file to write\n"
+    "  --n N          number of samples\n"
+    "  --shape CxHxW  sample shape, e.g. 1x148x197\n"
+    "  --classes K    number of classes (at least 2)\n"
+    "  --dtype T      float16 (default), uint8 or float32\n"
+    "  --seed S       seed of the templates and samples (default 1)\n"
+    "  --threads T    generating threads (default: up to 8; the output does not depend on it)\n"
+    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
+
+constexpr const char* kSplitUsage =
+    "usage: hpctrain-data split FILE.h5 --ratios R1,R2[,R3...] --out-prefix P [--seed S]\n"
+    "                           [--names A,B[,C...]] [--deflate L]\n"
+    "\n"
+    "Splits FILE.h5 into P-NAME.h5, one file per ratio, stratified by class: every class is\n"
+    "divided by the ratios (rounded by largest remainder, so counts add up) after a\n"
+    "permutation seeded with S. Rows keep their order within each file; the sample type,\n"
+    "class names and source (extended by how the part was made) carry over. Names default\n"
+    "to train,test for 2 ratios, train,val,test for 3, else part0, part1, ...\n"
+    "Example: --ratios 85,2,13 --out-prefix data/set writes data/set-train.h5,\n"
+    "data/set-val.h5 and data/set-test.h5.\n"
+    "\n"
+    "options:\n"
+    "  --ratios R     comma-separated positive integer weights (need not add to 100)\n"
+    "  --out-prefix P output path prefix\n"
+    "  --seed S       seed of the permutation (default 1)\n"
+    "  --names N      comma-separated part names, one per ratio\n"
+    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
+
+constexpr const char* kShardUsage =
+    "usage: hpctrain-data shard FILE.h5 --parts N --out-prefix P [--deflate L]\n"
+    "\n"
+    "Splits FILE.h5 into N files of contiguous row ranges, P-00000-of-0000N.h5 ... (shard\n"
+    "numbers from 0, at least five digits), whose sizes differ by at most one row (the\n"
+    "first shards hold the extra rows). Type, class names and source carry over.\n"
+    "\n"
+    "options:\n"
+    "  --parts N      number of shards (1 to the number of rows)\n"
+    "  --out-prefix P output path prefix\n"
     "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
 
 constexpr const char* kInspectUsage =
@@ -301,6 +389,160 @@ int cmd_idx(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// Returns the positional arguments, which must be exactly `expected` (`what` says which).
+std::vector<std::string> positionals(const Args& args, const std::string& cmd, size_t expected,
+                                     const std::string& what) {
+  if (args.positional.size() != expected) {
+    throw UsageError(cmd + ": expected " + what + " (see hpctrain-data " + cmd + " --help)");
+  }
+  return args.positional;
+}
+
+std::string option_or(const Args& args, const std::string& name, const std::string& fallback) {
+  const auto it = args.options.find(name);
+  return it != args.options.end() ? it->second : fallback;
+}
+
+// Worker threads when --threads is not given: the cores, at most 8, so a tool run on a
+// shared login node does not take all of it.
+int64_t default_threads() {
+  return std::min<int64_t>(8, std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int cmd_images(std::vector<std::string> argv) {
+  const std::string cmd = "images";
+  // --gray/--rgb are flags: turn them into options parse_args knows.
+  if (std::count(argv.begin(), argv.end(), "--gray") +
+          std::count(argv.begin(), argv.end(), "--rgb") >
+      1) {
+    throw UsageError(cmd + ": give one of --gray and --rgb (see hpctrain-data images --help)");
+  }
+  for (std::string& a : argv) {
+    if (a == "--gray" || a == "--rgb") a = "--color=" + a.substr(2);
+  }
+  const Args args =
+      parse_args(cmd, argv, {"out", "size", "color", "dtype", "seed", "threads", "deflate"});
+  if (args.help) {
+    std::cout << kImagesUsage;
+    return 0;
+  }
+  const std::string dir = positionals(args, cmd, 1, "one image folder DIR")[0];
+  const std::string out = require(args, cmd, "out");
+  hpctrain::ImageFolderOptions o;
+  const std::vector<int64_t> size =
+      hpctrain::parse_x_dims(require(args, cmd, "size"), 2, "--size", "WxH");
+  o.width = size[0];
+  o.height = size[1];
+  const std::string color = option_or(args, "color", "gray");
+  if (color != "gray" && color != "rgb") {
+    throw UsageError("--color: expected gray or rgb, got '" + color + "'");
+  }
+  o.color = color == "rgb" ? hpctrain::ColorMode::kRgb : hpctrain::ColorMode::kGray;
+  o.type = hpctrain::parse_sample_type(option_or(args, "dtype", "uint8"), "--dtype");
+  o.shuffle = args.options.count("seed") > 0;
+  o.seed = static_cast<uint64_t>(int_option(args, "seed", 0, 0, INT64_MAX));
+  o.threads = static_cast<int>(int_option(args, "threads", default_threads(), 1, 256));
+  o.deflate_level = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
+
+  const double t0 = hpctrain::now_seconds();
+  const hpctrain::ImageFolderReport r = hpctrain::convert_image_folder(dir, out, o, std::cerr);
+  if (r.skipped > 0) {
+    std::cerr << "skipped " << r.skipped << " of " << r.files << " files\n";
+  }
+  std::printf(
+      "wrote %s: %lld samples [%lld, %lld, %lld] %s, %zu classes, %lld of %lld files "
+      "(%.2f s)\n",
+      out.c_str(), static_cast<long long>(r.rows()),
+      static_cast<long long>(o.color == hpctrain::ColorMode::kRgb ? 3 : 1),
+      static_cast<long long>(o.height), static_cast<long long>(o.width),
+      hpctrain::to_string(o.type), r.class_names.size(), static_cast<long long>(r.rows()),
+      static_cast<long long>(r.files), hpctrain::now_seconds() - t0);
+  return 0;
+}
+
+int cmd_synth(const std::vector<std::string>& argv) {
+  const std::string cmd = "synth";
+  const Args args = parse_args(
+      cmd, argv, {"out", "n", "shape", "classes", "dtype", "seed", "threads", "deflate"});
+  if (args.help) {
+    std::cout << kSynthUsage;
+    return 0;
+  }
+  positionals(args, cmd, 0, "no positional arguments");
+  hpctrain::SynthOptions o;
+  const std::string out = require(args, cmd, "out");
+  o.n = int_option(args, "n", 0, 1, INT64_C(1) << 40);
+  if (o.n == 0) require(args, cmd, "n");
+  const std::vector<int64_t> shape =
+      hpctrain::parse_x_dims(require(args, cmd, "shape"), 3, "--shape", "CxHxW");
+  o.c = shape[0];
+  o.h = shape[1];
+  o.w = shape[2];
+  o.classes = static_cast<int>(int_option(args, "classes", 0, 2, 1000000));
+  if (o.classes == 0) require(args, cmd, "classes");
+  o.type = hpctrain::parse_sample_type(option_or(args, "dtype", "float16"), "--dtype");
+  o.seed = static_cast<uint64_t>(int_option(args, "seed", 1, 0, INT64_MAX));
+  o.threads = static_cast<int>(int_option(args, "threads", default_threads(), 1, 256));
+  o.deflate_level = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
+
+  const double t0 = hpctrain::now_seconds();
+  hpctrain::synth_data_file(out, o);
+  std::printf("wrote %s: %lld samples [%lld, %lld, %lld] %s, %d classes (%.2f s)\n", out.c_str(),
+              static_cast<long long>(o.n), static_cast<long long>(o.c), static_cast<long long>(o.h),
+              static_cast<long long>(o.w), hpctrain::to_string(o.type), o.classes,
+              hpctrain::now_seconds() - t0);
+  return 0;
+}
+
+int cmd_split(const std::vector<std::string>& argv) {
+  const std::string cmd = "split";
+  const Args args = parse_args(cmd, argv, {"ratios", "out-prefix", "seed", "names", "deflate"});
+  if (args.help) {
+    std::cout << kSplitUsage;
+    return 0;
+  }
+  const std::string input = positionals(args, cmd, 1, "one input FILE.h5")[0];
+  hpctrain::SplitOptions o;
+  o.weights = hpctrain::parse_split_weights(require(args, cmd, "ratios"), "--ratios");
+  const std::string prefix = require(args, cmd, "out-prefix");
+  o.names = args.options.count("names") > 0
+                ? hpctrain::parse_split_names(args.options.at("names"), o.weights.size(), "--names")
+                : hpctrain::default_split_names(o.weights.size());
+  o.seed = static_cast<uint64_t>(int_option(args, "seed", 1, 0, INT64_MAX));
+  o.deflate_level = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
+
+  const double t0 = hpctrain::now_seconds();
+  const hpctrain::SplitReport r = hpctrain::split_data_file(input, prefix, o);
+  for (size_t p = 0; p < r.paths.size(); ++p) {
+    std::printf("wrote %s: %lld samples\n", r.paths[p].c_str(), static_cast<long long>(r.rows[p]));
+  }
+  std::printf("split %s in %.2f s\n", input.c_str(), hpctrain::now_seconds() - t0);
+  return 0;
+}
+
+int cmd_shard(const std::vector<std::string>& argv) {
+  const std::string cmd = "shard";
+  const Args args = parse_args(cmd, argv, {"parts", "out-prefix", "deflate"});
+  if (args.help) {
+    std::cout << kShardUsage;
+    return 0;
+  }
+  const std::string input = positionals(args, cmd, 1, "one input FILE.h5")[0];
+  const int64_t parts = int_option(args, "parts", 0, 1, 1000000);
+  if (parts == 0) require(args, cmd, "parts");
+  const std::string prefix = require(args, cmd, "out-prefix");
+  const int deflate = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
+
+  const double t0 = hpctrain::now_seconds();
+  const hpctrain::ShardReport r = hpctrain::shard_data_file(input, prefix, parts, deflate);
+  for (size_t i = 0; i < r.paths.size(); ++i) {
+    std::printf("wrote %s: rows [%lld, %lld)\n", r.paths[i].c_str(),
+                static_cast<long long>(r.bounds[i]), static_cast<long long>(r.bounds[i + 1]));
+  }
+  std::printf("sharded %s in %.2f s\n", input.c_str(), hpctrain::now_seconds() - t0);
+  return 0;
+}
+
 int cmd_inspect(const std::vector<std::string>& argv) {
   const Args args = parse_args("inspect", argv, {});
   if (args.help) {
@@ -327,6 +569,10 @@ int run(int argc, char** argv) {
   }
   if (command == "fashion-mnist") return cmd_fashion_mnist(rest);
   if (command == "idx") return cmd_idx(rest);
+  if (command == "images") return cmd_images(rest);
+  if (command == "synth") return cmd_synth(rest);
+  if (command == "split") return cmd_split(rest);
+  if (command == "shard") return cmd_shard(rest);
   if (command == "inspect") return cmd_inspect(rest);
   throw UsageError("unknown command '" + command + "' (see hpctrain-data --help)");
 }

@@ -117,7 +117,7 @@ H5Handle image_memory_type(SampleType t) {
 }
 
 // Reads labels [start, start + count) of a rank-1 dataset as int32.
-void read_labels(hid_t labels, int64_t start, int64_t count, int32_t* out) {
+void read_label_range(hid_t labels, int64_t start, int64_t count, int32_t* out) {
   H5Handle file_space(HT_CHECK_H5(H5Dget_space(labels)), H5Sclose);
   const hsize_t offset[1] = {static_cast<hsize_t>(start)};
   const hsize_t n[1] = {static_cast<hsize_t>(count)};
@@ -218,7 +218,7 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
     int32_t max_label = -1;
     for (int64_t start = 0; start < shape_.n; start += kLabelBlock) {
       const int64_t count = std::min(kLabelBlock, shape_.n - start);
-      read_labels(labels_.get(), start, count, block.data());
+      read_label_range(labels_.get(), start, count, block.data());
       for (int64_t i = 0; i < count; ++i) {
         if (block[i] < 0) {
           throw UsageError(path + ": label " + std::to_string(block[i]) + " at row " +
@@ -253,7 +253,16 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
                       images));
 
   // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
-  read_labels(labels_.get(), start, count, labels);
+  read_labels(start, count, labels);
+}
+
+void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) const {
+  HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
+             path_ + ": label rows [" + std::to_string(start) + ", " +
+                 std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) + ")");
+  if (count == 0) return;
+  HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
+  read_label_range(labels_.get(), start, count, labels);
   for (int64_t i = 0; i < count; ++i) {
     if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
       throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +

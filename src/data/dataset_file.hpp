@@ -43,6 +43,8 @@ class DatasetFile {
   // (count * sample_bytes()) and the labels as int32. Throws UsageError if a
   // label is outside [0, num_classes).
   void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const;
+  // Reads only the labels of rows [start, start + count), checked the same way.
+  void read_labels(int64_t start, int64_t count, int32_t* labels) const;
 
  private:
   std::string path_;

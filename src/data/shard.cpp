@@ -1,0 +1,61 @@
+// Contiguous shards: compute the boundaries, then copy each range block by block into its
+// own writer, so only one output file is open at a time whatever the number of shards.
+#include "data/shard.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "data/dataset_file.hpp"
+#include "data/dataset_writer.hpp"
+#include "data/row_copy.hpp"
+
+namespace hpctrain {
+
+std::string shard_output_path(const std::string& prefix, int64_t index, int64_t parts) {
+  const int digits = std::max<int>(5, static_cast<int>(std::to_string(parts).size()));
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "-%0*lld-of-%0*lld.h5", digits,
+                static_cast<long long>(index), digits, static_cast<long long>(parts));
+  return prefix + buffer;
+}
+
+std::vector<int64_t> shard_bounds(int64_t n, int64_t parts) {
+  HT_REQUIRE(n >= 0 && parts >= 1, "shard_bounds: bad arguments");
+  std::vector<int64_t> bounds(static_cast<size_t>(parts) + 1, 0);
+  const int64_t base = n / parts, extra = n % parts;
+  for (int64_t i = 0; i < parts; ++i) {
+    bounds[static_cast<size_t>(i) + 1] = bounds[static_cast<size_t>(i)] + base + (i < extra);
+  }
+  return bounds;
+}
+
+ShardReport shard_data_file(const std::string& input, const std::string& out_prefix, int64_t parts,
+                            int deflate_level) {
+  if (parts < 1) throw UsageError(input + ": --parts must be at least 1");
+  const DatasetFile src(input);
+  const int64_t n = src.shape().n;
+  if (parts > n) {
+    throw UsageError(input + ": " + std::to_string(parts) + " shards of " + std::to_string(n) +
+                     " rows would leave some empty");
+  }
+  ShardReport report;
+  report.bounds = shard_bounds(n, parts);
+  for (int64_t i = 0; i < parts; ++i)
+    report.paths.push_back(shard_output_path(out_prefix, i, parts));
+  check_outputs_differ(input, report.paths);
+
+  for (int64_t i = 0; i < parts; ++i) {
+    const auto idx = static_cast<size_t>(i);
+    const int64_t start = report.bounds[idx], end = report.bounds[idx + 1];
+    const std::string how = "shard " + std::to_string(i) + " of " + std::to_string(parts) +
+                            " (rows [" + std::to_string(start) + ", " + std::to_string(end) +
+                            ")) of " + input + " by hpctrain-data";
+    DatasetWriter writer(report.paths[idx], derived_writer_options(src, how, deflate_level));
+    copy_row_range(src, start, end - start, writer);
+    writer.close();
+  }
+  return report;
+}
+
+}  // namespace hpctrain
