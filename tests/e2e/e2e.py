@@ -465,6 +465,58 @@ def case_eval_checkpoint():
     check(e["params_sha256"] == s["params_sha256"], "eval loaded other parameters")
 
 
+def write_bmp(path, width, height, pixel):
+    """A 24-bit BMP whose pixel (x, y) is pixel(x, y) -> (r, g, b)."""
+    row = (width * 3 + 3) // 4 * 4
+    data = bytearray()
+    for y in range(height - 1, -1, -1):  # bottom-up
+        line = bytearray()
+        for x in range(width):
+            r, g, b = pixel(x, y)
+            line += bytes([b, g, r])
+        data += line + bytes(row - len(line))
+    header = struct.pack("<2sIHHI", b"BM", 54 + len(data), 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 24, 0, len(data), 2835, 2835, 0, 0)
+    with open(path, "wb") as f:
+        f.write(header + info + data)
+
+
+def case_image_folder_trains():
+    """hpctrain-data images on a folder with a corrupt file, a non-image file and mixed
+    sizes converts the rest, reports the skips, and the result trains."""
+    root = os.path.join(ARGS.build, "e2e-runs", "images")
+    shutil.rmtree(root, ignore_errors=True)
+    rng = random.Random(5)
+    patterns = {  # three classes a model can tell apart: stripes, a bright centre, a ramp
+        "stripes": lambda x, y, w, h: 255 if (x * 8 // w) % 2 == 0 else 0,
+        "spot": lambda x, y, w, h: 255 if abs(x - w / 2) < w / 4 and abs(y - h / 2) < h / 4 else 0,
+        "ramp": lambda x, y, w, h: int(255 * y / h),
+    }
+    for name, fn in patterns.items():
+        os.makedirs(os.path.join(root, name))
+        for i in range(40):
+            w, h = rng.choice([(20, 24), (32, 30), (17, 17)])
+            noise = rng.randrange(40)
+            write_bmp(os.path.join(root, name, f"{i:03d}.bmp"), w, h,
+                      lambda x, y: (min(255, fn(x, y, w, h) + noise),) * 3)
+    with open(os.path.join(root, "spot", "broken.png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + bytes(20))  # a truncated PNG
+    with open(os.path.join(root, "ramp", "notes.txt"), "w") as f:
+        f.write("not an image\n")
+    out = os.path.join(ARGS.build, "e2e-runs", "images.h5")
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "images", root, "--out", out,
+                        "--size", "16x16", "--gray", "--seed", "1"],
+                       capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"images: exit {p.returncode}")
+    check("skipped 2 of 122 files" in p.stdout + p.stderr, "skip count not reported")
+    check("broken.png" in p.stderr and "notes.txt" in p.stderr, "skipped files not named")
+    s = expect_ok("images_train", 1, [f"data.train={out}", "data.val=", "data.test=",
+                                      "train.batch_size=8", "train.epochs=10",
+                                      "optimizer.lr=0.02", "model.hidden=[32]"])
+    check(s["train_accuracy"] >= 0.9, f"train accuracy {s['train_accuracy']} < 0.9")
+
+
 def h5_values(path, dataset, start, count):
     out = subprocess.run(["h5dump", "-d", dataset, "-s", str(start), "-c", str(count), "-y",
                           "-w", "0", path], capture_output=True, text=True, check=True).stdout
