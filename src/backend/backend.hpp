@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "backend/conv_shape.hpp"
+
 namespace hpctrain {
 
 // Loss statistics accumulated on the device across steps and read once per
@@ -46,6 +48,38 @@ class Backend {
   virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;
   // dbias = sum over rows of dy (overwrites).
   virtual void sum_rows(const float* dy, float* dbias, int rows, int cols) = 0;
+
+  // NCHW per-channel bias: y[i, c, :] += bias[c] over n samples of c planes of hw.
+  virtual void add_channel_bias(float* y, const float* bias, int n, int c, int hw) = 0;
+  // dbias[c] = sum of dy[i, c, :] over all samples and positions (overwrites).
+  virtual void sum_channels(const float* dy, float* dbias, int n, int c, int hw) = 0;
+  // y = a + b element-wise; y may be a or b (residual connections).
+  virtual void add(const float* a, const float* b, float* y, size_t n) = 0;
+
+  // 2-D convolution (cross-correlation, as in every DL framework), NCHW, filters
+  // [c_out, c_in, kh, kw]. Each call takes a scratch `workspace` of at least
+  // conv2d_workspace_bytes(shape) bytes that it may overwrite; the caller sizes it once for
+  // its largest batch (the size never grows when shape.n shrinks) so the step allocates
+  // nothing. Nothing is kept in the workspace between calls.
+  virtual size_t conv2d_workspace_bytes(const Conv2dShape& s) = 0;
+  // y = conv(x, w) (overwrites y; the bias is added separately with add_channel_bias).
+  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+                              void* workspace) = 0;
+  // dx = d(loss)/dx given dy (overwrites dx).
+  virtual void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w,
+                                    float* dx, void* workspace) = 0;
+  // dw = d(loss)/dw given x and dy, summed over the batch (overwrites dw).
+  virtual void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy,
+                                      float* dw, void* workspace) = 0;
+
+  // Pooling, NCHW; see Pool2dShape for padding. Backward overwrites dx.
+  virtual void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) = 0;
+  // The gradient goes to the first maximum of each window (row-major scan), found again
+  // from x and y rather than stored, so forward keeps no state (cuDNN's interface).
+  virtual void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y,
+                                  const float* dy, float* dx) = 0;
+  virtual void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) = 0;
+  virtual void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) = 0;
 
   virtual void relu_forward(const float* x, float* y, size_t n) = 0;
   // dx = dy where y > 0, else 0.

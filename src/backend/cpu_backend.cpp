@@ -13,7 +13,8 @@
 
 namespace hpctrain {
 
-CpuBackend::CpuBackend(int threads) : threads_(threads) {
+CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes)
+    : threads_(threads), conv_chunk_bytes_(conv_chunk_bytes) {
   HT_REQUIRE(threads >= 1, "CPU backend needs at least one thread");
   openblas_set_num_threads(threads);
 }
@@ -62,6 +63,39 @@ void CpuBackend::sum_rows(const float* dy, float* dbias, int rows, int cols) {
     const float* row = dy + static_cast<size_t>(r) * cols;
     for (int j = 0; j < cols; ++j) dbias[j] += row[j];
   }
+}
+
+void CpuBackend::add_channel_bias(float* y, const float* bias, int n, int c, int hw) {
+  for (int i = 0; i < n; ++i) {
+    for (int ch = 0; ch < c; ++ch) {
+      float* plane = y + (static_cast<size_t>(i) * c + ch) * hw;
+      const float b = bias[ch];
+      for (int j = 0; j < hw; ++j) plane[j] += b;
+    }
+  }
+}
+
+void CpuBackend::sum_channels(const float* dy, float* dbias, int n, int c, int hw) {
+  constexpr int kLanes = 8;  // independent partial sums, so the loop vectorises
+  for (int ch = 0; ch < c; ++ch) {
+    // Double across planes: a sum over a whole batch can be ~1e5 terms.
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) {
+      const float* plane = dy + (static_cast<size_t>(i) * c + ch) * hw;
+      float lanes[kLanes] = {};
+      int j = 0;
+      for (; j + kLanes <= hw; j += kLanes) {
+        for (int l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
+      }
+      for (; j < hw; ++j) lanes[0] += plane[j];
+      for (float v : lanes) sum += v;
+    }
+    dbias[ch] = static_cast<float>(sum);
+  }
+}
+
+void CpuBackend::add(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
 void CpuBackend::relu_forward(const float* x, float* y, size_t n) {

@@ -8,8 +8,15 @@ namespace hpctrain {
 
 class CpuBackend final : public Backend {
  public:
-  // threads: BLAS threads for this rank (>= 1).
-  explicit CpuBackend(int threads);
+  // Convolutions lower a chunk of samples at a time to one GEMM (im2col); the chunk is as
+  // many samples as fit in this many bytes of workspace, at least one. Half a typical L2:
+  // larger chunks measured slower (the col buffer falls out of cache), while small late
+  // feature maps (7x7) still get a GEMM several samples wide.
+  static constexpr size_t kDefaultConvChunkBytes = size_t{512} << 10;
+
+  // threads: BLAS threads for this rank (>= 1). conv_chunk_bytes: see above (tests set it
+  // small or huge to take the one-sample and the many-sample paths).
+  explicit CpuBackend(int threads, size_t conv_chunk_bytes = kDefaultConvChunkBytes);
   const char* name() const override { return "cpu"; }
 
   void* alloc_bytes(size_t bytes) override;
@@ -23,6 +30,26 @@ class CpuBackend final : public Backend {
             const float* b, float beta, float* c) override;
   void add_bias(float* y, const float* bias, int rows, int cols) override;
   void sum_rows(const float* dy, float* dbias, int rows, int cols) override;
+  void add_channel_bias(float* y, const float* bias, int n, int c, int hw) override;
+  void sum_channels(const float* dy, float* dbias, int n, int c, int hw) override;
+  void add(const float* a, const float* b, float* y, size_t n) override;
+
+  // Convolutions: cpu_conv.cpp.
+  size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
+  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+                      void* workspace) override;
+  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx,
+                            void* workspace) override;
+  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+                              void* workspace) override;
+
+  // Pooling: cpu_pool.cpp.
+  void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) override;
+  void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y, const float* dy,
+                          float* dx) override;
+  void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) override;
+  void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) override;
+
   void relu_forward(const float* x, float* y, size_t n) override;
   void relu_backward(const float* y, const float* dy, float* dx, size_t n) override;
   void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
@@ -34,7 +61,11 @@ class CpuBackend final : public Backend {
   int threads() const { return threads_; }
 
  private:
+  // Samples per im2col chunk for this shape: fills conv_chunk_bytes_, at least 1, at most n.
+  int conv_chunk(const Conv2dShape& s) const;
+
   int threads_;
+  size_t conv_chunk_bytes_;
 };
 
 }  // namespace hpctrain

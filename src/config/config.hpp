@@ -32,14 +32,20 @@ struct DataConfig {
 };
 
 // One entry of model.layers (a user-defined sequential model).
+// Keys a type does not take keep their defaults; the loader rejects them in the file.
 struct LayerSpec {
-  std::string type;  // "dense" | "relu"
+  std::string type;  // dense | relu | conv2d | maxpool | avgpool | global_avgpool | flatten
   std::string name;  // optional; defaults to type + index
   int units = 0;     // dense only
+  int filters = 0;   // conv2d: output channels
+  int kernel = 0;    // conv2d, maxpool, avgpool: square window size
+  int stride = 1;    // conv2d (default 1), maxpool and avgpool (default: kernel)
+  int padding = 0;   // conv2d, maxpool, avgpool: zeros on each side
+  bool bias = true;  // conv2d
 };
 
 struct ModelConfig {
-  std::string preset = "mlp";       // "mlp" or "layers"
+  std::string preset = "mlp";       // "mlp", "cnn" (fixed small conv net) or "layers"
   std::vector<int> hidden = {192};  // mlp: hidden layer widths
   std::vector<LayerSpec> layers;    // preset "layers": the sequence before the classifier
   std::string init_from;            // checkpoint whose parameters start the run (fine-tuning)

@@ -3,6 +3,10 @@
 // text loads back to an equal Config (yaml-cpp would print 0.05 as 0.050000000000000003).
 #include <yaml-cpp/yaml.h>
 
+#include <string>
+#include <string_view>
+#include <vector>
+
 #include "config/config.hpp"
 #include "config/config_reader.hpp"
 #include "config/config_schema.hpp"
@@ -21,6 +25,15 @@ const char* enum_name(const config_schema::EnumName<E> (&names)[N], E value) {
 // Writes a double as a plain scalar (a string the emitter does not reformat).
 void number(YAML::Emitter& out, const char* key, double v) {
   out << YAML::Key << key << YAML::Value << config_reader::format_number(v);
+}
+
+// The integer layer key `key` of `layer` (every layer key but bias is an integer).
+int layer_int(const LayerSpec& layer, std::string_view key) {
+  if (key == "units") return layer.units;
+  if (key == "filters") return layer.filters;
+  if (key == "kernel") return layer.kernel;
+  if (key == "stride") return layer.stride;
+  return layer.padding;
 }
 
 }  // namespace
@@ -67,7 +80,16 @@ std::string config_to_yaml(const Config& c) {
     out << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "type" << YAML::Value << layer.type;
     out << YAML::Key << "name" << YAML::Value << layer.name;
-    if (layer.type == "dense") out << YAML::Key << "units" << YAML::Value << layer.units;
+    // An unknown type (only possible in a Config built in code) is written without keys.
+    const config_schema::LayerKeys* keys = config_schema::layer_keys(layer.type);
+    for (std::string_view key : keys ? keys->keys : std::vector<std::string_view>{}) {
+      out << YAML::Key << std::string(key) << YAML::Value;
+      if (key == "bias") {
+        out << layer.bias;
+      } else {
+        out << layer_int(layer, key);
+      }
+    }
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;

@@ -152,6 +152,40 @@ void read_data(const Origins& origins, const Section& s, DataConfig& data) {
   require_nonempty(origins, s, "train", data.train);
 }
 
+// Reads the type-specific keys of one entry into `spec` (whose type is set).
+void read_layer_keys(const Origins& origins, const Section& s, const Value& entry,
+                     LayerSpec& spec) {
+  const schema::LayerKeys& lk = *schema::layer_keys(spec.type);  // type is a known name
+  for (std::size_t i = 0; i < lk.required; ++i) {
+    if (!s.has(lk.keys[i])) {
+      origins.fail(entry.path + "." + std::string(lk.keys[i]), entry.mark,
+                   "required key is missing for a " + spec.type + " layer");
+    }
+  }
+  for (std::string_view key : *schema::section_keys(schema::kLayerEntry)) {
+    if (key == "type" || key == "name") continue;
+    const auto v = s.find(key);
+    if (v && !lk.takes(key)) {
+      origins.fail(v->path, v->mark,
+                   "only " + schema::layer_types_taking(key) + " layers take " + std::string(key));
+    }
+  }
+  // Bounds keep every later size computation far from int overflow.
+  constexpr int64_t kMaxWindow = 1024, kMaxChannels = 65536;
+  auto read = [&](std::string_view key, int& out, int64_t min, int64_t max) {
+    if (const auto v = s.find(key)) out = static_cast<int>(read_int(origins, *v, min, max));
+  };
+  read("units", spec.units, 1, INT_MAX);
+  read("filters", spec.filters, 1, kMaxChannels);
+  read("kernel", spec.kernel, 1, kMaxWindow);
+  if (spec.type == "maxpool" || spec.type == "avgpool") spec.stride = spec.kernel;
+  read("stride", spec.stride, 1, kMaxWindow);
+  // A pooling window must hold input cells wherever it sits: padding <= kernel / 2.
+  const bool pool = spec.type == "maxpool" || spec.type == "avgpool";
+  read("padding", spec.padding, 0, pool ? spec.kernel / 2 : kMaxWindow);
+  s.get("bias", spec.bias);
+}
+
 std::vector<LayerSpec> read_layers(const Origins& origins, const Value& list) {
   std::vector<LayerSpec> layers;
   const std::vector<Value> entries = read_list(origins, list, "a list of layers");
@@ -166,15 +200,7 @@ std::vector<LayerSpec> read_layers(const Origins& origins, const Value& list) {
     }
     s.get_choice("type", spec.type, schema::kLayerTypeNames);
     s.get("name", spec.name);
-    if (spec.type == "dense") {
-      if (!s.has("units")) {
-        origins.fail(entry.path + ".units", entry.mark,
-                     "required key is missing for a dense layer");
-      }
-      s.get("units", spec.units, 1);
-    } else if (auto units = s.find("units")) {
-      origins.fail(units->path, units->mark, "only dense layers take units");
-    }
+    read_layer_keys(origins, s, entry, spec);
     // Names identify parameters in checkpoints, so they must be unique.
     if (spec.name.empty()) spec.name = spec.type + std::to_string(i);
     for (std::size_t j = 0; j < layers.size(); ++j) {
@@ -209,12 +235,17 @@ void read_model(const Origins& origins, const Section& s, ModelConfig& model) {
   }
 
   // Each preset has its own list; a non-empty list for the other preset would be ignored.
-  if (model.preset == "mlp") {
-    if (!model.layers.empty()) {
-      origins.fail(layers->path, layers->mark,
-                   "only used with model.preset 'layers' (preset is 'mlp')");
+  const std::string preset_note = "(preset is '" + model.preset + "')";
+  if (model.preset != "layers" && !model.layers.empty()) {
+    origins.fail(layers->path, layers->mark, "only used with model.preset 'layers' " + preset_note);
+  }
+  if (model.preset == "cnn") {
+    // The cnn preset is fixed; an explicit non-empty hidden list would be ignored.
+    if (hidden && !model.hidden.empty()) {
+      origins.fail(hidden->path, hidden->mark, "only used with model.preset 'mlp' " + preset_note);
     }
-  } else {
+    model.hidden.clear();
+  } else if (model.preset == "layers") {
     if (!layers)
       origins.fail(s.path() + ".layers", YAML::Mark::null_mark(),
                    "required key is missing when model.preset is 'layers'");
@@ -223,8 +254,7 @@ void read_model(const Origins& origins, const Section& s, ModelConfig& model) {
                    "expected a non-empty list of layers, got an empty one");
     }
     if (hidden && !model.hidden.empty()) {
-      origins.fail(hidden->path, hidden->mark,
-                   "only used with model.preset 'mlp' (preset is 'layers')");
+      origins.fail(hidden->path, hidden->mark, "only used with model.preset 'mlp' " + preset_note);
     }
     model.hidden.clear();
   }

@@ -19,12 +19,25 @@ const std::vector<std::pair<std::string_view, KeyList>>& sections() {
       {"run", {"name", "dir", "seed", "deterministic", "threads"}},
       {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
       {"model", {"preset", "hidden", "layers", "init_from", "freeze"}},
-      {kLayerEntry, {"type", "name", "units"}},
+      {kLayerEntry, {"type", "name", "units", "filters", "kernel", "stride", "padding", "bias"}},
       {"optimizer", {"name", "lr", "momentum", "nesterov", "weight_decay", "schedule"}},
       {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
       {"train", {"epochs", "batch_size", "val_every", "progress_seconds"}},
       {"distributed", {"strategy", "algorithm", "every", "ring_chunk_bytes", "timeout_seconds"}},
       {"checkpoint", {"dir", "every_steps", "every_seconds", "at_epoch_end", "keep"}},
+  };
+  return table;
+}
+
+const std::vector<LayerKeys>& layer_table() {
+  static const std::vector<LayerKeys> table = {
+      {"dense", {"units"}, 1},
+      {"relu", {}, 0},
+      {"conv2d", {"filters", "kernel", "stride", "padding", "bias"}, 2},
+      {"maxpool", {"kernel", "stride", "padding"}, 1},
+      {"avgpool", {"kernel", "stride", "padding"}, 1},
+      {"global_avgpool", {}, 0},
+      {"flatten", {}, 0},
   };
   return table;
 }
@@ -51,6 +64,30 @@ const std::vector<std::string_view>* section_keys(std::string_view section) {
     if (name == section) return &keys;
   }
   return nullptr;
+}
+
+bool LayerKeys::takes(std::string_view key) const {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+const LayerKeys* layer_keys(std::string_view type) {
+  for (const LayerKeys& lk : layer_table()) {
+    if (lk.type == type) return &lk;
+  }
+  return nullptr;
+}
+
+std::string layer_types_taking(std::string_view key) {
+  std::vector<std::string_view> types;
+  for (const LayerKeys& lk : layer_table()) {
+    if (lk.takes(key)) types.push_back(lk.type);
+  }
+  std::string out;
+  for (std::size_t i = 0; i < types.size(); ++i) {
+    if (i > 0) out += i + 1 == types.size() ? " or " : ", ";
+    out += types[i];
+  }
+  return out;
 }
 
 bool is_section(std::string_view path) { return section_keys(path) != nullptr; }

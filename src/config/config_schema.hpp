@@ -49,9 +49,25 @@ inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", Schedul
                                                             {"cosine", ScheduleType::kCosine}};
 
 // The string-typed choices: kept as strings in Config because later modules grow them.
-inline constexpr const char* kPresetNames[] = {"mlp", "layers"};
+inline constexpr const char* kPresetNames[] = {"mlp", "cnn", "layers"};
 inline constexpr const char* kOptimizerNames[] = {"sgd"};
-inline constexpr const char* kLayerTypeNames[] = {"dense", "relu"};
+inline constexpr const char* kLayerTypeNames[] = {"dense",   "relu",           "conv2d", "maxpool",
+                                                  "avgpool", "global_avgpool", "flatten"};
+
+// The keys of model.layers[] a layer type takes besides type and name, in the order the
+// emitter writes them; the first `required` of them must be given.
+struct LayerKeys {
+  std::string_view type;
+  std::vector<std::string_view> keys;
+  std::size_t required;
+  bool takes(std::string_view key) const;
+};
+
+// The entry for a name of kLayerTypeNames; null for any other string.
+const LayerKeys* layer_keys(std::string_view type);
+
+// The layer types taking `key`, for an error message: "dense", "conv2d, maxpool or avgpool".
+std::string layer_types_taking(std::string_view key);
 
 // "allreduce, average": the list an error message offers.
 template <typename T, std::size_t N>

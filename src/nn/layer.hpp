@@ -1,6 +1,7 @@
 // The Layer interface. A layer owns no memory: the model hands it slices of the
-// parameter and gradient arenas (bind) and preallocated activation buffers, so a
-// training step allocates nothing. backward() overwrites parameter gradients.
+// parameter and gradient arenas (bind), preallocated activation buffers and a shared
+// scratch workspace, so a training step allocates nothing. backward() overwrites
+// parameter gradients.
 #pragma once
 
 #include <string>
@@ -28,6 +29,22 @@ class Layer {
   // Multiply-adds per sample in the forward pass (for inspect's FLOP count).
   virtual int64_t forward_macs() const { return 0; }
 
+  // Hyper-parameters that shape the computation beyond the parameter count and output
+  // shape ("k=3x3 s=1x1 p=1x1"), recorded in the model's architecture so that a checkpoint
+  // is not resumed into a layer that computes something else; empty if none.
+  virtual std::string attributes() const { return ""; }
+
+  // Scratch bytes forward()/backward() need for batches of up to max_batch samples (after
+  // output_dims()). The model allocates one buffer for the largest request of all layers
+  // and gives it to each with set_workspace() once: layers run one at a time, so they
+  // share it, and nothing in it survives from forward() to backward().
+  virtual size_t workspace_bytes(Backend& /*backend*/, int64_t /*max_batch*/) const { return 0; }
+  void set_workspace(void* workspace) { workspace_ = workspace; }
+
+  // A view's output is its input with other dims (same elements in the same order): the
+  // model points the output and its gradient at the input's buffers instead of allocating.
+  virtual bool is_view() const { return false; }
+
   // Gives the layer its slices of the parameter and gradient arenas.
   virtual void bind(float* /*params*/, float* /*grads*/) {}
   // Fills `host_params` (param_count() floats, host memory) with initial values.
@@ -39,8 +56,12 @@ class Layer {
   virtual void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                         Tensor* dx) = 0;
 
+ protected:
+  void* workspace() const { return workspace_; }
+
  private:
   std::string name_;
+  void* workspace_ = nullptr;
 };
 
 }  // namespace hpctrain

@@ -1,6 +1,9 @@
 // Sequential model: shape inference, arena layout, forward and backward sweeps.
 #include "nn/model.hpp"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "core/error.hpp"
 #include "core/sha256.hpp"
 
@@ -28,15 +31,37 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
   }
-  // 3. Activations and their gradients for the largest batch.
-  for (const Dims& d : dims_) {
+  // 3. Activations and their gradients for the largest batch. A view layer shares its
+  // input's buffers: its output data pointer is set in forward() (the model input changes
+  // per call), its gradient is the previous layer's gradient buffer.
+  first_compute_ = layers_.size();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Dims& d = dims_[i];
+    if (layers_[i]->is_view()) {
+      const Dims& in = i == 0 ? input_dims_ : dims_[i - 1];
+      HT_REQUIRE(dims_elems(in) == dims_elems(d), "a view layer must keep the element count");
+      acts_.emplace_back();
+      d_acts_.emplace_back();
+      out_views_.push_back(Tensor{nullptr, 0, d});
+      d_views_.push_back(Tensor{i == 0 ? nullptr : d_views_[i - 1].data, 0, d});
+      continue;
+    }
+    first_compute_ = std::min(first_compute_, i);
     const size_t n = static_cast<size_t>(max_batch_ * dims_elems(d));
     acts_.emplace_back(backend_, n);
     d_acts_.emplace_back(backend_, n);
     out_views_.push_back(Tensor{acts_.back().data(), 0, d});
     d_views_.push_back(Tensor{d_acts_.back().data(), 0, d});
   }
+  HT_REQUIRE(first_compute_ < layers_.size(), "a model needs a layer that computes something");
   input_.dims = input_dims_;
+  // 4. One scratch workspace, shared by all layers (they run one at a time).
+  size_t workspace_bytes = 0;
+  for (const auto& layer : layers_) {
+    workspace_bytes = std::max(workspace_bytes, layer->workspace_bytes(backend_, max_batch_));
+  }
+  if (workspace_bytes > 0) workspace_ = DeviceArray<std::byte>(backend_, workspace_bytes);
+  for (auto& layer : layers_) layer->set_workspace(workspace_.data());
 }
 
 void Model::init_params(uint64_t seed) {
@@ -65,6 +90,7 @@ const Tensor& Model::forward(const float* input, int64_t batch, bool training) {
   const Tensor* x = &input_;
   for (size_t i = 0; i < layers_.size(); ++i) {
     out_views_[i].batch = batch;
+    if (layers_[i]->is_view()) out_views_[i].data = x->data;
     layers_[i]->forward(backend_, *x, out_views_[i], training);
     x = &out_views_[i];
   }
@@ -76,7 +102,8 @@ void Model::backward() {
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor& x = i == 0 ? input_ : out_views_[i - 1];
     Tensor* dx = nullptr;
-    if (i > 0) {
+    // Layers before the first computing one are views of the model input: no dx needed.
+    if (i > first_compute_) {
       d_views_[i - 1].batch = batch;
       dx = &d_views_[i - 1];
     }
@@ -97,8 +124,10 @@ std::string Model::architecture() const {
   std::string out = "input " + dims_text(input_dims_) + "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     out += "layer " + layers_[i]->name() + " " + layers_[i]->type() +
-           " params=" + std::to_string(layers_[i]->param_count()) + " out=" + dims_text(dims_[i]) +
-           "\n";
+           " params=" + std::to_string(layers_[i]->param_count()) + " out=" + dims_text(dims_[i]);
+    const std::string attributes = layers_[i]->attributes();
+    if (!attributes.empty()) out += " " + attributes;
+    out += "\n";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // Used from the training thread only.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,13 +42,14 @@ class Model {
   // Forward pass over `batch` samples at `input` (device memory); returns the logits.
   const Tensor& forward(const float* input, int64_t batch, bool training);
   // Buffer the loss writes d(loss)/d(logits) into before backward().
-  float* dlogits() { return d_acts_.back().data(); }
+  float* dlogits() { return d_views_.back().data; }
   // Backward pass of the last forward(); fills grads().
   void backward();
 
   // What must not change when a run resumes: the input shape and, per layer, its
-  // name, type, parameter count and output shape; one line each ("input 1x28x28",
-  // "layer dense0 dense params=150720 out=192").
+  // name, type, parameter count, output shape and attributes; one line each
+  // ("input 1x28x28", "layer dense0 dense params=150720 out=192",
+  // "layer conv0 conv2d params=320 out=32x28x28 k=3x3 s=1x1 p=1x1").
   std::string architecture() const;
 
   // SHA-256 of the float32 parameters in layer order, as lowercase hex.
@@ -62,7 +64,9 @@ class Model {
   size_t param_count_ = 0;
   std::vector<size_t> offsets_;
   DeviceArray<float> params_, grads_;
-  std::vector<DeviceArray<float>> acts_, d_acts_;
+  std::vector<DeviceArray<float>> acts_, d_acts_;  // empty for view layers
+  size_t first_compute_ = 0;                       // index of the first non-view layer
+  DeviceArray<std::byte> workspace_;               // shared scratch (Layer::workspace_bytes)
   Tensor input_;
   std::vector<Tensor> out_views_, d_views_;  // per-layer views, batch set per call
 };

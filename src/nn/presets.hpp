@@ -1,5 +1,6 @@
 // Builds the layer list a config describes: preset "mlp" (dense+relu per hidden
-// width, then a dense classifier) or "layers" (the user's list, then the classifier).
+// width), "cnn" (a small fixed conv net for 28x28 images) or "layers" (the user's list),
+// then a dense classifier.
 #pragma once
 
 #include <memory>

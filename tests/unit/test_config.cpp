@@ -4,56 +4,23 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/config.hpp"
 #include "config/config_schema.hpp"
+#include "config_test_helpers.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
 namespace {
 
+using config_test::expect_error;
+using config_test::load_error;
+using config_test::write_yaml;
+
 namespace fs = std::filesystem;
-
-// A file under the gtest temp dir, unique per call so tests never see each other's files.
-std::string write_yaml(const std::string& text) {
-  static std::atomic<int> counter{0};
-  const fs::path dir = fs::path(::testing::TempDir()) / "hpctrain_test_config";
-  fs::create_directories(dir);
-  const fs::path file =
-      dir / ("config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".yaml");
-  std::ofstream(file) << text;
-  return file.string();
-}
-
-// The UsageError message of loading `text` with `overrides`; fails the test if it loads.
-std::string load_error(const std::string& text, const std::vector<std::string>& overrides,
-                       std::string* path_out = nullptr) {
-  const std::string path = write_yaml(text);
-  if (path_out) *path_out = path;
-  try {
-    load_config(path, overrides);
-  } catch (const UsageError& e) {
-    EXPECT_EQ(e.exit_code(), kExitUsage);
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UsageError for:\n" << text;
-  return "";
-}
-
-// `expected` with FILE standing for the path the text was written to.
-void expect_error(const std::string& text, const std::string& expected,
-                  const std::vector<std::string>& overrides = {}) {
-  std::string path;
-  const std::string message = load_error(text, overrides, &path);
-  std::string want = expected;
-  if (want.rfind("FILE", 0) == 0) want = path + want.substr(4);
-  EXPECT_EQ(message, want) << "for:\n" << text;
-}
 
 const char* const kMinimal = "data:\n  train: train.h5\n";
 
@@ -372,8 +339,8 @@ TEST(ConfigErrors, BadEnumValues) {
                "'linear'");
   expect_error(head + "optimizer:\n  name: adam\n",
                "FILE:4: optimizer.name: expected one of sgd, got 'adam'");
-  expect_error(head + "model:\n  preset: cnn\n",
-               "FILE:4: model.preset: expected one of mlp, layers, got 'cnn'");
+  expect_error(head + "model:\n  preset: resnet\n",
+               "FILE:4: model.preset: expected one of mlp, cnn, layers, got 'resnet'");
 }
 
 TEST(ConfigErrors, RequiredTrainData) {
@@ -391,7 +358,8 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(head + "  preset: layers\n  layers: []\n",
                "FILE:5: model.layers: expected a non-empty list of layers, got an empty one");
   expect_error(head + "  preset: layers\n  layers:\n    - units: 3\n",
-               "FILE:6: model.layers[0].type: required key is missing (one of dense, relu)");
+               "FILE:6: model.layers[0].type: required key is missing (one of dense, relu, "
+               "conv2d, maxpool, avgpool, global_avgpool, flatten)");
   expect_error(head + "  preset: layers\n  layers:\n    - type: relu\n    - type: dense\n",
                "FILE:7: model.layers[1].units: required key is missing for a dense layer");
   expect_error(head + "  preset: layers\n  layers:\n    - type: dense\n      units: 0\n",
@@ -401,7 +369,8 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(head + "  preset: layers\n  layers:\n    - {type: dense, unit: 3}\n",
                "FILE:6: model.layers[0].unit: unknown key (did you mean 'units'?)");
   expect_error(head + "  preset: layers\n  layers:\n    - {type: conv}\n",
-               "FILE:6: model.layers[0].type: expected one of dense, relu, got 'conv'");
+               "FILE:6: model.layers[0].type: expected one of dense, relu, conv2d, maxpool, "
+               "avgpool, global_avgpool, flatten, got 'conv'");
   expect_error(head +
                    "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
                    "    - {type: relu, name: a}\n",
@@ -521,6 +490,11 @@ void expect_same_config(const Config& a, const Config& b) {
     EXPECT_EQ(a.model.layers[i].type, b.model.layers[i].type);
     EXPECT_EQ(a.model.layers[i].name, b.model.layers[i].name);
     EXPECT_EQ(a.model.layers[i].units, b.model.layers[i].units);
+    EXPECT_EQ(a.model.layers[i].filters, b.model.layers[i].filters);
+    EXPECT_EQ(a.model.layers[i].kernel, b.model.layers[i].kernel);
+    EXPECT_EQ(a.model.layers[i].stride, b.model.layers[i].stride);
+    EXPECT_EQ(a.model.layers[i].padding, b.model.layers[i].padding);
+    EXPECT_EQ(a.model.layers[i].bias, b.model.layers[i].bias);
   }
   // Exact equality on purpose: the emitter must write numbers that read back bit for bit.
   EXPECT_EQ(a.optimizer.name, b.optimizer.name);

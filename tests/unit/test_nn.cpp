@@ -8,6 +8,7 @@
 #include "backend/cpu_backend.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "gradient_check.hpp"
 #include "nn/dense.hpp"
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
@@ -16,76 +17,17 @@
 namespace hpctrain {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal() * scale);
-  return v;
-}
-
-// L = sum(y * r): dL/dy = r, so backward(dy = r) must match central differences of L.
-double weighted_output(Layer& layer, CpuBackend& be, std::vector<float>& x, int64_t batch,
-                       const Dims& in_dims, const Dims& out_dims, const std::vector<float>& r) {
-  Tensor tx{x.data(), batch, in_dims};
-  std::vector<float> y(static_cast<size_t>(batch * dims_elems(out_dims)));
-  Tensor ty{y.data(), batch, out_dims};
-  layer.forward(be, tx, ty, true);
-  double l = 0;
-  for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
-  return l;
-}
-
-void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t batch, double tol) {
-  CpuBackend be(1);
-  const Dims out_dims = layer.output_dims(in_dims);
-  const size_t np = layer.param_count();
-  std::vector<float> params(np), grads(np);
-  layer.bind(params.data(), grads.data());
-  Rng rng(3);
-  layer.init_params(rng, params.data());
-  // Non-zero biases so their gradient path is exercised with real values.
-  for (auto& p : params) p += static_cast<float>(0.1 * rng.normal());
-  std::vector<float> x = random_vector(static_cast<size_t>(batch * dims_elems(in_dims)), 11);
-  for (auto& v : x) {
-    if (std::fabs(v) < 0.05f) v = 0.05f;  // keep ReLU away from its kink
-  }
-  const std::vector<float> r = random_vector(static_cast<size_t>(batch * dims_elems(out_dims)), 12);
-
-  // Analytic gradients.
-  std::vector<float> y(r.size()), dx(x.size());
-  Tensor tx{x.data(), batch, in_dims}, ty{y.data(), batch, out_dims};
-  layer.forward(be, tx, ty, true);
-  std::vector<float> dy = r;
-  Tensor tdy{dy.data(), batch, out_dims}, tdx{dx.data(), batch, in_dims};
-  layer.backward(be, tx, ty, tdy, &tdx);
-
-  const float eps = 1e-2f;
-  auto check = [&](std::vector<float>& v, const std::vector<float>& analytic, const char* what) {
-    for (size_t i = 0; i < v.size(); i += std::max<size_t>(1, v.size() / 97)) {
-      const float saved = v[i];
-      v[i] = saved + eps;
-      const double lp = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
-      v[i] = saved - eps;
-      const double lm = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
-      v[i] = saved;
-      const double numeric = (lp - lm) / (2 * eps);
-      EXPECT_NEAR(analytic[i], numeric, tol * std::max(1.0, std::fabs(numeric)))
-          << layer.type() << " " << what << "[" << i << "]";
-    }
-  };
-  const std::vector<float> grads_copy = grads;
-  check(params, grads_copy, "param");
-  check(x, dx, "input");
-}
+using gradcheck::check_layer_gradients;
+using gradcheck::random_vector;
 
 TEST(GradientCheck, DenseBatch5Odd) {
   Dense layer("d", 7);
-  check_layer_gradients(layer, {3, 1, 5}, 5, 1e-3);
+  check_layer_gradients(layer, {3, 1, 5}, 5);
 }
 
 TEST(GradientCheck, Relu) {
   Relu layer("r");
-  check_layer_gradients(layer, {11}, 3, 1e-3);
+  check_layer_gradients(layer, {11}, 3);
 }
 
 TEST(SoftmaxXent, GradientMatchesNumericalAndStatsCount) {

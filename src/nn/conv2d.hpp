@@ -1,0 +1,48 @@
+// 2-D convolution layer over NCHW inputs: filters [filters, c_in, k, k] (PyTorch's and
+// cuDNN's layout), optional per-channel bias. He-normal initialisation (fan-in), as the
+// layer is meant to feed a ReLU. The backend lowers it (im2col + GEMM on the CPU) in the
+// model's shared workspace.
+#pragma once
+
+#include "backend/conv_shape.hpp"
+#include "nn/layer.hpp"
+
+namespace hpctrain {
+
+class Conv2d final : public Layer {
+ public:
+  struct Options {
+    int filters = 0;  // output channels
+    int kernel = 3;   // square kernel
+    int stride = 1;
+    int padding = 0;  // zeros on each side
+    bool bias = true;
+  };
+  Conv2d(std::string name, const Options& options);
+  const char* type() const override { return "conv2d"; }
+
+  // Input [c_in, h, w]; throws UsageError if it is not 3-D or smaller than the kernel.
+  Dims output_dims(const Dims& input) override;
+  size_t param_count() const override;
+  int64_t forward_macs() const override;
+  std::string attributes() const override;
+  size_t workspace_bytes(Backend& backend, int64_t max_batch) const override;
+  void bind(float* params, float* grads) override;
+  void init_params(Rng& rng, float* host_params) override;
+  void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
+  void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+
+ private:
+  Conv2dShape shape(int64_t batch) const;
+  size_t weight_count() const { return static_cast<size_t>(shape_.c_out) * shape_.patch(); }
+
+  Options options_;
+  Conv2dShape shape_;  // n unset; filled by output_dims()
+  float* w_ = nullptr;
+  float* b_ = nullptr;
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+};
+
+}  // namespace hpctrain

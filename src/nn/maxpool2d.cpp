@@ -1,0 +1,20 @@
+// MaxPool2d forward/backward as backend pooling calls on the whole batch.
+#include "nn/maxpool2d.hpp"
+
+namespace hpctrain {
+
+void MaxPool2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) {
+  Pool2dShape s = shape_;
+  s.n = static_cast<int>(x.batch);
+  backend.maxpool2d_forward(s, x.data, y.data);
+}
+
+void MaxPool2d::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                         Tensor* dx) {
+  if (dx == nullptr) return;
+  Pool2dShape s = shape_;
+  s.n = static_cast<int>(x.batch);
+  backend.maxpool2d_backward(s, x.data, y.data, dy.data, dx->data);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,57 @@
+// Helpers shared by the config tests: YAML written to fresh temp files and the exact
+// UsageError text a load produces.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/error.hpp"
+
+namespace hpctrain::config_test {
+
+namespace fs = std::filesystem;
+
+// A file under the gtest temp dir, unique per call so tests never see each other's files.
+inline std::string write_yaml(const std::string& text) {
+  static std::atomic<int> counter{0};
+  const fs::path dir = fs::path(::testing::TempDir()) / "hpctrain_test_config";
+  fs::create_directories(dir);
+  const fs::path file =
+      dir / ("config_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".yaml");
+  std::ofstream(file) << text;
+  return file.string();
+}
+
+// The UsageError message of loading `text` with `overrides`; fails the test if it loads.
+inline std::string load_error(const std::string& text, const std::vector<std::string>& overrides,
+                              std::string* path_out = nullptr) {
+  const std::string path = write_yaml(text);
+  if (path_out) *path_out = path;
+  try {
+    load_config(path, overrides);
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.exit_code(), kExitUsage);
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a UsageError for:\n" << text;
+  return "";
+}
+
+// `expected` with FILE standing for the path the text was written to.
+inline void expect_error(const std::string& text, const std::string& expected,
+                         const std::vector<std::string>& overrides = {}) {
+  std::string path;
+  const std::string message = load_error(text, overrides, &path);
+  std::string want = expected;
+  if (want.rfind("FILE", 0) == 0) want = path + want.substr(4);
+  EXPECT_EQ(message, want) << "for:\n" << text;
+}
+
+}  // namespace hpctrain::config_test

@@ -1,0 +1,117 @@
+// Numerical gradient checking for layers on the CPU backend, shared by the layer tests:
+// central differences of L = sum(y * r) against backward(dy = r), on random non-zero
+// inputs, checking parameter and input gradients.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "core/random.hpp"
+#include "nn/layer.hpp"
+
+namespace hpctrain::gradcheck {
+
+inline std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.normal() * scale);
+  return v;
+}
+
+// Element-wise |got - want| <= tol * max(1, |want|); stops at the first mismatch.
+template <typename A, typename B>
+void expect_close(const std::vector<A>& got, const std::vector<B>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = static_cast<double>(want[i]);
+    ASSERT_NEAR(got[i], w, tol * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
+  }
+}
+
+struct GradCheckOptions {
+  double tol = 1e-3;  // relative, against max(1, |numeric|)
+  float eps = 1e-2f;
+  // Inputs spaced 4 * eps apart (a shuffled ramp), so a perturbation never changes which
+  // element of a max-pooling window wins; otherwise normal values kept 0.05 from zero
+  // (away from the ReLU kink).
+  bool distinct_inputs = false;
+  size_t max_checks = 97;  // per array; elements are checked at an even stride
+  size_t conv_chunk_bytes = CpuBackend::kDefaultConvChunkBytes;
+};
+
+// L = sum(y * r) for the current parameters and input.
+inline double weighted_output(Layer& layer, CpuBackend& be, std::vector<float>& x, int64_t batch,
+                              const Dims& in_dims, const Dims& out_dims,
+                              const std::vector<float>& r) {
+  Tensor tx{x.data(), batch, in_dims};
+  std::vector<float> y(static_cast<size_t>(batch * dims_elems(out_dims)));
+  Tensor ty{y.data(), batch, out_dims};
+  layer.forward(be, tx, ty, true);
+  double l = 0;
+  for (size_t i = 0; i < y.size(); ++i) l += static_cast<double>(y[i]) * r[i];
+  return l;
+}
+
+inline void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t batch,
+                                  const GradCheckOptions& opt = {}) {
+  CpuBackend be(1, opt.conv_chunk_bytes);
+  const Dims out_dims = layer.output_dims(in_dims);
+  const size_t np = layer.param_count();
+  std::vector<float> params(np), grads(np);
+  layer.bind(params.data(), grads.data());
+  std::vector<float> workspace(layer.workspace_bytes(be, batch) / sizeof(float) + 1);
+  layer.set_workspace(workspace.data());
+  Rng rng(3);
+  layer.init_params(rng, params.data());
+  // Non-zero biases so their gradient path is exercised with real values.
+  for (auto& p : params) p += static_cast<float>(0.1 * rng.normal());
+  const size_t nx = static_cast<size_t>(batch * dims_elems(in_dims));
+  std::vector<float> x = random_vector(nx, 11);
+  if (opt.distinct_inputs) {
+    std::vector<size_t> order(nx);
+    std::iota(order.begin(), order.end(), size_t{0});
+    for (size_t i = nx; i > 1; --i) std::swap(order[i - 1], order[rng.uniform_int(i)]);
+    for (size_t i = 0; i < nx; ++i) {
+      x[i] = 4 * opt.eps * (static_cast<float>(order[i]) - static_cast<float>(nx) / 2);
+    }
+  } else {
+    for (auto& v : x) {
+      if (std::fabs(v) < 0.05f) v = 0.05f;  // keep ReLU away from its kink
+    }
+  }
+  const std::vector<float> r = random_vector(static_cast<size_t>(batch * dims_elems(out_dims)), 12);
+
+  // Analytic gradients.
+  std::vector<float> y(r.size()), dx(x.size());
+  Tensor tx{x.data(), batch, in_dims}, ty{y.data(), batch, out_dims};
+  layer.forward(be, tx, ty, true);
+  std::vector<float> dy = r;
+  Tensor tdy{dy.data(), batch, out_dims}, tdx{dx.data(), batch, in_dims};
+  layer.backward(be, tx, ty, tdy, &tdx);
+
+  auto check = [&](std::vector<float>& v, const std::vector<float>& analytic, const char* what) {
+    for (size_t i = 0; i < v.size(); i += std::max<size_t>(1, v.size() / opt.max_checks)) {
+      const float saved = v[i];
+      v[i] = saved + opt.eps;
+      const double lp = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
+      v[i] = saved - opt.eps;
+      const double lm = weighted_output(layer, be, x, batch, in_dims, out_dims, r);
+      v[i] = saved;
+      const double numeric = (lp - lm) / (2 * opt.eps);
+      EXPECT_NEAR(analytic[i], numeric, opt.tol * std::max(1.0, std::fabs(numeric)))
+          << layer.type() << " " << what << "[" << i << "]";
+    }
+  };
+  const std::vector<float> grads_copy = grads;
+  check(params, grads_copy, "param");
+  check(x, dx, "input");
+}
+
+}  // namespace hpctrain::gradcheck

@@ -1,0 +1,153 @@
+// Config tests of the model section's layer list beyond dense/relu: conv2d and pooling
+// entries (defaults, ranges, keys a type does not take), the cnn preset, and their
+// round trip through config_to_yaml.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config/config_schema.hpp"
+#include "config_test_helpers.hpp"
+#include "core/error.hpp"
+
+namespace hpctrain {
+namespace {
+
+namespace fs = std::filesystem;
+using config_test::expect_error;
+using config_test::write_yaml;
+
+const char* const kMinimal = "data:\n  train: train.h5\n";
+
+// Emits `a`, loads the text back, and checks the model section survives and re-emits
+// identically (test_config.cpp's round trip covers every other key).
+void expect_round_trip(const Config& a) {
+  const std::string yaml = config_to_yaml(a);
+  Config b = load_config(write_yaml(yaml), {});
+  SCOPED_TRACE(yaml);
+  EXPECT_EQ(a.model.preset, b.model.preset);
+  EXPECT_EQ(a.model.hidden, b.model.hidden);
+  ASSERT_EQ(a.model.layers.size(), b.model.layers.size());
+  for (std::size_t i = 0; i < a.model.layers.size(); ++i) {
+    const LayerSpec &x = a.model.layers[i], &y = b.model.layers[i];
+    EXPECT_EQ(x.type, y.type);
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.units, y.units);
+    EXPECT_EQ(x.filters, y.filters);
+    EXPECT_EQ(x.kernel, y.kernel);
+    EXPECT_EQ(x.stride, y.stride);
+    EXPECT_EQ(x.padding, y.padding);
+    EXPECT_EQ(x.bias, y.bias);
+  }
+  b.source_file = a.source_file;
+  EXPECT_EQ(config_to_yaml(b), yaml);
+}
+
+TEST(ConfigLoad, ConvLayerEntriesAndDefaults) {
+  const Config c = load_config(write_yaml(std::string(kMinimal) + R"(model:
+  preset: layers
+  layers:
+    - {type: conv2d, filters: 16, kernel: 5}
+    - {type: conv2d, name: c2, filters: 8, kernel: 3, stride: 2, padding: 1, bias: false}
+    - {type: maxpool, kernel: 3}
+    - {type: avgpool, kernel: 3, stride: 1, padding: 1}
+    - {type: global_avgpool}
+    - {type: flatten}
+)"),
+                               {});
+  ASSERT_EQ(c.model.layers.size(), 6u);
+  const LayerSpec& a = c.model.layers[0];
+  EXPECT_EQ(a.name, "conv2d0");
+  EXPECT_EQ(a.filters, 16);
+  EXPECT_EQ(a.kernel, 5);
+  EXPECT_EQ(a.stride, 1);  // conv default
+  EXPECT_EQ(a.padding, 0);
+  EXPECT_TRUE(a.bias);
+  const LayerSpec& b = c.model.layers[1];
+  EXPECT_EQ(b.name, "c2");
+  EXPECT_EQ(b.stride, 2);
+  EXPECT_EQ(b.padding, 1);
+  EXPECT_FALSE(b.bias);
+  EXPECT_EQ(c.model.layers[2].type, "maxpool");
+  EXPECT_EQ(c.model.layers[2].stride, 3);  // pooling stride defaults to the kernel
+  EXPECT_EQ(c.model.layers[3].stride, 1);
+  EXPECT_EQ(c.model.layers[3].padding, 1);
+  EXPECT_EQ(c.model.layers[4].name, "global_avgpool4");
+  EXPECT_EQ(c.model.layers[5].name, "flatten5");
+  expect_round_trip(c);
+}
+
+TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
+  const Config c = load_config(write_yaml(kMinimal), {"model.preset=cnn"});
+  EXPECT_EQ(c.model.preset, "cnn");
+  EXPECT_TRUE(c.model.hidden.empty());  // the mlp default is dropped
+  EXPECT_TRUE(c.model.layers.empty());
+  expect_round_trip(c);
+  const fs::path shipped_file =
+      fs::path(__FILE__).parent_path() / ".." / ".." / "configs" / "fashion_mnist_cnn.yaml";
+  const Config shipped = load_config(shipped_file.string(), {});
+  EXPECT_EQ(shipped.model.preset, "cnn");
+  EXPECT_EQ(shipped.train.batch_size, 64);
+  EXPECT_EQ(shipped.train.epochs, 5);
+  EXPECT_EQ(shipped.optimizer.schedule.type, ScheduleType::kCosine);
+}
+
+TEST(ConfigErrors, ConvLayerKeys) {
+  const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
+  expect_error(head + "    - {type: conv2d, kernel: 3}\n",
+               "FILE:6: model.layers[0].filters: required key is missing for a conv2d layer");
+  expect_error(head + "    - {type: conv2d, filters: 3}\n",
+               "FILE:6: model.layers[0].kernel: required key is missing for a conv2d layer");
+  expect_error(head + "    - {type: maxpool}\n",
+               "FILE:6: model.layers[0].kernel: required key is missing for a maxpool layer");
+  expect_error(head + "    - {type: conv2d, filters: 0, kernel: 3}\n",
+               "FILE:6: model.layers[0].filters: expected an integer >= 1, got 0");
+  expect_error(head + "    - {type: conv2d, filters: 70000, kernel: 3}\n",
+               "FILE:6: model.layers[0].filters: expected an integer <= 65536, got 70000");
+  expect_error(head + "    - {type: conv2d, filters: 4, kernel: 0}\n",
+               "FILE:6: model.layers[0].kernel: expected an integer >= 1, got 0");
+  expect_error(head + "    - {type: conv2d, filters: 4, kernel: 3, stride: 0}\n",
+               "FILE:6: model.layers[0].stride: expected an integer >= 1, got 0");
+  expect_error(head + "    - {type: conv2d, filters: 4, kernel: 3, padding: -1}\n",
+               "FILE:6: model.layers[0].padding: expected an integer >= 0, got -1");
+  expect_error(head + "    - {type: conv2d, filters: 4, kernel: 3, bias: maybe}\n",
+               "FILE:6: model.layers[0].bias: expected true or false, got 'maybe'");
+  expect_error(head + "    - {type: maxpool, kernel: 3, padding: 2}\n",
+               "FILE:6: model.layers[0].padding: expected an integer <= 1, got 2");
+  expect_error(head + "    - {type: maxpool, kernel: 2, filters: 3}\n",
+               "FILE:6: model.layers[0].filters: only conv2d layers take filters");
+  expect_error(
+      head + "    - {type: dense, units: 3, kernel: 3}\n",
+      "FILE:6: model.layers[0].kernel: only conv2d, maxpool or avgpool layers take kernel");
+  expect_error(head + "    - {type: avgpool, kernel: 2, bias: true}\n",
+               "FILE:6: model.layers[0].bias: only conv2d layers take bias");
+  expect_error(
+      head + "    - {type: flatten, stride: 1}\n",
+      "FILE:6: model.layers[0].stride: only conv2d, maxpool or avgpool layers take stride");
+  expect_error(head + "    - {type: conv2d, filters: 4, kernal: 3}\n",
+               "FILE:6: model.layers[0].kernal: unknown key (did you mean 'kernel'?)");
+  const std::string cnn = "data:\n  train: t.h5\nmodel:\n  preset: cnn\n";
+  expect_error(cnn + "  hidden: [10]\n",
+               "FILE:5: model.hidden: only used with model.preset 'mlp' (preset is 'cnn')");
+  expect_error(cnn + "  layers: [{type: relu}]\n",
+               "FILE:5: model.layers: only used with model.preset 'layers' (preset is 'cnn')");
+}
+
+TEST(ConfigSchema, EveryLayerTypeHasItsKeys) {
+  for (const char* type : config_schema::kLayerTypeNames) {
+    const config_schema::LayerKeys* keys = config_schema::layer_keys(type);
+    ASSERT_NE(keys, nullptr) << type;
+    EXPECT_LE(keys->required, keys->keys.size()) << type;
+    const auto& entry_keys = *config_schema::section_keys(config_schema::kLayerEntry);
+    for (std::string_view k : keys->keys) {
+      EXPECT_NE(std::find(entry_keys.begin(), entry_keys.end(), k), entry_keys.end()) << k;
+    }
+  }
+  EXPECT_EQ(config_schema::layer_keys("conv"), nullptr);
+}
+
+}  // namespace
+}  // namespace hpctrain
