@@ -1,6 +1,9 @@
 // Background checkpoint writer: one worker thread, a one-slot queue.
 #include "checkpoint/async_writer.hpp"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -11,6 +14,11 @@
 #include "core/timer.hpp"
 
 namespace hpctrain {
+namespace {
+
+constexpr int kWriterNice = 10;
+
+}  // namespace
 
 AsyncCheckpointWriter::AsyncCheckpointWriter(std::string dir, int keep)
     : dir_(std::move(dir)), keep_(keep) {
@@ -74,6 +82,9 @@ CheckpointWriteStats AsyncCheckpointWriter::stats() const {
 }
 
 void AsyncCheckpointWriter::worker() {
+  // Background work: a lower priority keeps the woken writer from preempting the
+  // training thread on a busy node (it still gets its share of the CPU).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kWriterNice);
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || pending_.has_value(); });

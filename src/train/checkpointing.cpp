@@ -52,6 +52,9 @@ std::string first_difference(const std::string& stored, const std::string& curre
   return "";
 }
 
+// Snapshots up to this size are copied by the training thread itself.
+constexpr size_t kInlineSnapshotBytes = size_t{8} << 20;
+
 // Cursor and array layout broadcast from rank 0.
 struct RestoreHeader {
   int64_t found = 0;
@@ -70,6 +73,8 @@ TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Sgd
       rank_(rank),
       world_size_(world_size),
       steps_per_epoch_(steps_per_epoch),
+      config_yaml_(config_to_yaml(config)),
+      architecture_(model.architecture()),
       last_save_time_(now_seconds()) {}
 
 TrainingCheckpoints::~TrainingCheckpoints() = default;
@@ -106,7 +111,7 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume) {
   } else {
     resume_ = LoadedCheckpoint{resume, read_checkpoint_file(resume)};
   }
-  const std::string diff = first_difference(resume_->state.architecture, model_.architecture());
+  const std::string diff = first_difference(resume_->state.architecture, architecture_);
   if (!diff.empty()) {
     throw UsageError(resume_->path + ": cannot resume a different model: " + diff);
   }
@@ -208,10 +213,20 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   // 1. Arrays to rank 0. Identical on every rank (allreduce): the writer thread
   //    snapshots rank 0's live arrays while training goes on. Per rank (average):
   //    gathered now.
+  // A small state is copied right here: a millisecond of memcpy costs less than
+  // waiting for the writer thread to be scheduled on busy cores.
+  const bool copy_inline = 2 * n * sizeof(float) <= kInlineSnapshotBytes;
   std::vector<SnapshotSource> sources;
   auto capture = [&](const float* live, const char* name) {
     if (!per_rank) {
-      if (rank_ == 0) sources.push_back({name, live, n});
+      if (rank_ != 0) return;
+      if (!copy_inline) {
+        sources.push_back({name, live, n});
+        return;
+      }
+      std::vector<float>& dst = state.arrays[name];
+      dst.resize(n);
+      model_.backend().copy_to_host(dst.data(), live, n * sizeof(float));
       return;
     }
     send_buffer_.resize(n);
@@ -239,8 +254,8 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
   state.world_size = world_size_;
   state.strategy = to_string(config_.distributed.strategy);
-  state.config_yaml = config_to_yaml(config_);
-  state.architecture = model_.architecture();
+  state.config_yaml = config_yaml_;
+  state.architecture = architecture_;
   state.created = utc_now();
   writer_->submit(std::move(state), std::move(sources));
   if (wait) writer_->wait();

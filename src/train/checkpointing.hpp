@@ -62,7 +62,8 @@ class TrainingCheckpoints {
   Sgd& sgd_;
   int rank_, world_size_;
   int64_t steps_per_epoch_;
-  std::optional<LoadedCheckpoint> resume_;  // rank 0, between prepare and restore
+  const std::string config_yaml_, architecture_;  // made once, stored in every checkpoint
+  std::optional<LoadedCheckpoint> resume_;        // rank 0, between prepare and restore
   int64_t start_step_ = 0;
   int64_t last_saved_step_ = -1;
   double last_save_time_;
