@@ -2,16 +2,15 @@
 //   /                 attributes: format = "hpctrain-checkpoint", format_version,
 //                     step, epoch, step_in_epoch, steps_per_epoch, global_batch,
 //                     world_size, strategy, config_yaml, architecture, created
-//   /arrays/<name>    float32 [n], attribute crc32 (zlib CRC-32 of the bytes)
+//   /arrays/<name>    float32 [n], attribute crc32c (CRC-32C of the bytes)
 // Arrays are stored contiguous (no chunking): one sequential write each.
 #include "checkpoint/checkpoint_file.hpp"
-
-#include <zlib.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 
+#include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "data/h5.hpp"
@@ -21,19 +20,7 @@ namespace {
 
 constexpr const char* kFormatName = "hpctrain-checkpoint";
 
-uint32_t crc32_of(const std::vector<float>& v) {
-  // zlib's crc32 takes a uInt length: feed it in pieces.
-  uLong crc = crc32(0L, Z_NULL, 0);
-  const auto* p = reinterpret_cast<const Bytef*>(v.data());
-  size_t left = v.size() * sizeof(float);
-  while (left > 0) {
-    const uInt n = static_cast<uInt>(std::min<size_t>(left, 1u << 30));
-    crc = crc32(crc, p, n);
-    p += n;
-    left -= n;
-  }
-  return static_cast<uint32_t>(crc);
-}
+uint32_t crc_of(const std::vector<float>& v) { return crc32c(v.data(), v.size() * sizeof(float)); }
 
 void write_int(hid_t loc, const char* name, int64_t value) {
   H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
@@ -76,10 +63,10 @@ void write_array(hid_t file, const std::string& name, const std::vector<float>& 
     HT_CHECK_H5(H5Dwrite(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()));
   }
   H5Handle aspace(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(HT_CHECK_H5(H5Acreate2(dset.get(), "crc32", H5T_STD_U32LE, aspace.get(),
+  H5Handle attr(HT_CHECK_H5(H5Acreate2(dset.get(), "crc32c", H5T_STD_U32LE, aspace.get(),
                                        H5P_DEFAULT, H5P_DEFAULT)),
                 H5Aclose);
-  const uint32_t crc = crc32_of(data);
+  const uint32_t crc = crc_of(data);
   HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_UINT32, &crc));
 }
 
@@ -108,12 +95,12 @@ ArrayRead read_array(hid_t arrays, const std::string& name) {
     HT_CHECK_H5(
         H5Dread(dset.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, r.data.data()));
   }
-  if (HT_CHECK_H5(H5Aexists(dset.get(), "crc32")) <= 0) {
-    throw UsageError("array '" + name + "' has no crc32 attribute");
+  if (HT_CHECK_H5(H5Aexists(dset.get(), "crc32c")) <= 0) {
+    throw UsageError("array '" + name + "' has no crc32c attribute");
   }
-  H5Handle attr(HT_CHECK_H5(H5Aopen(dset.get(), "crc32", H5P_DEFAULT)), H5Aclose);
+  H5Handle attr(HT_CHECK_H5(H5Aopen(dset.get(), "crc32c", H5P_DEFAULT)), H5Aclose);
   HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_UINT32, &r.stored_crc));
-  r.actual_crc = crc32_of(r.data);
+  r.actual_crc = crc_of(r.data);
   return r;
 }
 
@@ -211,7 +198,7 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     for (const std::string& name : array_names(root)) {
       ArrayRead a = read_array(arrays.get(), name);
       if (a.stored_crc != a.actual_crc) {
-        throw UsageError("array '" + name + "' fails its CRC-32 check (corrupt)");
+        throw UsageError("array '" + name + "' fails its CRC-32C check (corrupt)");
       }
       s.arrays[name] = std::move(a.data);
     }
@@ -265,7 +252,7 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
       const bool good = a.stored_crc == a.actual_crc;
       ok = ok && good;
       char line[256];
-      std::snprintf(line, sizeof(line), "    %-32s %12zu floats  crc32 %08x  %s\n", name.c_str(),
+      std::snprintf(line, sizeof(line), "    %-32s %12zu floats  crc32c %08x  %s\n", name.c_str(),
                     a.data.size(), a.stored_crc, good ? "ok" : "MISMATCH (corrupt)");
       out << line;
     } catch (const Error& e) {

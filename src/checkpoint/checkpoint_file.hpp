@@ -1,6 +1,6 @@
 // One checkpoint as one HDF5 file: root attributes for the cursor and identity,
 // one float32 dataset per array (groups from the '/' in its name), each with a
-// CRC-32 attribute. Writing goes to a temporary name and is committed by
+// CRC-32C attribute. Writing goes to a temporary name and is committed by
 // fsync + rename + directory fsync, so a crash leaves either no file or a whole
 // one. Reading verifies every checksum.
 #pragma once

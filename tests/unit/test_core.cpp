@@ -5,7 +5,9 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "core/crc32c.hpp"
 #include "core/files.hpp"
 #include "core/random.hpp"
 #include "core/sha256.hpp"
@@ -34,6 +36,21 @@ TEST(Sha256, SplitUpdatesMatchOneUpdate) {
   for (size_t i = 0; i < s.size(); i += 7)
     a.update(s.data() + i, std::min<size_t>(7, s.size() - i));
   EXPECT_EQ(a.finish_hex(), sha_hex(s));
+}
+
+TEST(Crc32c, KnownVectorAndBothImplementationsAgree) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  EXPECT_EQ(crc32c_portable("123456789", 9), 0xE3069283u);
+  EXPECT_EQ(crc32c("", 0), 0u);
+  Rng rng(3);
+  std::vector<unsigned char> data(100003);
+  for (auto& b : data) b = static_cast<unsigned char>(rng.next_u64());
+  for (size_t n : {size_t{1}, size_t{7}, size_t{8}, size_t{13}, data.size()}) {
+    EXPECT_EQ(crc32c(data.data(), n), crc32c_portable(data.data(), n)) << n;
+  }
+  // Continuing a CRC over pieces equals one pass over the whole.
+  EXPECT_EQ(crc32c(data.data() + 5000, data.size() - 5000, crc32c(data.data(), 5000)),
+            crc32c(data.data(), data.size()));
 }
 
 TEST(Rng, SameSeedSameSequenceDifferentSeedDifferent) {
