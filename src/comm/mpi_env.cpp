@@ -1,6 +1,8 @@
 // MPI initialisation with funneled threading (reader threads never call MPI).
 #include "comm/mpi_env.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
@@ -9,6 +11,11 @@
 #include "core/log.hpp"
 
 namespace hpctrain {
+namespace {
+
+constexpr unsigned kAbortGraceSeconds = 10;
+
+}  // namespace
 
 void throw_mpi_error(int code, const char* call, const char* file, int line) {
   char text[MPI_MAX_ERROR_STRING];
@@ -44,6 +51,10 @@ MpiEnv::~MpiEnv() {
 }
 
 void MpiEnv::abort(int code) {
+  // The watchdog calls this from its own thread while the main thread may be
+  // inside MPI; should MPI_Abort itself hang there, SIGALRM ends this rank and
+  // the launcher takes the rest of the job down.
+  alarm(kAbortGraceSeconds);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort should not return; make sure this rank ends
 }
