@@ -1,6 +1,6 @@
 // Numerical gradient checking for layers on the CPU backend, shared by the layer tests:
 // central differences of L = sum(y * r) against backward(dy = r), on random non-zero
-// inputs, checking parameter and input gradients.
+// inputs, checking parameter and input gradients; and whole models through the loss.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include "backend/cpu_backend.hpp"
 #include "core/random.hpp"
 #include "nn/layer.hpp"
+#include "nn/model.hpp"
 
 namespace hpctrain::gradcheck {
 
@@ -112,6 +113,40 @@ inline void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t bat
   const std::vector<float> grads_copy = grads;
   check(params, grads_copy, "param");
   check(x, dx, "input");
+}
+
+// Cross-entropy backward through the model against central differences of the mean loss,
+// for every `stride`-th parameter.
+inline void check_model_gradients(Model& m, std::vector<float>& x,
+                                  const std::vector<int32_t>& labels, int classes, size_t stride,
+                                  double tol) {
+  Backend& be = m.backend();
+  const int batch = static_cast<int>(labels.size());
+  auto loss = [&]() {
+    LossStats s;
+    const Tensor& logits = m.forward(x.data(), batch, true);
+    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, &s);
+    return s.loss_sum / batch;
+  };
+  LossStats s;
+  const Tensor& logits = m.forward(x.data(), batch, true);
+  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, m.dlogits(), &s);
+  m.backward();
+  const std::vector<float> grads(m.grads(), m.grads() + m.param_count());
+  const float eps = 1e-3f;
+  size_t checked = 0;
+  for (size_t i = 0; i < m.param_count(); i += stride, ++checked) {
+    float& p = m.params()[i];
+    const float saved = p;
+    p = saved + eps;
+    const double lp = loss();
+    p = saved - eps;
+    const double lm = loss();
+    p = saved;
+    const double numeric = (lp - lm) / (2 * eps);
+    EXPECT_NEAR(grads[i], numeric, tol * std::max(1.0, std::fabs(numeric))) << "param " << i;
+  }
+  EXPECT_GT(checked, 0u);
 }
 
 }  // namespace hpctrain::gradcheck

@@ -25,6 +25,7 @@ namespace hpctrain {
 namespace {
 
 using gradcheck::check_layer_gradients;
+using gradcheck::check_model_gradients;
 using gradcheck::expect_close;
 using gradcheck::GradCheckOptions;
 using gradcheck::random_vector;
@@ -275,39 +276,6 @@ TEST(Flatten, RefusesToRunOutsideAModel) {
 }
 
 // ---- Whole models ----
-
-// Cross-entropy backward through the model against central differences of the mean loss,
-// for every `stride`-th parameter.
-void check_model_gradients(Model& m, std::vector<float>& x, const std::vector<int32_t>& labels,
-                           int classes, size_t stride, double tol) {
-  Backend& be = m.backend();
-  const int batch = static_cast<int>(labels.size());
-  auto loss = [&]() {
-    LossStats s;
-    const Tensor& logits = m.forward(x.data(), batch, true);
-    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, &s);
-    return s.loss_sum / batch;
-  };
-  LossStats s;
-  const Tensor& logits = m.forward(x.data(), batch, true);
-  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, m.dlogits(), &s);
-  m.backward();
-  const std::vector<float> grads(m.grads(), m.grads() + m.param_count());
-  const float eps = 1e-3f;
-  size_t checked = 0;
-  for (size_t i = 0; i < m.param_count(); i += stride, ++checked) {
-    float& p = m.params()[i];
-    const float saved = p;
-    p = saved + eps;
-    const double lp = loss();
-    p = saved - eps;
-    const double lm = loss();
-    p = saved;
-    const double numeric = (lp - lm) / (2 * eps);
-    EXPECT_NEAR(grads[i], numeric, tol * std::max(1.0, std::fabs(numeric))) << "param " << i;
-  }
-  EXPECT_GT(checked, 0u);
-}
 
 TEST(Model, CnnPresetShapesAndArchitecture) {
   CpuBackend be(1);

@@ -18,6 +18,7 @@ namespace hpctrain {
 namespace {
 
 using gradcheck::check_layer_gradients;
+using gradcheck::check_model_gradients;
 using gradcheck::random_vector;
 
 TEST(GradientCheck, DenseBatch5Odd) {
@@ -93,29 +94,7 @@ TEST(Model, BackwardMatchesNumericalThroughWholeMlp) {
   Model m(be, build_layers(mc, classes), {2, 3}, batch);
   m.init_params(9);
   std::vector<float> x = random_vector(batch * 6, 31);
-  const std::vector<int32_t> labels = {1, 3, 0};
-  auto loss = [&]() {
-    LossStats s;
-    const Tensor& logits = m.forward(x.data(), batch, true);
-    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, &s);
-    return s.loss_sum / batch;
-  };
-  LossStats s;
-  const Tensor& logits = m.forward(x.data(), batch, true);
-  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, m.dlogits(), &s);
-  m.backward();
-  std::vector<float> grads(m.grads(), m.grads() + m.param_count());
-  const float eps = 1e-3f;
-  for (size_t i = 0; i < m.param_count(); ++i) {
-    float& p = m.params()[i];
-    const float saved = p;
-    p = saved + eps;
-    const double lp = loss();
-    p = saved - eps;
-    const double lm = loss();
-    p = saved;
-    EXPECT_NEAR(grads[i], (lp - lm) / (2 * eps), 2e-3) << "param " << i;
-  }
+  check_model_gradients(m, x, {1, 3, 0}, classes, /*stride=*/1, 2e-3);
 }
 
 TEST(Model, UnknownLayerTypeIsUsageError) {
