@@ -1,6 +1,7 @@
 // hpctrain: the command-line entry point. Parses the subcommand, starts MPI where
 // the subcommand needs it, and turns errors into exit codes (DESIGN.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -9,13 +10,17 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "data/dataset_file.hpp"
 #include "data/inspect_data.hpp"
+#include "nn/model_summary.hpp"
+#include "nn/presets.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {
@@ -29,6 +34,8 @@ constexpr const char* kUsage =
     "                                                train a model (run under mpirun/srun)\n"
     "  eval CONFIG.yaml --checkpoint PATH            evaluate a checkpoint (val and test sets)\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
+    "  inspect CONFIG.yaml [--input CxHxW --classes N]\n"
+    "                                                the model: layers, shapes, params, FLOPs\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "\n"
@@ -52,10 +59,65 @@ constexpr const char* kTrainUsage =
 
 constexpr const char* kInspectUsage =
     "usage: hpctrain inspect FILE.h5\n"
+    "       hpctrain inspect CONFIG.yaml [--set key.path=value]... [--input CxHxW --classes N]\n"
     "\n"
     "Data file: prints the shape, element type, classes and class histogram.\n"
     "Checkpoint: prints the cursor, model and arrays, and verifies every checksum\n"
-    "(exit 2 if one fails).\n";
+    "(exit 2 if one fails).\n"
+    "Config (.yaml/.yml): prints the model it builds, one row per layer with output shape,\n"
+    "parameters and forward MFLOPs per sample, then the totals. The input shape and class\n"
+    "count come from data.train, or from --input and --classes (then no data is read).\n";
+
+// "1x148x197" -> {1, 148, 197}; throws UsageError naming the option otherwise.
+Dims parse_input_dims(const std::string& text) {
+  Dims dims;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find('x', start), text.size());
+    const std::string part = text.substr(start, end - start);
+    if (part.empty() || part.size() > 6 ||
+        part.find_first_not_of("0123456789") != std::string::npos || std::stoll(part) < 1) {
+      throw UsageError("inspect: --input: expected CxHxW or F with positive sizes, got '" + text +
+                       "'");
+    }
+    dims.push_back(std::stoll(part));
+    start = end + 1;
+  }
+  if (dims.size() != 1 && dims.size() != 3) {
+    throw UsageError("inspect: --input: expected CxHxW or F, got '" + text + "'");
+  }
+  return dims;
+}
+
+void inspect_config(const std::string& path, const std::vector<std::string>& overrides,
+                    const std::string& input, const std::string& classes) {
+  const Config config = load_config(path, overrides);
+  Dims dims;
+  int num_classes = 0;
+  std::string source;
+  if (input.empty() != classes.empty()) {
+    throw UsageError("inspect: --input and --classes go together");
+  }
+  if (!input.empty()) {
+    dims = parse_input_dims(input);
+    if (classes.find_first_not_of("0123456789") != std::string::npos || classes.size() > 6 ||
+        std::stoi(classes) < 1) {
+      throw UsageError("inspect: --classes: expected a positive integer, got '" + classes + "'");
+    }
+    num_classes = std::stoi(classes);
+    source = "--input/--classes";
+  } else {
+    const DatasetShape shape = DatasetFile(config.data.train).shape();
+    dims = {shape.c, shape.h, shape.w};
+    num_classes = shape.num_classes;
+    source = config.data.train;
+  }
+  CpuBackend backend(1);
+  const Model model(backend, build_layers(config.model, num_classes, dims), dims, 1);
+  std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
+            << " classes (shapes from " << source << ")\n"
+            << model_summary(model);
+}
 
 bool wants_help(const std::vector<std::string>& args) {
   for (const auto& a : args) {
@@ -165,16 +227,42 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::cout << kInspectUsage;
     return kExitOk;
   }
-  if (args.size() != 1) throw UsageError("inspect: expected one FILE.h5 (see --help)");
-  const std::string name = std::filesystem::path(args[0]).filename().string();
-  if (name.rfind("ckpt-", 0) == 0 || is_checkpoint_file(args[0])) {
+  std::string file, input, classes;
+  std::vector<std::string> overrides;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--set" && has_value) {
+      overrides.push_back(args[++i]);
+    } else if (args[i] == "--input" && has_value) {
+      input = args[++i];
+    } else if (args[i] == "--classes" && has_value) {
+      classes = args[++i];
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw UsageError("inspect: unknown or incomplete option '" + args[i] + "' (see --help)");
+    } else if (file.empty()) {
+      file = args[i];
+    } else {
+      throw UsageError("inspect: expected one file (see --help)");
+    }
+  }
+  if (file.empty()) throw UsageError("inspect: expected FILE.h5 or CONFIG.yaml (see --help)");
+  const std::string extension = std::filesystem::path(file).extension().string();
+  if (extension == ".yaml" || extension == ".yml") {
+    inspect_config(file, overrides, input, classes);
+    return kExitOk;
+  }
+  if (!overrides.empty() || !input.empty() || !classes.empty()) {
+    throw UsageError("inspect: --set, --input and --classes apply to a CONFIG.yaml only");
+  }
+  const std::string name = std::filesystem::path(file).filename().string();
+  if (name.rfind("ckpt-", 0) == 0 || is_checkpoint_file(file)) {
     // A checkpoint that fails verification is bad input: exit 2.
-    if (!inspect_checkpoint_file(args[0], std::cout)) {
-      throw UsageError(args[0] + ": checkpoint failed verification");
+    if (!inspect_checkpoint_file(file, std::cout)) {
+      throw UsageError(file + ": checkpoint failed verification");
     }
     return kExitOk;
   }
-  inspect_data_file(args[0], std::cout);
+  inspect_data_file(file, std::cout);
   return kExitOk;
 }
 

@@ -38,6 +38,8 @@ class Backend {
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void fill_zero(float* x, size_t n) = 0;
+  // Device-to-device copy of n floats (non-overlapping).
+  virtual void copy(const float* src, float* dst, size_t n) = 0;
   // Waits for all work issued so far (no-op on the CPU).
   virtual void synchronize() = 0;
 
@@ -55,6 +57,8 @@ class Backend {
   virtual void sum_channels(const float* dy, float* dbias, int n, int c, int hw) = 0;
   // y = a + b element-wise; y may be a or b (residual connections).
   virtual void add(const float* a, const float* b, float* y, size_t n) = 0;
+  // y = a * b element-wise; y may be a or b.
+  virtual void multiply(const float* a, const float* b, float* y, size_t n) = 0;
 
   // 2-D convolution (cross-correlation, as in every DL framework), NCHW, filters
   // [c_out, c_in, kh, kw]. Each call takes a scratch `workspace` of at least
@@ -81,9 +85,36 @@ class Backend {
   virtual void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) = 0;
   virtual void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) = 0;
 
+  // y may be x (in place).
   virtual void relu_forward(const float* x, float* y, size_t n) = 0;
-  // dx = dy where y > 0, else 0.
+  // dx = dy where y > 0, else 0; dx may be dy.
   virtual void relu_backward(const float* y, const float* dy, float* dx, size_t n) = 0;
+
+  // Batch normalisation per channel over n samples of c channels of hw positions (NCHW;
+  // hw = 1 for feature vectors), as cuDNN's spatial mode and PyTorch's BatchNorm:
+  //   y = gamma * (x - mean) / sqrt(var + eps) + beta.
+  // Training uses the batch's mean and biased variance, saves the mean and 1/sqrt(var+eps)
+  // per channel for backward, and moves the running statistics towards the batch's:
+  //   running = (1 - momentum) * running + momentum * batch, with the unbiased variance.
+  virtual void batchnorm_forward_training(const float* x, const float* gamma, const float* beta,
+                                          float* y, int n, int c, int hw, float eps, float momentum,
+                                          float* running_mean, float* running_var, float* save_mean,
+                                          float* save_invstd) = 0;
+  // Evaluation: the running statistics instead of the batch's.
+  virtual void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta,
+                                           float* y, int n, int c, int hw, float eps,
+                                           const float* running_mean, const float* running_var) = 0;
+  // Gradients of the training forward (overwrites dx, dgamma, dbeta); dx may be null (a
+  // first layer needs only dgamma and dbeta).
+  virtual void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+                                  float* dgamma, float* dbeta, int n, int c, int hw,
+                                  const float* save_mean, const float* save_invstd) = 0;
+
+  // Inverted dropout: mask[i] = counter_uniform(seed, i) >= p ? 1 / (1 - p) : 0 (see
+  // core/random.hpp, so every backend draws the same mask), y = x * mask. 0 <= p < 1.
+  // Backward is multiply(dy, mask, dx).
+  virtual void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+                               uint64_t seed) = 0;
 
   // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
   // Adds the batch's loss sum, correct count and sample count to *stats (device

@@ -42,6 +42,10 @@ void CpuBackend::fill_zero(float* x, size_t n) {
   if (n > 0) std::memset(x, 0, n * sizeof(float));
 }
 
+void CpuBackend::copy(const float* src, float* dst, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+}
+
 void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
@@ -96,6 +100,10 @@ void CpuBackend::sum_channels(const float* dy, float* dbias, int n, int c, int h
 
 void CpuBackend::add(const float* a, const float* b, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
+void CpuBackend::multiply(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
 }
 
 void CpuBackend::relu_forward(const float* x, float* y, size_t n) {

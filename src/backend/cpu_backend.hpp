@@ -24,6 +24,7 @@ class CpuBackend final : public Backend {
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void fill_zero(float* x, size_t n) override;
+  void copy(const float* src, float* dst, size_t n) override;
   void synchronize() override {}
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
@@ -33,6 +34,7 @@ class CpuBackend final : public Backend {
   void add_channel_bias(float* y, const float* bias, int n, int c, int hw) override;
   void sum_channels(const float* dy, float* dbias, int n, int c, int hw) override;
   void add(const float* a, const float* b, float* y, size_t n) override;
+  void multiply(const float* a, const float* b, float* y, size_t n) override;
 
   // Convolutions: cpu_conv.cpp.
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
@@ -52,6 +54,21 @@ class CpuBackend final : public Backend {
 
   void relu_forward(const float* x, float* y, size_t n) override;
   void relu_backward(const float* y, const float* dy, float* dx, size_t n) override;
+
+  // Batch normalisation and dropout: cpu_norm.cpp.
+  void batchnorm_forward_training(const float* x, const float* gamma, const float* beta, float* y,
+                                  int n, int c, int hw, float eps, float momentum,
+                                  float* running_mean, float* running_var, float* save_mean,
+                                  float* save_invstd) override;
+  void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, float* y,
+                                   int n, int c, int hw, float eps, const float* running_mean,
+                                   const float* running_var) override;
+  void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+                          float* dgamma, float* dbeta, int n, int c, int hw, const float* save_mean,
+                          const float* save_invstd) override;
+  void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+                       uint64_t seed) override;
+
   void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
                     float grad_scale, float* dlogits, LossStats* stats) override;
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,

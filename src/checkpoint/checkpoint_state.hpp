@@ -16,6 +16,9 @@ namespace hpctrain {
 // Well-known array names. With strategy `average` the ranks' parameters differ,
 // and each rank's arrays are stored under rank_array_name(r, ...).
 inline constexpr const char* kParamsArray = "model/params";
+// Model state (BatchNorm running statistics): averaged over the ranks before a save, so
+// always one shared array.
+inline constexpr const char* kStateArray = "model/state";
 inline constexpr const char* kVelocityArray = "optimizer/velocity";
 std::string rank_array_name(int rank, const std::string& name);
 

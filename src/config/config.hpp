@@ -34,19 +34,28 @@ struct DataConfig {
 // One entry of model.layers (a user-defined sequential model).
 // Keys a type does not take keep their defaults; the loader rejects them in the file.
 struct LayerSpec {
-  std::string type;  // dense | relu | conv2d | maxpool | avgpool | global_avgpool | flatten
-  std::string name;  // optional; defaults to type + index
-  int units = 0;     // dense only
-  int filters = 0;   // conv2d: output channels
-  int kernel = 0;    // conv2d, maxpool, avgpool: square window size
-  int stride = 1;    // conv2d (default 1), maxpool and avgpool (default: kernel)
-  int padding = 0;   // conv2d, maxpool, avgpool: zeros on each side
-  bool bias = true;  // conv2d
+  // dense | relu | conv2d | maxpool | avgpool | global_avgpool | flatten | batchnorm |
+  // dropout | basic_block
+  std::string type;
+  std::string name;   // optional; defaults to type + index
+  int units = 0;      // dense only
+  int filters = 0;    // conv2d, basic_block: output channels
+  int kernel = 0;     // conv2d, maxpool, avgpool: square window size
+  int stride = 1;     // conv2d, basic_block (default 1), maxpool and avgpool (default: kernel)
+  int padding = 0;    // conv2d, maxpool, avgpool: zeros on each side
+  bool bias = true;   // conv2d
+  double rate = 0.5;  // dropout: probability of zeroing an element
 };
 
 struct ModelConfig {
-  std::string preset = "mlp";       // "mlp", "cnn" (fixed small conv net) or "layers"
+  // "mlp", "cnn" (fixed small conv net), "resnet18", "resnet34" or "layers"
+  std::string preset = "mlp";
   std::vector<int> hidden = {192};  // mlp: hidden layer widths
+  int width = 64;                   // resnet*: channels of the first stage (doubling per stage)
+  // resnet*: "imagenet" (7x7 stride-2 convolution + 3x3 stride-2 max pooling), "small"
+  // (3x3 stride-1 convolution, for images of a few dozen pixels), or "auto": small when
+  // the input is under 64 pixels on its shorter side.
+  std::string stem = "auto";
   std::vector<LayerSpec> layers;    // preset "layers": the sequence before the classifier
   std::string init_from;            // checkpoint whose parameters start the run (fine-tuning)
   std::vector<std::string> freeze;  // layer names whose parameters stay fixed

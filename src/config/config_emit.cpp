@@ -27,7 +27,7 @@ void number(YAML::Emitter& out, const char* key, double v) {
   out << YAML::Key << key << YAML::Value << config_reader::format_number(v);
 }
 
-// The integer layer key `key` of `layer` (every layer key but bias is an integer).
+// The integer layer key `key` of `layer` (every layer key but bias and rate).
 int layer_int(const LayerSpec& layer, std::string_view key) {
   if (key == "units") return layer.units;
   if (key == "filters") return layer.filters;
@@ -73,6 +73,8 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "hidden" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (int width : c.model.hidden) out << width;
   out << YAML::EndSeq;
+  out << YAML::Key << "width" << YAML::Value << c.model.width;
+  out << YAML::Key << "stem" << YAML::Value << c.model.stem;
   out << YAML::Key << "layers" << YAML::Value;
   if (c.model.layers.empty()) out << YAML::Flow;
   out << YAML::BeginSeq;
@@ -86,6 +88,8 @@ std::string config_to_yaml(const Config& c) {
       out << YAML::Key << std::string(key) << YAML::Value;
       if (key == "bias") {
         out << layer.bias;
+      } else if (key == "rate") {
+        out << config_reader::format_number(layer.rate);
       } else {
         out << layer_int(layer, key);
       }

@@ -184,6 +184,7 @@ void read_layer_keys(const Origins& origins, const Section& s, const Value& entr
   const bool pool = spec.type == "maxpool" || spec.type == "avgpool";
   read("padding", spec.padding, 0, pool ? spec.kernel / 2 : kMaxWindow);
   s.get("bias", spec.bias);
+  s.get("rate", spec.rate, NumberRange::at_least(0).below(1));
 }
 
 std::vector<LayerSpec> read_layers(const Origins& origins, const Value& list) {
@@ -224,6 +225,8 @@ void read_model(const Origins& origins, const Section& s, ModelConfig& model) {
       model.hidden.push_back(static_cast<int>(read_int(origins, width, 1, INT_MAX)));
     }
   }
+  s.get("width", model.width, 1);
+  s.get_choice("stem", model.stem, schema::kStemNames);
   const auto layers = s.find("layers");
   if (layers) model.layers = read_layers(origins, *layers);
   s.get("init_from", model.init_from);
@@ -239,8 +242,19 @@ void read_model(const Origins& origins, const Section& s, ModelConfig& model) {
   if (model.preset != "layers" && !model.layers.empty()) {
     origins.fail(layers->path, layers->mark, "only used with model.preset 'layers' " + preset_note);
   }
-  if (model.preset == "cnn") {
-    // The cnn preset is fixed; an explicit non-empty hidden list would be ignored.
+  // width and stem shape the ResNets only; a changed value elsewhere would be ignored.
+  if (model.preset.rfind("resnet", 0) != 0) {
+    const ModelConfig defaults;
+    const std::string resnet_only = "only used with model.preset 'resnet18' or 'resnet34' ";
+    if (const auto v = s.find("width"); v && model.width != defaults.width) {
+      origins.fail(v->path, v->mark, resnet_only + preset_note);
+    }
+    if (const auto v = s.find("stem"); v && model.stem != defaults.stem) {
+      origins.fail(v->path, v->mark, resnet_only + preset_note);
+    }
+  }
+  if (model.preset != "mlp" && model.preset != "layers") {
+    // The cnn and resnet presets are fixed; an explicit non-empty hidden list would be ignored.
     if (hidden && !model.hidden.empty()) {
       origins.fail(hidden->path, hidden->mark, "only used with model.preset 'mlp' " + preset_note);
     }

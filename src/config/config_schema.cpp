@@ -18,8 +18,9 @@ const std::vector<std::pair<std::string_view, KeyList>>& sections() {
       {"", {"run", "device", "data", "model", "optimizer", "train", "distributed", "checkpoint"}},
       {"run", {"name", "dir", "seed", "deterministic", "threads"}},
       {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
-      {"model", {"preset", "hidden", "layers", "init_from", "freeze"}},
-      {kLayerEntry, {"type", "name", "units", "filters", "kernel", "stride", "padding", "bias"}},
+      {"model", {"preset", "hidden", "width", "stem", "layers", "init_from", "freeze"}},
+      {kLayerEntry,
+       {"type", "name", "units", "filters", "kernel", "stride", "padding", "bias", "rate"}},
       {"optimizer", {"name", "lr", "momentum", "nesterov", "weight_decay", "schedule"}},
       {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
       {"train", {"epochs", "batch_size", "val_every", "progress_seconds"}},
@@ -38,6 +39,9 @@ const std::vector<LayerKeys>& layer_table() {
       {"avgpool", {"kernel", "stride", "padding"}, 1},
       {"global_avgpool", {}, 0},
       {"flatten", {}, 0},
+      {"batchnorm", {}, 0},
+      {"dropout", {"rate"}, 0},
+      {"basic_block", {"filters", "stride"}, 1},
   };
   return table;
 }

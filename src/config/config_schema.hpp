@@ -49,10 +49,12 @@ inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", Schedul
                                                             {"cosine", ScheduleType::kCosine}};
 
 // The string-typed choices: kept as strings in Config because later modules grow them.
-inline constexpr const char* kPresetNames[] = {"mlp", "cnn", "layers"};
+inline constexpr const char* kPresetNames[] = {"mlp", "cnn", "resnet18", "resnet34", "layers"};
+inline constexpr const char* kStemNames[] = {"auto", "imagenet", "small"};
 inline constexpr const char* kOptimizerNames[] = {"sgd"};
-inline constexpr const char* kLayerTypeNames[] = {"dense",   "relu",           "conv2d", "maxpool",
-                                                  "avgpool", "global_avgpool", "flatten"};
+inline constexpr const char* kLayerTypeNames[] = {
+    "dense",          "relu",    "conv2d",    "maxpool", "avgpool",
+    "global_avgpool", "flatten", "batchnorm", "dropout", "basic_block"};
 
 // The keys of model.layers[] a layer type takes besides type and name, in the order the
 // emitter writes them; the first `required` of them must be given.

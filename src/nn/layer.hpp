@@ -1,10 +1,12 @@
-// The Layer interface. A layer owns no memory: the model hands it slices of the
-// parameter and gradient arenas (bind), preallocated activation buffers and a shared
-// scratch workspace, so a training step allocates nothing. backward() overwrites
-// parameter gradients.
+// The Layer interface. The model hands a layer slices of the parameter, gradient and
+// state arenas (bind, bind_state), preallocated activation buffers and a shared scratch
+// workspace; a layer allocates only what must survive from forward() to backward() (batch
+// statistics, dropout masks), once, in allocate(). So a training step allocates nothing.
+// backward() overwrites parameter gradients.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "core/random.hpp"
@@ -39,7 +41,14 @@ class Layer {
   // and gives it to each with set_workspace() once: layers run one at a time, so they
   // share it, and nothing in it survives from forward() to backward().
   virtual size_t workspace_bytes(Backend& /*backend*/, int64_t /*max_batch*/) const { return 0; }
-  void set_workspace(void* workspace) { workspace_ = workspace; }
+  virtual void set_workspace(void* workspace) { workspace_ = workspace; }
+
+  // Allocates the layer's own buffers for batches of up to max_batch samples (after
+  // output_dims()).
+  virtual void allocate(Backend& /*backend*/, int64_t /*max_batch*/) {}
+
+  // Layers a composite layer runs inside itself, in parameter order (for inspect).
+  virtual std::vector<const Layer*> sublayers() const { return {}; }
 
   // A view's output is its input with other dims (same elements in the same order): the
   // model points the output and its gradient at the input's buffers instead of allocating.
@@ -49,6 +58,18 @@ class Layer {
   virtual void bind(float* /*params*/, float* /*grads*/) {}
   // Fills `host_params` (param_count() floats, host memory) with initial values.
   virtual void init_params(Rng& /*rng*/, float* /*host_params*/) {}
+
+  // Model state: values forward() updates in training and uses in evaluation, that are
+  // not trained by gradients (BatchNorm's running mean and variance). Saved in
+  // checkpoints; the trainer averages it over the ranks before it is saved or used.
+  virtual size_t state_count() const { return 0; }
+  virtual void bind_state(float* /*state*/) {}
+  // Fills `host_state` (state_count() floats, host memory) with initial values.
+  virtual void init_state(float* /*host_state*/) {}
+
+  // Seed of this training step's random draws (dropout masks); the model sets it before
+  // each training forward().
+  virtual void set_rng_seed(uint64_t /*seed*/) {}
 
   virtual void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) = 0;
   // Given x, y (from forward) and dy, writes parameter gradients and, if dx is not

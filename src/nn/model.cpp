@@ -24,12 +24,17 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
     dims_.push_back(dims);
     offsets_.push_back(param_count_);
     param_count_ += layer->param_count();
+    state_offsets_.push_back(state_count_);
+    state_count_ += layer->state_count();
   }
   // 2. One allocation for all parameters, one for all gradients.
   params_ = DeviceArray<float>(backend_, param_count_);
   grads_ = DeviceArray<float>(backend_, param_count_);
+  state_ = DeviceArray<float>(backend_, state_count_);
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+    layers_[i]->bind_state(state_.data() + state_offsets_[i]);
+    layers_[i]->allocate(backend_, max_batch_);
   }
   // 3. Activations and their gradients for the largest batch. A view layer shares its
   // input's buffers: its output data pointer is set in forward() (the model input changes
@@ -73,6 +78,10 @@ void Model::init_params(uint64_t seed) {
     layers_[i]->init_params(rng, host.data() + offsets_[i]);
   }
   set_params(host.data());
+  std::vector<float> state(state_count_);
+  for (size_t i = 0; i < layers_.size(); ++i)
+    layers_[i]->init_state(state.data() + state_offsets_[i]);
+  set_state(state.data());
 }
 
 void Model::get_params(float* host) const {
@@ -83,7 +92,15 @@ void Model::set_params(const float* host) {
   backend_.copy_to_device(params_.data(), host, param_count_ * sizeof(float));
 }
 
-const Tensor& Model::forward(const float* input, int64_t batch, bool training) {
+void Model::get_state(float* host) const {
+  backend_.copy_to_host(host, state_.data(), state_count_ * sizeof(float));
+}
+
+void Model::set_state(const float* host) {
+  backend_.copy_to_device(state_.data(), host, state_count_ * sizeof(float));
+}
+
+const Tensor& Model::forward(const float* input, int64_t batch, bool training, uint64_t seed) {
   HT_REQUIRE(batch >= 1 && batch <= max_batch_, "batch size outside the model's buffers");
   input_.data = const_cast<float*>(input);  // layers never write their input
   input_.batch = batch;
@@ -91,6 +108,7 @@ const Tensor& Model::forward(const float* input, int64_t batch, bool training) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     out_views_[i].batch = batch;
     if (layers_[i]->is_view()) out_views_[i].data = x->data;
+    if (training) layers_[i]->set_rng_seed(mix_seed(seed, 0xd7, i));
     layers_[i]->forward(backend_, *x, out_views_[i], training);
     x = &out_views_[i];
   }
@@ -124,7 +142,9 @@ std::string Model::architecture() const {
   std::string out = "input " + dims_text(input_dims_) + "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     out += "layer " + layers_[i]->name() + " " + layers_[i]->type() +
-           " params=" + std::to_string(layers_[i]->param_count()) + " out=" + dims_text(dims_[i]);
+           " params=" + std::to_string(layers_[i]->param_count());
+    if (layers_[i]->state_count() > 0) out += " state=" + std::to_string(layers_[i]->state_count());
+    out += " out=" + dims_text(dims_[i]);
     const std::string attributes = layers_[i]->attributes();
     if (!attributes.empty()) out += " " + attributes;
     out += "\n";

@@ -1,6 +1,7 @@
 // A sequential model: layers, the parameter and gradient arenas (one contiguous
-// allocation each, in layer order, so one collective covers all gradients), and
-// preallocated activations for the largest batch. Owns its device memory.
+// allocation each, in layer order, so one collective covers all gradients), the state
+// arena (BatchNorm running statistics, likewise one allocation), and preallocated
+// activations for the largest batch. Owns its device memory.
 // Used from the training thread only.
 #pragma once
 
@@ -25,6 +26,7 @@ class Model {
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
   const Dims& input_dims() const { return input_dims_; }
   const Dims& output_dims() const { return dims_.back(); }
+  const Dims& layer_output_dims(size_t layer) const { return dims_[layer]; }
   int64_t max_batch() const { return max_batch_; }
 
   size_t param_count() const { return param_count_; }
@@ -33,23 +35,34 @@ class Model {
   // Offset of layer i's parameters in the arenas.
   size_t param_offset(size_t layer) const { return offsets_[layer]; }
 
-  // Initialises all parameters from `seed` (the same on every rank).
+  // Model state (Layer::state_count), in layer order; empty for most models.
+  size_t state_count() const { return state_count_; }
+  float* state() { return state_.data(); }
+  size_t state_offset(size_t layer) const { return state_offsets_[layer]; }
+
+  // Initialises all parameters and the state from `seed` (the same on every rank).
   void init_params(uint64_t seed);
   // Copies parameters to/from host memory (param_count() floats).
   void get_params(float* host) const;
   void set_params(const float* host);
+  // Copies the state to/from host memory (state_count() floats).
+  void get_state(float* host) const;
+  void set_state(const float* host);
 
   // Forward pass over `batch` samples at `input` (device memory); returns the logits.
-  const Tensor& forward(const float* input, int64_t batch, bool training);
+  // In training, `seed` seeds the step's random draws (dropout): pass a different one
+  // per step and rank.
+  const Tensor& forward(const float* input, int64_t batch, bool training, uint64_t seed = 0);
   // Buffer the loss writes d(loss)/d(logits) into before backward().
   float* dlogits() { return d_views_.back().data; }
   // Backward pass of the last forward(); fills grads().
   void backward();
 
   // What must not change when a run resumes: the input shape and, per layer, its
-  // name, type, parameter count, output shape and attributes; one line each
-  // ("input 1x28x28", "layer dense0 dense params=150720 out=192",
-  // "layer conv0 conv2d params=320 out=32x28x28 k=3x3 s=1x1 p=1x1").
+  // name, type, parameter count, state count (if any), output shape and attributes; one
+  // line each ("input 1x28x28", "layer dense0 dense params=150720 out=192",
+  // "layer conv0 conv2d params=320 out=32x28x28 k=3x3 s=1x1 p=1x1 bias",
+  // "layer bn0 batchnorm params=64 state=64 out=32x28x28 eps=1e-05 momentum=0.1").
   std::string architecture() const;
 
   // SHA-256 of the float32 parameters in layer order, as lowercase hex.
@@ -64,6 +77,9 @@ class Model {
   size_t param_count_ = 0;
   std::vector<size_t> offsets_;
   DeviceArray<float> params_, grads_;
+  size_t state_count_ = 0;
+  std::vector<size_t> state_offsets_;
+  DeviceArray<float> state_;
   std::vector<DeviceArray<float>> acts_, d_acts_;  // empty for view layers
   size_t first_compute_ = 0;                       // index of the first non-view layer
   DeviceArray<std::byte> workspace_;               // shared scratch (Layer::workspace_bytes)

@@ -2,12 +2,16 @@
 // sized to the data set's class count.
 #include "nn/presets.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/error.hpp"
 #include "nn/avgpool2d.hpp"
+#include "nn/basic_block.hpp"
+#include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/dense.hpp"
+#include "nn/dropout.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avgpool.hpp"
 #include "nn/maxpool2d.hpp"
@@ -38,6 +42,11 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& name
   }
   if (spec.type == "global_avgpool") return std::make_unique<GlobalAvgPool>(name);
   if (spec.type == "flatten") return std::make_unique<Flatten>(name);
+  if (spec.type == "batchnorm") return std::make_unique<BatchNorm>(name);
+  if (spec.type == "dropout") return std::make_unique<Dropout>(name, static_cast<float>(spec.rate));
+  if (spec.type == "basic_block") {
+    return std::make_unique<BasicBlock>(name, spec.filters, spec.stride);
+  }
   throw UsageError("model.layers[" + std::to_string(index) + "].type: unknown layer type '" +
                    spec.type + "'");
 }
@@ -57,9 +66,41 @@ void add_cnn(std::vector<std::unique_ptr<Layer>>& layers) {
   layers.push_back(std::make_unique<Relu>("relu2"));
 }
 
+// ResNet-18/34 (He et al. 2016, torchvision's layout): a stem, four stages of basic blocks
+// with width, 2x, 4x and 8x channels (each stage after the first halves the resolution in
+// its first block), global average pooling. The ImageNet stem is a 7x7 stride-2
+// convolution, BatchNorm, ReLU and 3x3 stride-2 max pooling; the small-image stem a 3x3
+// stride-1 convolution, BatchNorm and ReLU (as for CIFAR), which keeps 28x28 inputs from
+// shrinking to 1x1 before the last stage.
+void add_resnet(std::vector<std::unique_ptr<Layer>>& layers, const ModelConfig& config,
+                const Dims& input_dims, const int (&blocks)[4]) {
+  const int w = config.width;
+  bool small = config.stem == "small";
+  if (config.stem == "auto") {
+    small = input_dims.size() == 3 && std::min(input_dims[1], input_dims[2]) < 64;
+  }
+  if (small) {
+    layers.push_back(std::make_unique<Conv2d>("stem_conv", Conv2d::Options{w, 3, 1, 1, false}));
+  } else {
+    layers.push_back(std::make_unique<Conv2d>("stem_conv", Conv2d::Options{w, 7, 2, 3, false}));
+  }
+  layers.push_back(std::make_unique<BatchNorm>("stem_bn"));
+  layers.push_back(std::make_unique<Relu>("stem_relu"));
+  if (!small) layers.push_back(std::make_unique<MaxPool2d>("stem_pool", 3, 2, 1));
+  for (int stage = 0; stage < 4; ++stage) {
+    for (int b = 0; b < blocks[stage]; ++b) {
+      const int stride = stage > 0 && b == 0 ? 2 : 1;
+      layers.push_back(std::make_unique<BasicBlock>(
+          "layer" + std::to_string(stage + 1) + "." + std::to_string(b), w << stage, stride));
+    }
+  }
+  layers.push_back(std::make_unique<GlobalAvgPool>("avgpool"));
+}
+
 }  // namespace
 
-std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes) {
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes,
+                                                 const Dims& input_dims) {
   std::vector<std::unique_ptr<Layer>> layers;
   if (config.preset == "mlp") {
     for (size_t i = 0; i < config.hidden.size(); ++i) {
@@ -68,6 +109,10 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int 
     }
   } else if (config.preset == "cnn") {
     add_cnn(layers);
+  } else if (config.preset == "resnet18") {
+    add_resnet(layers, config, input_dims, {2, 2, 2, 2});
+  } else if (config.preset == "resnet34") {
+    add_resnet(layers, config, input_dims, {3, 4, 6, 3});
   } else if (config.preset == "layers") {
     for (size_t i = 0; i < config.layers.size(); ++i) {
       const LayerSpec& spec = config.layers[i];

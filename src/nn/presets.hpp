@@ -1,6 +1,7 @@
 // Builds the layer list a config describes: preset "mlp" (dense+relu per hidden
-// width), "cnn" (a small fixed conv net for 28x28 images) or "layers" (the user's list),
-// then a dense classifier.
+// width), "cnn" (a small fixed conv net for 28x28 images), "resnet18"/"resnet34" (He et
+// al.'s basic-block ResNets) or "layers" (the user's list), then a dense classifier.
+// `input_dims` is the per-sample input shape (the ResNet stem depends on it).
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 
 namespace hpctrain {
 
-std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes);
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes,
+                                                 const Dims& input_dims);
 
 }  // namespace hpctrain

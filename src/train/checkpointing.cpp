@@ -1,7 +1,9 @@
 // Checkpoint capture and restore.
 //   capture: strategy allreduce keeps identical parameters and momentum on every
 //     rank, so rank 0 copies its own; strategy average keeps per-rank state, so
-//     rank 0 gathers everyone's and stores them per rank.
+//     rank 0 gathers everyone's and stores them per rank. The model state (BatchNorm
+//     statistics, which each rank updates from its own batches) is averaged over the
+//     ranks first and stored once.
 //   restore: rank 0 broadcasts the cursor, then the arrays: per rank when the
 //     checkpoint holds per-rank state for the same world size and strategy,
 //     else one shared copy (the ranks' average for a per-rank checkpoint).
@@ -14,6 +16,7 @@
 #include <ctime>
 
 #include "checkpoint/checkpoint_file.hpp"
+#include "comm/param_average.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
@@ -61,6 +64,7 @@ struct RestoreHeader {
   int64_t step = 0, epoch = 0, step_in_epoch = 0, global_batch = 0, world_size = 0;
   int64_t per_rank = 0;       // 1: arrays come per rank (scatter); 0: one shared copy
   int64_t velocity_size = 0;  // 0: the checkpoint has no momentum
+  int64_t state_size = 0;     // floats of model state in the checkpoint
 };
 
 }  // namespace
@@ -127,6 +131,8 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     h.step_in_epoch = s->step_in_epoch;
     h.global_batch = s->global_batch;
     h.world_size = s->world_size;
+    h.state_size =
+        s->arrays.count(kStateArray) ? static_cast<int64_t>(s->arrays.at(kStateArray).size()) : 0;
     h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
                  s->world_size == world_size_ && config_.distributed.strategy == Strategy::kAverage;
     const std::string v = h.per_rank ? rank_array_name(0, kVelocityArray) : kVelocityArray;
@@ -171,6 +177,18 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   };
   distribute(kParamsArray, params);
   model_.set_params(params.data());
+  // The architecture check made the state sizes agree; a checkpoint without state for a
+  // model with state is damaged.
+  if (h.state_size != static_cast<int64_t>(model_.state_count())) {
+    throw Error("checkpoint model state has " + std::to_string(h.state_size) +
+                " values, the model " + std::to_string(model_.state_count()));
+  }
+  if (h.state_size > 0) {
+    std::vector<float> state(model_.state_count());
+    if (rank_ == 0) state = s->arrays.at(kStateArray);
+    comm.broadcast(state.data(), state.size() * sizeof(float), 0);
+    model_.set_state(state.data());
+  }
   if (sgd_.velocity_size() == n) {
     if (h.velocity_size == static_cast<int64_t>(n)) {
       distribute(kVelocityArray, velocity);
@@ -242,6 +260,14 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   };
   capture(model_.params(), kParamsArray);
   if (has_velocity) capture(sgd_.velocity(), kVelocityArray);
+  if (model_.state_count() > 0) {
+    average_parameters(comm, model_.backend(), model_.state(), model_.state_count());
+    if (rank_ == 0) {
+      std::vector<float>& dst = state.arrays[kStateArray];
+      dst.resize(model_.state_count());
+      model_.get_state(dst.data());
+    }
+  }
   last_saved_step_ = global_step;
   last_save_time_ = now_seconds();
   if (rank_ != 0) return;

@@ -25,6 +25,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
+#include "core/random.hpp"
 #include "core/timer.hpp"
 #include "nn/presets.hpp"
 #include "train/progress.hpp"
@@ -102,8 +103,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   // 2. Backend, model, optimizer.
   backend_ = make_backend(config_.device, threads_);
   const Dims input_dims = {shape.c, shape.h, shape.w};
-  model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_), input_dims,
-                                   batch);
+  model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
+                                   input_dims, batch);
   model_->init_params(config_.run.seed);
   if (!config_.model.init_from.empty() && rank_ == 0) {
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
@@ -198,7 +199,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
-    const Tensor& logits = model_->forward(b.images.data(), b.size, /*training=*/true);
+    const Tensor& logits = model_->forward(b.images.data(), b.size, /*training=*/true,
+                                           mix_seed(config_.run.seed, rank_, global_step_));
     backend_->softmax_xent(logits.data, b.labels.data(), static_cast<int>(b.size), classes,
                            grad_scale, model_->dlogits(), stats_.data());
     model_->backward();
@@ -263,6 +265,12 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 }
 
 Trainer::EvalResult Trainer::evaluate(Loader& loader) {
+  {
+    // Each rank's BatchNorm statistics followed its own batches: evaluate their average,
+    // the same model on every rank.
+    WatchdogScope w(*watchdog_, "model state averaging", global_step_);
+    average_parameters(*comm_, *backend_, model_->state(), model_->state_count());
+  }
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
@@ -297,6 +305,7 @@ int Trainer::run() {
   {
     WatchdogScope w(*watchdog_, "parameter broadcast", 0);
     comm_->broadcast(model_->params(), model_->param_count() * sizeof(float), 0);
+    comm_->broadcast(model_->state(), model_->state_count() * sizeof(float), 0);
   }
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank

@@ -13,24 +13,28 @@ namespace {
 struct StoredLayer {
   std::string name, type;
   size_t params = 0, offset = 0;
+  size_t state = 0, state_offset = 0;
 };
 
-// Parses the "layer NAME TYPE params=N out=..." lines of a checkpoint's
+// Parses the "layer NAME TYPE params=N [state=S] out=..." lines of a checkpoint's
 // architecture; offsets follow from the layer order.
 std::vector<StoredLayer> stored_layers(const std::string& architecture) {
   std::vector<StoredLayer> out;
   std::istringstream in(architecture);
   std::string line;
-  size_t offset = 0;
+  size_t offset = 0, state_offset = 0;
   while (std::getline(in, line)) {
     std::istringstream words(line);
-    std::string kind, params;
+    std::string kind, params, state;
     StoredLayer l;
     if (!(words >> kind >> l.name >> l.type >> params) || kind != "layer") continue;
     if (params.rfind("params=", 0) != 0) continue;
     l.params = std::stoull(params.substr(7));
+    if (words >> state && state.rfind("state=", 0) == 0) l.state = std::stoull(state.substr(6));
     l.offset = offset;
+    l.state_offset = state_offset;
     offset += l.params;
+    state_offset += l.state;
     out.push_back(l);
   }
   return out;
@@ -59,14 +63,17 @@ std::string load_initial_params(const std::string& path, Model& model) {
   const CheckpointState s = read_checkpoint_file(path);
   const std::vector<StoredLayer> stored = stored_layers(s.architecture);
   const std::vector<float> params = stored_params(s);
-  std::vector<float> host(model.param_count());
+  const auto stored_state = s.arrays.find(kStateArray);
+  std::vector<float> host(model.param_count()), state(model.state_count());
   model.get_params(host.data());
+  model.get_state(state.data());
   std::string loaded, kept;
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& layer = *model.layers()[i];
     if (layer.param_count() == 0) continue;
     auto it = std::find_if(stored.begin(), stored.end(), [&](const StoredLayer& l) {
-      return l.name == layer.name() && l.type == layer.type() && l.params == layer.param_count();
+      return l.name == layer.name() && l.type == layer.type() && l.params == layer.param_count() &&
+             l.state == layer.state_count();
     });
     std::string& list = it != stored.end() ? loaded : kept;
     list += (list.empty() ? "" : ", ") + layer.name();
@@ -74,6 +81,13 @@ std::string load_initial_params(const std::string& path, Model& model) {
     HT_REQUIRE(it->offset + it->params <= params.size(), path + ": parameter array too short");
     std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(it->offset), it->params,
                 host.begin() + static_cast<std::ptrdiff_t>(model.param_offset(i)));
+    if (it->state > 0) {
+      HT_REQUIRE(stored_state != s.arrays.end() &&
+                     it->state_offset + it->state <= stored_state->second.size(),
+                 path + ": model state array missing or too short");
+      std::copy_n(stored_state->second.begin() + static_cast<std::ptrdiff_t>(it->state_offset),
+                  it->state, state.begin() + static_cast<std::ptrdiff_t>(model.state_offset(i)));
+    }
   }
   if (loaded.empty()) {
     throw UsageError(path +
@@ -81,6 +95,7 @@ std::string load_initial_params(const std::string& path, Model& model) {
                      "is in the checkpoint");
   }
   model.set_params(host.data());
+  model.set_state(state.data());
   return "initialised from " + path + ": loaded " + loaded +
          (kept.empty() ? "" : "; newly initialised " + kept);
 }

@@ -12,8 +12,9 @@
 
 namespace hpctrain {
 
-// Copies into `model` the parameters of every layer of checkpoint `path` whose
-// name, type and parameter count match; others keep their initial values.
+// Copies into `model` the parameters and state (BatchNorm statistics) of every layer of
+// checkpoint `path` whose name, type, parameter and state counts match; others keep their
+// initial values.
 // Returns a one-line report. Throws UsageError if nothing matches.
 std::string load_initial_params(const std::string& path, Model& model);
 

@@ -180,7 +180,7 @@ TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
   CpuBackend be(1);
   ModelConfig mc;
   mc.hidden = {8};
-  Model source(be, build_layers(mc, 3), {4}, 2);
+  Model source(be, build_layers(mc, 3, {4}), {4}, 2);
   source.init_params(1);
   CheckpointState s = sample_state(1);
   s.architecture = source.architecture();
@@ -190,7 +190,7 @@ TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
   write_checkpoint_file(path, s);
 
   // Same base, a new head with 5 classes: dense0 loads, the classifier does not.
-  Model target(be, build_layers(mc, 5), {4}, 2);
+  Model target(be, build_layers(mc, 5, {4}), {4}, 2);
   target.init_params(2);
   const std::string report = load_initial_params(path, target);
   EXPECT_NE(report.find("loaded dense0"), std::string::npos) << report;

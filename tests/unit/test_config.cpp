@@ -340,7 +340,10 @@ TEST(ConfigErrors, BadEnumValues) {
   expect_error(head + "optimizer:\n  name: adam\n",
                "FILE:4: optimizer.name: expected one of sgd, got 'adam'");
   expect_error(head + "model:\n  preset: resnet\n",
-               "FILE:4: model.preset: expected one of mlp, cnn, layers, got 'resnet'");
+               "FILE:4: model.preset: expected one of mlp, cnn, resnet18, resnet34, layers, got "
+               "'resnet'");
+  expect_error(head + "model:\n  preset: resnet18\n  stem: tiny\n",
+               "FILE:5: model.stem: expected one of auto, imagenet, small, got 'tiny'");
 }
 
 TEST(ConfigErrors, RequiredTrainData) {
@@ -359,7 +362,8 @@ TEST(ConfigErrors, ModelLayers) {
                "FILE:5: model.layers: expected a non-empty list of layers, got an empty one");
   expect_error(head + "  preset: layers\n  layers:\n    - units: 3\n",
                "FILE:6: model.layers[0].type: required key is missing (one of dense, relu, "
-               "conv2d, maxpool, avgpool, global_avgpool, flatten)");
+               "conv2d, maxpool, avgpool, global_avgpool, flatten, batchnorm, dropout, "
+               "basic_block)");
   expect_error(head + "  preset: layers\n  layers:\n    - type: relu\n    - type: dense\n",
                "FILE:7: model.layers[1].units: required key is missing for a dense layer");
   expect_error(head + "  preset: layers\n  layers:\n    - type: dense\n      units: 0\n",
@@ -370,7 +374,7 @@ TEST(ConfigErrors, ModelLayers) {
                "FILE:6: model.layers[0].unit: unknown key (did you mean 'units'?)");
   expect_error(head + "  preset: layers\n  layers:\n    - {type: conv}\n",
                "FILE:6: model.layers[0].type: expected one of dense, relu, conv2d, maxpool, "
-               "avgpool, global_avgpool, flatten, got 'conv'");
+               "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, got 'conv'");
   expect_error(head +
                    "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
                    "    - {type: relu, name: a}\n",

@@ -41,7 +41,10 @@ void expect_round_trip(const Config& a) {
     EXPECT_EQ(x.stride, y.stride);
     EXPECT_EQ(x.padding, y.padding);
     EXPECT_EQ(x.bias, y.bias);
+    EXPECT_EQ(x.rate, y.rate);
   }
+  EXPECT_EQ(a.model.width, b.model.width);
+  EXPECT_EQ(a.model.stem, b.model.stem);
   b.source_file = a.source_file;
   EXPECT_EQ(config_to_yaml(b), yaml);
 }
@@ -95,6 +98,46 @@ TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
   EXPECT_EQ(shipped.optimizer.schedule.type, ScheduleType::kCosine);
 }
 
+TEST(ConfigLoad, ResNetLayerEntriesAndPresets) {
+  const Config c = load_config(write_yaml(std::string(kMinimal) + R"(model:
+  preset: layers
+  layers:
+    - {type: conv2d, filters: 8, kernel: 3, padding: 1, bias: false}
+    - {type: batchnorm}
+    - {type: relu}
+    - {type: basic_block, filters: 8}
+    - {type: basic_block, name: down, filters: 16, stride: 2}
+    - {type: global_avgpool}
+    - {type: dropout, rate: 0.2}
+)"),
+                               {});
+  ASSERT_EQ(c.model.layers.size(), 7u);
+  EXPECT_EQ(c.model.layers[1].name, "batchnorm1");
+  EXPECT_EQ(c.model.layers[3].stride, 1);
+  EXPECT_EQ(c.model.layers[4].filters, 16);
+  EXPECT_EQ(c.model.layers[4].stride, 2);
+  EXPECT_DOUBLE_EQ(c.model.layers[6].rate, 0.2);
+  expect_round_trip(c);
+  const Config r = load_config(write_yaml(kMinimal),
+                               {"model.preset=resnet34", "model.width=16", "model.stem=small"});
+  EXPECT_EQ(r.model.width, 16);
+  EXPECT_EQ(r.model.stem, "small");
+  EXPECT_TRUE(r.model.hidden.empty());
+  expect_round_trip(r);
+  const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
+  expect_error(head + "    - {type: basic_block}\n",
+               "FILE:6: model.layers[0].filters: required key is missing for a basic_block layer");
+  expect_error(head + "    - {type: dropout, rate: 1}\n",
+               "FILE:6: model.layers[0].rate: expected a number >= 0 and < 1, got 1");
+  expect_error(head + "    - {type: batchnorm, rate: 0.5}\n",
+               "FILE:6: model.layers[0].rate: only dropout layers take rate");
+  expect_error("data:\n  train: t.h5\nmodel:\n  preset: cnn\n  width: 32\n",
+               "FILE:5: model.width: only used with model.preset 'resnet18' or 'resnet34' "
+               "(preset is 'cnn')");
+  expect_error("data:\n  train: t.h5\nmodel:\n  width: 0\n",
+               "FILE:4: model.width: expected an integer >= 1, got 0");
+}
+
 TEST(ConfigErrors, ConvLayerKeys) {
   const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
   expect_error(head + "    - {type: conv2d, kernel: 3}\n",
@@ -118,15 +161,15 @@ TEST(ConfigErrors, ConvLayerKeys) {
   expect_error(head + "    - {type: maxpool, kernel: 3, padding: 2}\n",
                "FILE:6: model.layers[0].padding: expected an integer <= 1, got 2");
   expect_error(head + "    - {type: maxpool, kernel: 2, filters: 3}\n",
-               "FILE:6: model.layers[0].filters: only conv2d layers take filters");
+               "FILE:6: model.layers[0].filters: only conv2d or basic_block layers take filters");
   expect_error(
       head + "    - {type: dense, units: 3, kernel: 3}\n",
       "FILE:6: model.layers[0].kernel: only conv2d, maxpool or avgpool layers take kernel");
   expect_error(head + "    - {type: avgpool, kernel: 2, bias: true}\n",
                "FILE:6: model.layers[0].bias: only conv2d layers take bias");
-  expect_error(
-      head + "    - {type: flatten, stride: 1}\n",
-      "FILE:6: model.layers[0].stride: only conv2d, maxpool or avgpool layers take stride");
+  expect_error(head + "    - {type: flatten, stride: 1}\n",
+               "FILE:6: model.layers[0].stride: only conv2d, maxpool, avgpool or basic_block "
+               "layers take stride");
   expect_error(head + "    - {type: conv2d, filters: 4, kernal: 3}\n",
                "FILE:6: model.layers[0].kernal: unknown key (did you mean 'kernel'?)");
   const std::string cnn = "data:\n  train: t.h5\nmodel:\n  preset: cnn\n";

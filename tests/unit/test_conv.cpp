@@ -281,7 +281,7 @@ TEST(Model, CnnPresetShapesAndArchitecture) {
   CpuBackend be(1);
   ModelConfig mc;
   mc.preset = "cnn";
-  Model m(be, build_layers(mc, 10), {1, 28, 28}, 4);
+  Model m(be, build_layers(mc, 10, {1, 28, 28}), {1, 28, 28}, 4);
   EXPECT_EQ(m.param_count(), size_t{320 + 18496 + (3136 * 128 + 128) + 1290});
   EXPECT_EQ(m.output_dims(), Dims{10});
   const std::string arch = m.architecture();
@@ -294,7 +294,7 @@ TEST(Model, CnnPresetShapesAndArchitecture) {
   EXPECT_NE(arch.find("layer flatten flatten params=0 out=3136\n"), std::string::npos) << arch;
   EXPECT_NE(arch.find("layer classifier dense params=1290 out=10\n"), std::string::npos) << arch;
   // Too small for two 2x2 poolings.
-  EXPECT_THROW(Model(be, build_layers(mc, 10), {1, 3, 3}, 4), UsageError);
+  EXPECT_THROW(Model(be, build_layers(mc, 10, {1, 3, 3}), {1, 3, 3}, 4), UsageError);
 }
 
 TEST(Model, CnnBackwardMatchesNumericalOnTinyOddInput) {
@@ -303,7 +303,7 @@ TEST(Model, CnnBackwardMatchesNumericalOnTinyOddInput) {
   mc.preset = "cnn";
   const int classes = 4;
   // 2x9x7 -> 32x9x7 -> 32x4x3 -> 64x4x3 -> 64x2x1 -> 128; batch 3 below max_batch 5.
-  Model m(be, build_layers(mc, classes), {2, 9, 7}, 5);
+  Model m(be, build_layers(mc, classes, {2, 9, 7}), {2, 9, 7}, 5);
   m.init_params(17);
   std::vector<float> x = random_vector(3 * 2 * 9 * 7, 71);
   check_model_gradients(m, x, {1, 3, 0}, classes, 97, 5e-3);
@@ -326,7 +326,7 @@ TEST(Model, LayersPresetWithFlattenFirstAndConvStack) {
   mc.layers = {flatten, dense};
   {
     // Flatten as the first layer is a view of the model input: nothing to copy, no dx.
-    Model m(be, build_layers(mc, 3), {2, 3, 2}, 4);
+    Model m(be, build_layers(mc, 3, {2, 3, 2}), {2, 3, 2}, 4);
     m.init_params(3);
     std::vector<float> x = random_vector(4 * 12, 81);
     check_model_gradients(m, x, {0, 2, 1, 1}, 3, 1, 2e-3);
@@ -343,13 +343,13 @@ TEST(Model, LayersPresetWithFlattenFirstAndConvStack) {
   conv2.name = "c2";
   conv2.stride = 1;
   mc.layers = {conv, layer_spec("relu", "r"), avg, conv2, flatten, dense};
-  Model m(be, build_layers(mc, 3), {2, 7, 5}, 3);
+  Model m(be, build_layers(mc, 3, {2, 7, 5}), {2, 7, 5}, 3);
   EXPECT_EQ(m.layers()[4]->type(), std::string("flatten"));
   m.init_params(4);
   std::vector<float> x = random_vector(3 * 70, 82);
   check_model_gradients(m, x, {2, 0, 1}, 3, 1, 5e-3);
   mc.layers = {conv, layer_spec("global_avgpool", "g"), dense};
-  Model g(be, build_layers(mc, 3), {2, 7, 5}, 3);
+  Model g(be, build_layers(mc, 3, {2, 7, 5}), {2, 7, 5}, 3);
   EXPECT_EQ(g.layers()[1]->name(), "g");
   g.init_params(5);
   check_model_gradients(g, x, {2, 0, 1}, 3, 1, 5e-3);

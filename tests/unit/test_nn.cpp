@@ -74,12 +74,12 @@ TEST(Model, MlpArenaLayoutAndDeterministicInit) {
   CpuBackend be(1);
   ModelConfig mc;
   mc.hidden = {192};
-  Model a(be, build_layers(mc, 10), {1, 28, 28}, 4);
+  Model a(be, build_layers(mc, 10, {1, 28, 28}), {1, 28, 28}, 4);
   EXPECT_EQ(a.param_count(), size_t{784 * 192 + 192 + 192 * 10 + 10});
   EXPECT_EQ(a.param_offset(2), size_t{784 * 192 + 192});
   EXPECT_EQ(a.output_dims(), Dims{10});
   a.init_params(5);
-  Model b(be, build_layers(mc, 10), {1, 28, 28}, 4);
+  Model b(be, build_layers(mc, 10, {1, 28, 28}), {1, 28, 28}, 4);
   b.init_params(5);
   EXPECT_EQ(a.params_sha256(), b.params_sha256());
   b.init_params(6);
@@ -91,7 +91,7 @@ TEST(Model, BackwardMatchesNumericalThroughWholeMlp) {
   ModelConfig mc;
   mc.hidden = {6, 5};
   const int batch = 3, classes = 4;
-  Model m(be, build_layers(mc, classes), {2, 3}, batch);
+  Model m(be, build_layers(mc, classes, {2, 3}), {2, 3}, batch);
   m.init_params(9);
   std::vector<float> x = random_vector(batch * 6, 31);
   check_model_gradients(m, x, {1, 3, 0}, classes, /*stride=*/1, 2e-3);
@@ -101,7 +101,7 @@ TEST(Model, UnknownLayerTypeIsUsageError) {
   ModelConfig mc;
   mc.preset = "layers";
   mc.layers = {LayerSpec{"conv9", "", 0}};
-  EXPECT_THROW(build_layers(mc, 10), UsageError);
+  EXPECT_THROW(build_layers(mc, 10, {784}), UsageError);
 }
 
 }  // namespace

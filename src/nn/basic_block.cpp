@@ -1,0 +1,192 @@
+// BasicBlock: sub-layer wiring over the block's buffers.
+#include "nn/basic_block.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+namespace {
+
+Conv2d::Options conv(int filters, int kernel, int stride, int padding) {
+  return Conv2d::Options{filters, kernel, stride, padding, /*bias=*/false};
+}
+
+}  // namespace
+
+BasicBlock::BasicBlock(std::string name, int filters, int stride)
+    : Layer(std::move(name)),
+      filters_(filters),
+      stride_(stride),
+      conv1_(this->name() + ".conv1", conv(std::max(filters, 1), 3, std::max(stride, 1), 1)),
+      conv2_(this->name() + ".conv2", conv(std::max(filters, 1), 3, 1, 1)),
+      bn1_(this->name() + ".bn1"),
+      bn2_(this->name() + ".bn2") {
+  if (filters < 1 || stride < 1) {
+    throw UsageError("layer " + this->name() + ": basic_block needs filters >= 1 and stride >= 1");
+  }
+}
+
+BasicBlock::~BasicBlock() = default;
+
+Dims BasicBlock::output_dims(const Dims& input) {
+  if (input.size() != 3) {
+    throw UsageError("layer " + name() +
+                     ": basic_block expects [channels, height, width] inputs, got " +
+                     std::to_string(input.size()) + "-D ones");
+  }
+  in_dims_ = input;
+  out_dims_ = bn1_.output_dims(conv1_.output_dims(input));
+  bn2_.output_dims(conv2_.output_dims(out_dims_));
+  down_conv_.reset();
+  down_bn_.reset();
+  if (stride_ != 1 || input[0] != filters_) {
+    down_conv_ = std::make_unique<Conv2d>(name() + ".shortcut_conv", conv(filters_, 1, stride_, 0));
+    down_bn_ = std::make_unique<BatchNorm>(name() + ".shortcut_bn");
+    const Dims d = down_bn_->output_dims(down_conv_->output_dims(input));
+    HT_REQUIRE(d == out_dims_, "basic_block: shortcut and main path shapes differ");
+  }
+  parts_ = {&conv1_, &bn1_, &conv2_, &bn2_};
+  if (down_conv_) parts_.insert(parts_.end(), {down_conv_.get(), down_bn_.get()});
+  in_elems_ = dims_elems(in_dims_);
+  out_elems_ = dims_elems(out_dims_);
+  return out_dims_;
+}
+
+size_t BasicBlock::param_count() const {
+  size_t n = 0;
+  for (const Layer* l : parts_) n += l->param_count();
+  return n;
+}
+
+size_t BasicBlock::state_count() const {
+  size_t n = 0;
+  for (const Layer* l : parts_) n += l->state_count();
+  return n;
+}
+
+int64_t BasicBlock::forward_macs() const {
+  int64_t n = out_elems_;  // the residual addition
+  for (const Layer* l : parts_) n += l->forward_macs();
+  return n;
+}
+
+std::string BasicBlock::attributes() const {
+  return "filters=" + std::to_string(filters_) + " s=" + std::to_string(stride_) +
+         (down_conv_ ? " projection" : " identity");
+}
+
+size_t BasicBlock::scratch_bytes(int64_t max_batch) const {
+  const int64_t floats = max_batch * (3 * out_elems_ + (down_conv_ ? in_elems_ : 0));
+  return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;  // children stay aligned
+}
+
+size_t BasicBlock::workspace_bytes(Backend& backend, int64_t max_batch) const {
+  size_t children = 0;
+  for (const Layer* l : parts_)
+    children = std::max(children, l->workspace_bytes(backend, max_batch));
+  return scratch_bytes(max_batch) + children;
+}
+
+void BasicBlock::set_workspace(void* workspace) {
+  Layer::set_workspace(workspace);
+  if (workspace == nullptr) return;
+  const size_t per_buffer = static_cast<size_t>(max_batch_ * out_elems_);
+  float* base = static_cast<float*>(workspace);
+  ga_ = base;
+  gb_ = base + per_buffer;
+  gc_ = base + 2 * per_buffer;
+  gx_ = down_conv_ ? base + 3 * per_buffer : nullptr;
+  std::byte* children = static_cast<std::byte*>(workspace) + scratch_bytes(max_batch_);
+  for (Layer* l : parts_) l->set_workspace(children);
+}
+
+void BasicBlock::allocate(Backend& backend, int64_t max_batch) {
+  max_batch_ = max_batch;
+  const size_t n = static_cast<size_t>(max_batch * out_elems_);
+  t1_ = DeviceArray<float>(backend, n);
+  t2_ = DeviceArray<float>(backend, n);
+  t4_ = DeviceArray<float>(backend, n);
+  if (down_conv_) {
+    s1_ = DeviceArray<float>(backend, n);
+    s2_ = DeviceArray<float>(backend, n);
+  }
+  for (Layer* l : parts_) l->allocate(backend, max_batch);
+}
+
+void BasicBlock::bind(float* params, float* grads) {
+  for (Layer* l : parts_) {
+    l->bind(params, grads);
+    params += l->param_count();
+    grads += l->param_count();
+  }
+}
+
+void BasicBlock::init_params(Rng& rng, float* host_params) {
+  for (Layer* l : parts_) {
+    l->init_params(rng, host_params);
+    host_params += l->param_count();
+  }
+}
+
+void BasicBlock::bind_state(float* state) {
+  for (Layer* l : parts_) {
+    l->bind_state(state);
+    state += l->state_count();
+  }
+}
+
+void BasicBlock::init_state(float* host_state) {
+  for (Layer* l : parts_) {
+    l->init_state(host_state);
+    host_state += l->state_count();
+  }
+}
+
+void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
+  const int64_t b = x.batch;
+  const size_t n = static_cast<size_t>(b * out_elems_);
+  Tensor t1 = view(t1_.data(), b, out_dims_), t2 = view(t2_.data(), b, out_dims_),
+         t4 = view(t4_.data(), b, out_dims_);
+  conv1_.forward(backend, x, t1, training);
+  bn1_.forward(backend, t1, t2, training);
+  backend.relu_forward(t2.data, t2.data, n);
+  conv2_.forward(backend, t2, t4, training);
+  bn2_.forward(backend, t4, y, training);
+  if (down_conv_) {
+    Tensor s1 = view(s1_.data(), b, out_dims_), s2 = view(s2_.data(), b, out_dims_);
+    down_conv_->forward(backend, x, s1, training);
+    down_bn_->forward(backend, s1, s2, training);
+    backend.add(y.data, s2.data, y.data, n);
+  } else {
+    backend.add(y.data, x.data, y.data, n);
+  }
+  backend.relu_forward(y.data, y.data, n);
+}
+
+void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                          Tensor* dx) {
+  const int64_t b = x.batch;
+  const size_t n = static_cast<size_t>(b * out_elems_);
+  Tensor ga = view(ga_, b, out_dims_), gb = view(gb_, b, out_dims_), gc = view(gc_, b, out_dims_);
+  const Tensor t1 = view(t1_.data(), b, out_dims_), t2 = view(t2_.data(), b, out_dims_),
+               t4 = view(t4_.data(), b, out_dims_);
+  // ga: gradient at the sum (both branches receive it).
+  backend.relu_backward(y.data, dy.data, ga.data, n);
+  bn2_.backward(backend, t4, y, ga, &gb);
+  conv2_.backward(backend, t2, t4, gb, &gc);
+  backend.relu_backward(t2.data, gc.data, gc.data, n);
+  bn1_.backward(backend, t1, t2, gc, &gb);
+  conv1_.backward(backend, x, t1, gb, dx);
+  if (down_conv_) {
+    const Tensor s1 = view(s1_.data(), b, out_dims_), s2 = view(s2_.data(), b, out_dims_);
+    down_bn_->backward(backend, s1, s2, ga, &gc);
+    Tensor gx = view(gx_, b, in_dims_);
+    down_conv_->backward(backend, x, s1, gc, dx != nullptr ? &gx : nullptr);
+    if (dx != nullptr) backend.add(dx->data, gx.data, dx->data, static_cast<size_t>(dx->elems()));
+  } else if (dx != nullptr) {
+    backend.add(dx->data, ga.data, dx->data, n);
+  }
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,43 @@
+// Batch normalisation over the channels of [c, h, w] inputs or the features of [f] inputs:
+// learned scale gamma (initially 1) and shift beta (0) per channel, running mean (0) and
+// variance (1) as model state. Training normalises with the batch's statistics and updates
+// the running ones; evaluation uses the running ones. The batch mean and 1/std survive from
+// forward to backward in the layer's own buffers.
+#pragma once
+
+#include "nn/layer.hpp"
+
+namespace hpctrain {
+
+class BatchNorm final : public Layer {
+ public:
+  static constexpr float kDefaultEps = 1e-5f;
+  static constexpr float kDefaultMomentum = 0.1f;  // PyTorch's: weight of the new batch
+  BatchNorm(std::string name, float eps = kDefaultEps, float momentum = kDefaultMomentum);
+  const char* type() const override { return "batchnorm"; }
+
+  // Throws UsageError unless the input is [c, h, w] or [f].
+  Dims output_dims(const Dims& input) override;
+  size_t param_count() const override { return 2 * static_cast<size_t>(c_); }
+  int64_t forward_macs() const override { return c_ * hw_; }
+  std::string attributes() const override;
+  void allocate(Backend& backend, int64_t max_batch) override;
+  void bind(float* params, float* grads) override;
+  void init_params(Rng& rng, float* host_params) override;
+  size_t state_count() const override { return 2 * static_cast<size_t>(c_); }
+  void bind_state(float* state) override { state_ = state; }
+  void init_state(float* host_state) override;
+  void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
+  void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                Tensor* dx) override;
+
+ private:
+  float eps_, momentum_;
+  int c_ = 0, hw_ = 0;
+  float* params_ = nullptr;  // gamma[c], beta[c]
+  float* grads_ = nullptr;
+  float* state_ = nullptr;  // running mean[c], running variance[c]
+  DeviceArray<float> save_mean_, save_invstd_;
+};
+
+}  // namespace hpctrain

@@ -1,0 +1,52 @@
+// Dropout through the backend's counter-based mask.
+#include "nn/dropout.hpp"
+
+#include <cstdio>
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+
+Dropout::Dropout(std::string name, float p) : Layer(std::move(name)), p_(p) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    throw UsageError("layer " + this->name() + ": dropout needs 0 <= p < 1");
+  }
+}
+
+std::string Dropout::attributes() const {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "p=%g", static_cast<double>(p_));
+  return buf;
+}
+
+Dims Dropout::output_dims(const Dims& input) {
+  sample_elems_ = dims_elems(input);
+  return input;
+}
+
+void Dropout::allocate(Backend& backend, int64_t max_batch) {
+  mask_ = DeviceArray<float>(backend, static_cast<size_t>(max_batch * sample_elems_));
+}
+
+void Dropout::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
+  const size_t n = static_cast<size_t>(x.elems());
+  masked_ = training && p_ > 0.0f;
+  if (masked_) {
+    backend.dropout_forward(x.data, y.data, mask_.data(), n, p_, seed_);
+  } else {
+    backend.copy(x.data, y.data, n);
+  }
+}
+
+void Dropout::backward(Backend& backend, const Tensor& /*x*/, const Tensor& y, const Tensor& dy,
+                       Tensor* dx) {
+  if (dx == nullptr) return;
+  const size_t n = static_cast<size_t>(y.elems());
+  if (masked_) {
+    backend.multiply(dy.data, mask_.data(), dx->data, n);
+  } else {
+    backend.copy(dy.data, dx->data, n);
+  }
+}
+
+}  // namespace hpctrain

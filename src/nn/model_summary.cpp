@@ -1,0 +1,66 @@
+// model_summary: a fixed-width table built from the Layer interface.
+#include "nn/model_summary.hpp"
+
+#include <cstdio>
+
+namespace hpctrain {
+namespace {
+
+std::string dims_text(const Dims& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0) s += 'x';
+    s += std::to_string(d[i]);
+  }
+  return s;
+}
+
+// 12345678 -> "12,345,678".
+std::string grouped(int64_t v) {
+  std::string digits = std::to_string(v), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string row(const std::string& name, const char* type, const std::string& out, int64_t params,
+                int64_t macs) {
+  char buf[160];
+  std::snprintf(buf, sizeof(buf), "%-26s %-15s %-12s %12s %12.2f\n", name.c_str(), type,
+                out.c_str(), grouped(params).c_str(), 2e-6 * static_cast<double>(macs));
+  return buf;
+}
+
+}  // namespace
+
+std::string model_summary(const Model& model) {
+  std::string s = "input " + dims_text(model.input_dims()) + "\n";
+  char head[160];
+  std::snprintf(head, sizeof(head), "%-26s %-15s %-12s %12s %12s\n", "layer", "type", "output",
+                "params", "MFLOPs");
+  s += head;
+  int64_t macs = 0;
+  for (size_t i = 0; i < model.layers().size(); ++i) {
+    const Layer& l = *model.layers()[i];
+    s += row(l.name(), l.type(), dims_text(model.layer_output_dims(i)),
+             static_cast<int64_t>(l.param_count()), l.forward_macs());
+    for (const Layer* sub : l.sublayers()) {
+      s += row("  " + sub->name(), sub->type(), "", static_cast<int64_t>(sub->param_count()),
+               sub->forward_macs());
+    }
+    macs += l.forward_macs();
+  }
+  char total[320];
+  std::snprintf(total, sizeof(total),
+                "total: %s parameters (%.1f MiB float32), %s state values, %.1f MFLOPs forward "
+                "per sample (2 per multiply-add; a training step is about 3x)\n",
+                grouped(static_cast<int64_t>(model.param_count())).c_str(),
+                static_cast<double>(model.param_count()) * 4 / (1 << 20),
+                grouped(static_cast<int64_t>(model.state_count())).c_str(),
+                2e-6 * static_cast<double>(macs));
+  return s + total;
+}
+
+}  // namespace hpctrain
