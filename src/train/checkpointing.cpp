@@ -2,8 +2,8 @@
 //   capture: strategy allreduce keeps identical parameters and momentum on every
 //     rank, so rank 0 copies its own; strategy average keeps per-rank state, so
 //     rank 0 gathers everyone's and stores them per rank. The model state (BatchNorm
-//     statistics, which each rank updates from its own batches) is averaged over the
-//     ranks first and stored once.
+//     statistics) is the same on every rank when save() is called (the trainer
+//     averages it first) and is stored once.
 //   restore: rank 0 broadcasts the cursor, then the arrays: per rank when the
 //     checkpoint holds per-rank state for the same world size and strategy,
 //     else one shared copy (the ranks' average for a per-rank checkpoint).
@@ -16,7 +16,6 @@
 #include <ctime>
 
 #include "checkpoint/checkpoint_file.hpp"
-#include "comm/param_average.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
@@ -260,13 +259,10 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   };
   capture(model_.params(), kParamsArray);
   if (has_velocity) capture(sgd_.velocity(), kVelocityArray);
-  if (model_.state_count() > 0) {
-    average_parameters(comm, model_.backend(), model_.state(), model_.state_count());
-    if (rank_ == 0) {
-      std::vector<float>& dst = state.arrays[kStateArray];
-      dst.resize(model_.state_count());
-      model_.get_state(dst.data());
-    }
+  if (model_.state_count() > 0 && rank_ == 0) {
+    std::vector<float>& dst = state.arrays[kStateArray];
+    dst.resize(model_.state_count());
+    model_.get_state(dst.data());
   }
   last_saved_step_ = global_step;
   last_save_time_ = now_seconds();

@@ -212,6 +212,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
     sgd_->step(model_->params(), model_->grads(), lr);
     ++global_step_;
+    state_diverged_ = world_size_ > 1 && model_->state_count() > 0;
     if (!allreduce && (global_step_ % every == 0 || step + 1 == steps_per_epoch_)) {
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
@@ -229,8 +230,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       break;
     }
     if (checkpoint_now || checkpoints_->due_by_steps(global_step_)) {
-      WatchdogScope w(*watchdog_, "checkpoint", global_step_);
-      checkpoints_->save(*comm_, global_step_, /*wait=*/false);
+      save_checkpoint(/*wait=*/false);
     }
     if (progress.due(now_seconds())) {
       LossStats s;
@@ -264,13 +264,21 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   return end;
 }
 
+void Trainer::sync_model_state() {
+  if (!state_diverged_) return;
+  WatchdogScope w(*watchdog_, "model state averaging", global_step_);
+  average_parameters(*comm_, *backend_, model_->state(), model_->state_count());
+  state_diverged_ = false;
+}
+
+void Trainer::save_checkpoint(bool wait) {
+  sync_model_state();
+  WatchdogScope w(*watchdog_, "checkpoint", global_step_);
+  checkpoints_->save(*comm_, global_step_, wait);
+}
+
 Trainer::EvalResult Trainer::evaluate(Loader& loader) {
-  {
-    // Each rank's BatchNorm statistics followed its own batches: evaluate their average,
-    // the same model on every rank.
-    WatchdogScope w(*watchdog_, "model state averaging", global_step_);
-    average_parameters(*comm_, *backend_, model_->state(), model_->state_count());
-  }
+  sync_model_state();
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
@@ -347,9 +355,7 @@ int Trainer::run() {
     const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
     if (train_epoch(epoch, first_step, m) == EpochEnd::kStopped) {
       // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
-      if (checkpoints_->last_saved_step() != global_step_) {
-        checkpoints_->save(*comm_, global_step_, /*wait=*/true);
-      }
+      if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
       checkpoints_->finish();
       {
         WatchdogScope w(*watchdog_, "stop barrier", global_step_);
@@ -381,7 +387,7 @@ int Trainer::run() {
       summary.val_accuracy = v.accuracy;
     }
     if (config_.checkpoint.at_epoch_end && checkpoints_->last_saved_step() != global_step_) {
-      checkpoints_->save(*comm_, global_step_, /*wait=*/false);
+      save_checkpoint(/*wait=*/false);
     }
     char line[256];
     std::snprintf(line, sizeof(line),
@@ -402,7 +408,7 @@ int Trainer::run() {
   // 4. The final state is checkpointed too when checkpoints are on (for eval
   //    and model.init_from); then the test phase.
   if (checkpoints_->enabled() && checkpoints_->last_saved_step() != global_step_) {
-    checkpoints_->save(*comm_, global_step_, /*wait=*/false);
+    save_checkpoint(/*wait=*/false);
   }
   if (test_loader_) {
     const double t0 = now_seconds();

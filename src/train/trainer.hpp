@@ -49,6 +49,12 @@ class Trainer {
   void create_loaders(int64_t start_step, bool training);
   // One pass over each rank's shard of `loader`; identical result on every rank.
   EvalResult evaluate(Loader& loader);
+  // Averages the model state (BatchNorm statistics, which each rank moves with its own
+  // batches) over the ranks if training changed it since the last time, so that every
+  // rank evaluates and checkpoints the same model. Collective.
+  void sync_model_state();
+  // sync_model_state(), then a checkpoint of the current step. Collective.
+  void save_checkpoint(bool wait);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   void exchange_gradients();
@@ -74,6 +80,7 @@ class Trainer {
   int num_classes_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
+  bool state_diverged_ = false;  // see sync_model_state()
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

@@ -233,6 +233,18 @@ def case_cli():
           "inspect output: " + i.stdout + i.stderr)
     m = subprocess.run([hpctrain(), "inspect", "/nonexistent.h5"], capture_output=True, text=True)
     check(m.returncode == 2 and "/nonexistent.h5" in m.stderr, "inspect of a missing file")
+    # inspect CONFIG: shapes from the data file, or from --input/--classes.
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_resnet18.yaml", "--set",
+                        f"data.train={ARGS.data}/test.h5"], capture_output=True, text=True)
+    check(c.returncode == 0 and "input 1x28x28" in c.stdout and "701,178 parameters" in c.stdout
+          and "layer4.1.conv2" in c.stdout, "inspect CONFIG: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input",
+                        "1x148x197", "--classes", "9"], capture_output=True, text=True)
+    check(c.returncode == 0 and "21,283,017 parameters" in c.stdout,
+          "inspect of the ResNet-34 config: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
+                        "--classes", "9"], capture_output=True, text=True)
+    check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
 
 
 # --- checkpoints, resume, failures -------------------------------------------------
@@ -258,11 +270,11 @@ def uninterrupted_sha():
     return expect_ok("det_full", 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
 
 
-def kill_and_resume(name, sets, should_kill):
+def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml"):
     """Starts a run, kill -9s one rank when should_kill(name) says so, then resumes
     with --resume auto until it finishes; returns the final summary."""
     fresh(name)
-    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.PIPE,
+    p = subprocess.Popen(train_cmd(name, 2, sets, config), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     victim = None
     deadline = time.time() + 300
@@ -279,7 +291,7 @@ def kill_and_resume(name, sets, should_kill):
           f"{name}: the run was not killed (exit {p.returncode}):\n{out}")
     committed = newest_step(name)
     print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
-    rc, out, err = train(name, 2, sets, resume="auto")
+    rc, out, err = train(name, 2, sets, config=config, resume="auto")
     check(rc == 0, f"{name}: resumed run failed with exit {rc}")
     check(f"(step {committed}," in out and "resuming at step" in out,
           f"{name}: did not resume from step {committed}")
@@ -443,6 +455,43 @@ def case_watchdog_hung_rank():
     check(p.returncode != 0, "job reported success with a hung rank")
     check("has not finished after 3 s" in out, "no watchdog message")
     print(f"job ended {time.time() - t0:.1f} s after the rank hung")
+
+
+RESNET = "configs/fashion_mnist_resnet18.yaml"
+
+
+def resnet_sets():
+    # A width-4 ResNet-18 on the 5000 validation images: 39 steps per epoch on 2 ranks.
+    return ["model.width=4", "train.epochs=2", f"data.train={ARGS.data}/val.h5",
+            "run.deterministic=true", "checkpoint.every_seconds=0", "checkpoint.every_steps=10"]
+
+
+def case_resnet_resume_eval():
+    """ResNet (BatchNorm statistics as model state): kill -9 and resume reproduces the
+    parameters; the final checkpoint holds the statistics, and evaluating it on 3 ranks
+    gives the run's own test accuracy."""
+    fresh("rn_full")
+    s = expect_ok("rn_full", 2, resnet_sets(), config=RESNET)
+    losses = [float(r["train_loss"]) for r in metrics_rows("rn_full")]
+    check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
+    check(s["test_accuracy"] >= 0.6, f"test accuracy {s['test_accuracy']:.4f} < 0.6")
+    k = kill_and_resume("rn_kill", resnet_sets(),
+                        lambda n: 1 if newest_step(n) >= 30 else None, config=RESNET)
+    check(k["params_sha256"] == s["params_sha256"], "resumed ResNet parameters differ")
+    ckpt = checkpoints("rn_full")[-1]
+    i = subprocess.run([hpctrain(), "inspect", ckpt], capture_output=True, text=True)
+    check(i.returncode == 0 and "model/state" in i.stdout, "no model/state in " + i.stdout)
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", RESNET, "--checkpoint", ckpt] + sum(
+        (["--set", x] for x in resnet_sets() + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+                                                 f"run.dir={run_dir('rn_eval')}"]), [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir("rn_eval"), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == s["test_accuracy"],
+          f"eval {e['test_accuracy']} != the run's {s['test_accuracy']}")
 
 
 def case_eval_checkpoint():
