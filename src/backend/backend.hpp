@@ -107,7 +107,7 @@ class Backend {
   // Gradients of the training forward (overwrites dx, dgamma, dbeta); dx may be null (a
   // first layer needs only dgamma and dbeta).
   virtual void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
-                                  float* dgamma, float* dbeta, int n, int c, int hw,
+                                  float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                                   const float* save_mean, const float* save_invstd) = 0;
 
   // Inverted dropout: mask[i] = counter_uniform(seed, i) >= p ? 1 / (1 - p) : 0 (see

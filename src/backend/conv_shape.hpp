@@ -1,6 +1,7 @@
 // Geometry of a 2-D convolution or pooling over an NCHW float32 batch: plain structs
 // every backend understands (cuDNN descriptors are built from the same fields).
 // Output size is floor((in + 2 * pad - kernel) / stride) + 1, as in PyTorch and cuDNN.
+// constexpr, so CUDA kernels can use them (nvcc --expt-relaxed-constexpr).
 #pragma once
 
 namespace hpctrain {
@@ -18,8 +19,8 @@ struct Conv2dShape {
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
 
-  int out_h() const { return conv_out_size(h, kh, stride_h, pad_h); }
-  int out_w() const { return conv_out_size(w, kw, stride_w, pad_w); }
+  constexpr int out_h() const { return conv_out_size(h, kh, stride_h, pad_h); }
+  constexpr int out_w() const { return conv_out_size(w, kw, stride_w, pad_w); }
   // Elements of one filter (the GEMM inner dimension): c_in * kh * kw.
   int patch() const { return c_in * kh * kw; }
 };
@@ -33,8 +34,8 @@ struct Pool2dShape {
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
 
-  int out_h() const { return conv_out_size(h, kh, stride_h, pad_h); }
-  int out_w() const { return conv_out_size(w, kw, stride_w, pad_w); }
+  constexpr int out_h() const { return conv_out_size(h, kh, stride_h, pad_h); }
+  constexpr int out_w() const { return conv_out_size(w, kw, stride_w, pad_w); }
 };
 
 }  // namespace hpctrain

@@ -64,8 +64,8 @@ class CpuBackend final : public Backend {
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override;
   void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
-                          float* dgamma, float* dbeta, int n, int c, int hw, const float* save_mean,
-                          const float* save_invstd) override;
+                          float* dgamma, float* dbeta, int n, int c, int hw, float eps,
+                          const float* save_mean, const float* save_invstd) override;
   void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
                        uint64_t seed) override;
 

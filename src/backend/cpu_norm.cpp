@@ -74,7 +74,8 @@ void CpuBackend::batchnorm_forward_inference(const float* x, const float* gamma,
 
 void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
                                     float* dgamma, float* dbeta, int n, int c, int hw,
-                                    const float* save_mean, const float* save_invstd) {
+                                    float /*eps: in save_invstd*/, const float* save_mean,
+                                    const float* save_invstd) {
   check_shape(n, c, hw);
   const double m = static_cast<double>(n) * hw;
   for (int ch = 0; ch < c; ++ch) {

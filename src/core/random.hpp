@@ -6,6 +6,13 @@
 
 #include <cstdint>
 
+// Functions the CUDA kernels share with the host.
+#if defined(__CUDACC__)
+#define HT_HOST_DEVICE __host__ __device__
+#else
+#define HT_HOST_DEVICE
+#endif
+
 namespace hpctrain {
 
 // Mixes several 64-bit words into one seed (e.g. seed, epoch, rank).
@@ -14,7 +21,7 @@ uint64_t mix_seed(uint64_t a, uint64_t b = 0, uint64_t c = 0);
 // Counter-based uniform float in [0, 1): the i-th draw of stream `seed`, a pure function
 // of both (SplitMix64's finaliser), so draws can be made in any order or in parallel, on
 // any device, with the same result. 24 bits of resolution.
-constexpr float counter_uniform(uint64_t seed, uint64_t i) {
+HT_HOST_DEVICE constexpr float counter_uniform(uint64_t seed, uint64_t i) {
   uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;

@@ -76,8 +76,8 @@ void BatchNorm::forward(Backend& backend, const Tensor& x, Tensor& y, bool train
 void BatchNorm::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
                          Tensor* dx) {
   backend.batchnorm_backward(x.data, dy.data, params_, dx != nullptr ? dx->data : nullptr, grads_,
-                             grads_ + c_, static_cast<int>(x.batch), c_, hw_, save_mean_.data(),
-                             save_invstd_.data());
+                             grads_ + c_, static_cast<int>(x.batch), c_, hw_, eps_,
+                             save_mean_.data(), save_invstd_.data());
 }
 
 }  // namespace hpctrain

@@ -1,0 +1,388 @@
+// The CUDA backend: cuBLAS for GEMM, cuDNN for convolution, max pooling and batch
+// normalisation, kernels/ for the rest, all on one stream per backend. Nothing in an
+// operation synchronises with the host except the copies to host memory and
+// synchronize(); with sync_each_call every operation is followed by a checked
+// synchronisation, so an asynchronous error names its operation.
+#include "backend/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "kernels/kernels.hpp"
+
+namespace hpctrain {
+namespace {
+
+using cuda::fail;
+
+// cuDNN descriptor owners (RAII): one type per descriptor kind.
+template <typename T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Descriptor {
+ public:
+  Descriptor() { HT_CUDA(Create(&d_)); }
+  ~Descriptor() { Destroy(d_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  T get() const { return d_; }
+
+ private:
+  T d_{};
+};
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                            cudnnDestroyConvolutionDescriptor>;
+using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                            cudnnDestroyPoolingDescriptor>;
+
+void set_nchw(const TensorDesc& d, int n, int c, int h, int w) {
+  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+}
+
+// Everything cuDNN needs for one convolution shape, with its algorithms chosen once.
+struct ConvPlan {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+  size_t workspace = 0;  // the largest of the three algorithms' needs
+};
+
+auto shape_key(const Conv2dShape& s) {
+  return std::make_tuple(s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride_h, s.stride_w,
+                         s.pad_h, s.pad_w);
+}
+
+// The fastest algorithm cuDNN's heuristics rank that fits the workspace limit (and is
+// deterministic when asked); perf results come sorted by expected time.
+template <typename Perf>
+const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    return perf[i];
+  }
+  fail(what, "no algorithm fits the workspace limit", __FILE__, __LINE__);
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const CudaBackendOptions& o) : options_(o) {
+    const char* env = std::getenv("HPCTRAIN_CUDA_SYNC");
+    if (env != nullptr && std::strcmp(env, "1") == 0) options_.sync_each_call = true;
+    HT_CUDA(cudaSetDevice(o.device));
+    HT_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    HT_CUDA(cublasCreate(&cublas_));
+    HT_CUDA(cublasSetStream(cublas_, stream_));
+    // fp32 means fp32: no TF32 tensor-core rounding unless a precision option asks for it.
+    HT_CUDA(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    HT_CUDA(cudnnCreate(&cudnn_));
+    HT_CUDA(cudnnSetStream(cudnn_, stream_));
+  }
+  ~CudaBackend() override {
+    conv_plans_.clear();
+    cudnnDestroy(cudnn_);
+    cublasDestroy(cublas_);
+    cudaStreamDestroy(stream_);
+  }
+  const char* name() const override { return "cuda"; }
+
+  void* alloc_bytes(size_t bytes) override {
+    void* p = nullptr;
+    HT_CUDA(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+    HT_CUDA(cudaMemsetAsync(p, 0, bytes, stream_));
+    HT_CUDA(cudaStreamSynchronize(stream_));
+    return p;
+  }
+  void free_bytes(void* p) override { cudaFree(p); }
+  void copy_to_device(void* dst, const void* host_src, size_t bytes) override {
+    if (bytes == 0) return;
+    HT_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    HT_CUDA(cudaStreamSynchronize(stream_));  // the caller may reuse host_src at once
+  }
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    HT_CUDA(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    HT_CUDA(cudaStreamSynchronize(stream_));
+  }
+  void fill_zero(float* x, size_t n) override {
+    if (n > 0) HT_CUDA(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
+    done("fill_zero");
+  }
+  void copy(const float* src, float* dst, size_t n) override {
+    if (n > 0) {
+      HT_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    }
+    done("copy");
+  }
+  void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
+
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    HT_CUDA(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
+                        c, n));
+    done("gemm");
+  }
+  void add_bias(float* y, const float* bias, int rows, int cols) override {
+    kernels::add_bias(y, bias, rows, cols, stream_);
+    done("add_bias");
+  }
+  void sum_rows(const float* dy, float* dbias, int rows, int cols) override {
+    kernels::sum_rows(dy, dbias, rows, cols, stream_);
+    done("sum_rows");
+  }
+  void add_channel_bias(float* y, const float* bias, int n, int c, int hw) override {
+    kernels::add_channel_bias(y, bias, n, c, hw, stream_);
+    done("add_channel_bias");
+  }
+  void sum_channels(const float* dy, float* dbias, int n, int c, int hw) override {
+    kernels::sum_channels(dy, dbias, n, c, hw, stream_);
+    done("sum_channels");
+  }
+  void add(const float* a, const float* b, float* y, size_t n) override {
+    kernels::add(a, b, y, n, stream_);
+    done("add");
+  }
+  void multiply(const float* a, const float* b, float* y, size_t n) override {
+    kernels::multiply(a, b, y, n, stream_);
+    done("multiply");
+  }
+
+  size_t conv2d_workspace_bytes(const Conv2dShape& s) override {
+    const size_t need = plan(s, kSetupWorkspaceLimit).workspace;
+    max_workspace_ = std::max(max_workspace_, need);
+    return need;
+  }
+  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+                      void* workspace) override {
+    const ConvPlan& p = plan(s);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnConvolutionForward(cudnn_, &one, p.x.get(), x, p.w.get(), w, p.conv.get(), p.fwd,
+                                    workspace, p.workspace, &zero, p.y.get(), y));
+    done("conv2d_forward");
+  }
+  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx,
+                            void* workspace) override {
+    const ConvPlan& p = plan(s);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy, p.conv.get(),
+                                         p.bwd_data, workspace, p.workspace, &zero, p.x.get(), dx));
+    done("conv2d_backward_data");
+  }
+  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+                              void* workspace) override {
+    const ConvPlan& p = plan(s);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
+                                           p.bwd_filter, workspace, p.workspace, &zero, p.w.get(),
+                                           dw));
+    done("conv2d_backward_filter");
+  }
+
+  void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) override {
+    set_pool(s);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnPoolingForward(cudnn_, pool_.get(), &one, a_.get(), x, &zero, b_.get(), y));
+    done("maxpool2d_forward");
+  }
+  void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y, const float* dy,
+                          float* dx) override {
+    set_pool(s);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnPoolingBackward(cudnn_, pool_.get(), &one, b_.get(), y, b_.get(), dy, a_.get(), x,
+                                 &zero, a_.get(), dx));
+    done("maxpool2d_backward");
+  }
+  void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) override {
+    kernels::avgpool2d_forward(s, x, y, stream_);
+    done("avgpool2d_forward");
+  }
+  void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) override {
+    kernels::avgpool2d_backward(s, dy, dx, stream_);
+    done("avgpool2d_backward");
+  }
+
+  void relu_forward(const float* x, float* y, size_t n) override {
+    kernels::relu_forward(x, y, n, stream_);
+    done("relu_forward");
+  }
+  void relu_backward(const float* y, const float* dy, float* dx, size_t n) override {
+    kernels::relu_backward(y, dy, dx, n, stream_);
+    done("relu_backward");
+  }
+
+  void batchnorm_forward_training(const float* x, const float* gamma, const float* beta, float* y,
+                                  int n, int c, int hw, float eps, float momentum,
+                                  float* running_mean, float* running_var, float* save_mean,
+                                  float* save_invstd) override {
+    set_bn(n, c, hw, eps);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnBatchNormalizationForwardTraining(
+        cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, a_.get(), x, a_.get(), y, bn_.get(), gamma,
+        beta, momentum, running_mean, running_var, eps, save_mean, save_invstd));
+    done("batchnorm_forward_training");
+  }
+  void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, float* y,
+                                   int n, int c, int hw, float eps, const float* running_mean,
+                                   const float* running_var) override {
+    set_bn(n, c, hw, eps);
+    const float one = 1.0f, zero = 0.0f;
+    HT_CUDA(cudnnBatchNormalizationForwardInference(cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
+                                                    a_.get(), x, a_.get(), y, bn_.get(), gamma,
+                                                    beta, running_mean, running_var, eps));
+    done("batchnorm_forward_inference");
+  }
+  void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+                          float* dgamma, float* dbeta, int n, int c, int hw, float eps,
+                          const float* save_mean, const float* save_invstd) override {
+    if (dx == nullptr) {
+      kernels::batchnorm_param_grads(x, dy, dgamma, dbeta, n, c, hw, save_mean, save_invstd,
+                                     stream_);
+    } else {
+      set_bn(n, c, hw, eps);
+      const float one = 1.0f, zero = 0.0f;
+      HT_CUDA(cudnnBatchNormalizationBackward(
+          cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, a_.get(), x, a_.get(), dy,
+          a_.get(), dx, bn_.get(), gamma, dgamma, dbeta, eps, save_mean, save_invstd));
+    }
+    done("batchnorm_backward");
+  }
+  void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+                       uint64_t seed) override {
+    HT_REQUIRE(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1)");
+    kernels::dropout_forward(x, y, mask, n, p, seed, stream_);
+    done("dropout_forward");
+  }
+
+  void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
+                    float grad_scale, float* dlogits, LossStats* stats) override {
+    kernels::softmax_xent(logits, labels, rows, cols, grad_scale, dlogits, stats, stream_);
+    done("softmax_xent");
+  }
+  void sgd_update(float* params, const float* grads, float* velocity, size_t n,
+                  const SgdParams& sgd) override {
+    kernels::sgd_update(params, grads, velocity, n, sgd, stream_);
+    done("sgd_update");
+  }
+  void scale(float* x, size_t n, float alpha) override {
+    kernels::scale(x, n, alpha, stream_);
+    done("scale");
+  }
+
+ private:
+  // With sync_each_call, waits for the operation and reports its error by name.
+  void done(const char* op) {
+    if (!options_.sync_each_call) return;
+    const cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e != cudaSuccess) fail(op, cudaGetErrorString(e), __FILE__, __LINE__);
+  }
+
+  // The plan for shape s, its algorithms chosen within `limit` bytes of workspace. A shape
+  // first seen inside the step loop (a smaller last batch) must fit the workspace the
+  // model sized from the shapes it asked about at set-up.
+  const ConvPlan& plan(const Conv2dShape& s) { return plan(s, max_workspace_); }
+  const ConvPlan& plan(const Conv2dShape& s, size_t limit) {
+    auto key = shape_key(s);
+    if (auto it = conv_plans_.find(key); it != conv_plans_.end()) return it->second;
+    ConvPlan& p = conv_plans_[key];
+    set_nchw(p.x, s.n, s.c_in, s.h, s.w);
+    set_nchw(p.y, s.n, s.c_out, s.out_h(), s.out_w());
+    HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.c_out,
+                                       s.c_in, s.kh, s.kw));
+    HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
+                                            1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+    // fp32: plain FMA arithmetic, no TF32 tensor cores (the CPU backend's results).
+    HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), CUDNN_FMA_MATH));
+    int count = 0;
+    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), p.conv.get(),
+                                                   p.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                   &count, fwd));
+    const auto& f = pick(fwd, count, limit, options_.deterministic, "convolution forward");
+    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        cudnn_, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
+        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, bd));
+    const auto& d = pick(bd, count, limit, options_.deterministic, "convolution backward data");
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        cudnn_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, bf));
+    const auto& g = pick(bf, count, limit, options_.deterministic, "convolution backward filter");
+    p.fwd = f.algo;
+    p.bwd_data = d.algo;
+    p.bwd_filter = g.algo;
+    p.workspace = std::max({f.memory, d.memory, g.memory});
+    return p;
+  }
+
+  // a_ = input [n, c, h, w], b_ = pooled output.
+  void set_pool(const Pool2dShape& s) {
+    // Max pooling: padded cells never win, overlapping windows add deterministically.
+    HT_CUDA(cudnnSetPooling2dDescriptor(pool_.get(), CUDNN_POOLING_MAX_DETERMINISTIC,
+                                        CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w,
+                                        s.stride_h, s.stride_w));
+    set_nchw(a_, s.n, s.c, s.h, s.w);
+    set_nchw(b_, s.n, s.c, s.out_h(), s.out_w());
+  }
+
+  // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1].
+  void set_bn(int n, int c, int hw, float eps) {
+    HT_REQUIRE(eps >= CUDNN_BN_MIN_EPSILON, "batchnorm: eps below cuDNN's minimum");
+    set_nchw(a_, n, c, hw, 1);
+    set_nchw(bn_, 1, c, 1, 1);
+  }
+
+  static constexpr size_t kSetupWorkspaceLimit = size_t{1} << 30;
+
+  CudaBackendOptions options_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  std::map<decltype(shape_key(Conv2dShape{})), ConvPlan> conv_plans_;
+  size_t max_workspace_ = 0;
+  TensorDesc a_, b_, bn_;
+  PoolDesc pool_;
+};
+
+}  // namespace
+
+bool cuda_built() { return true; }
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // no driver or no device: clear the sticky error
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
+  const int count = cuda_device_count();
+  if (count == 0) {
+    throw UsageError("device: cuda was requested, but no CUDA device is visible to this process");
+  }
+  if (options.device < 0 || options.device >= count) {
+    throw UsageError("CUDA device " + std::to_string(options.device) + " does not exist (" +
+                     std::to_string(count) + " visible)");
+  }
+  return std::make_unique<CudaBackend>(options);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,32 @@
+// Checked CUDA, cuBLAS and cuDNN calls: a failure throws hpctrain::Error naming the call,
+// the library's message and the source line.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace hpctrain::cuda {
+
+[[noreturn]] inline void fail(const char* call, const std::string& why, const char* file,
+                              int line) {
+  throw Error(std::string(file) + ":" + std::to_string(line) + ": " + call + " failed: " + why);
+}
+
+inline void check(cudaError_t e, const char* call, const char* file, int line) {
+  if (e != cudaSuccess) fail(call, cudaGetErrorString(e), file, line);
+}
+inline void check(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusString(s), file, line);
+}
+inline void check(cudnnStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUDNN_STATUS_SUCCESS) fail(call, cudnnGetErrorString(s), file, line);
+}
+
+}  // namespace hpctrain::cuda
+
+#define HT_CUDA(call) ::hpctrain::cuda::check((call), #call, __FILE__, __LINE__)

@@ -1,0 +1,30 @@
+// The CUDA backend's public face: whether this build has it, how many devices the
+// process sees, and a factory. No CUDA header is needed to include it, so the trainer
+// and the tests compile the same way in CPU-only builds (where the factory refuses).
+#pragma once
+
+#include <memory>
+
+#include "backend/backend.hpp"
+
+namespace hpctrain {
+
+struct CudaBackendOptions {
+  int device = 0;              // CUDA device ordinal
+  bool deterministic = false;  // only cuDNN algorithms that give repeatable results
+  // Synchronise after every operation and check for errors, so that an asynchronous
+  // failure names the operation that caused it (slow; for debugging). The environment
+  // variable HPCTRAIN_CUDA_SYNC=1 turns it on too.
+  bool sync_each_call = false;
+};
+
+// True when this build includes the CUDA backend.
+bool cuda_built();
+
+// Devices this process can use: 0 without a driver or a device, or without the backend.
+int cuda_device_count();
+
+// Throws UsageError when the backend is not built or the device does not exist.
+std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
+
+}  // namespace hpctrain

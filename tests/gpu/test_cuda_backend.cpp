@@ -1,0 +1,304 @@
+// The CUDA backend against the CPU backend on random inputs: every Backend operation at
+// odd sizes, then whole models (CNN and a small ResNet) through forward and backward.
+// Element-wise kernels must agree within 1e-5 relative; operations that sum many terms
+// (GEMM, convolution, batch statistics) within 1e-4, as their summation order differs.
+// The binary exits 77 (ctest: skipped) when no CUDA device is visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
+#include "core/random.hpp"
+#include "nn/model.hpp"
+#include "nn/presets.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.normal() * scale);
+  return v;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                  const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))
+        << what << "[" << i << "]";
+  }
+}
+
+class CudaVsCpu : public ::testing::Test {
+ protected:
+  void SetUp() override { gpu_ = make_cuda_backend({}); }
+
+  // A device copy of `host` on the GPU backend.
+  float* up(const std::vector<float>& host) {
+    arrays_.emplace_back(*gpu_, host.size());
+    gpu_->copy_to_device(arrays_.back().data(), host.data(), host.size() * sizeof(float));
+    return arrays_.back().data();
+  }
+  std::vector<float> down(const float* p, size_t n) {
+    std::vector<float> h(n);
+    gpu_->copy_to_host(h.data(), p, n * sizeof(float));
+    return h;
+  }
+
+  CpuBackend cpu_{1};
+  std::unique_ptr<Backend> gpu_;
+  std::vector<DeviceArray<float>> arrays_;
+};
+
+constexpr double kElementwise = 1e-5, kSums = 1e-4;
+
+TEST_F(CudaVsCpu, GemmAllTransposes) {
+  const int m = 37, n = 29, k = 53;
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    auto a = random_vector(m * k, 1 + t), b = random_vector(k * n, 5 + t),
+         c = random_vector(m * n, 9);
+    std::vector<float> want = c;
+    cpu_.gemm(ta, tb, m, n, k, 0.7f, a.data(), b.data(), 0.3f, want.data());
+    float* dc = up(c);
+    gpu_->gemm(ta, tb, m, n, k, 0.7f, up(a), up(b), 0.3f, dc);
+    expect_close(down(dc, c.size()), want, kSums, "gemm");
+  }
+}
+
+TEST_F(CudaVsCpu, BiasAndElementwise) {
+  const int rows = 13, cols = 37, n = 3, c = 5, hw = 7 * 9;
+  auto y = random_vector(rows * cols, 1), bias = random_vector(cols, 2);
+  std::vector<float> want = y;
+  cpu_.add_bias(want.data(), bias.data(), rows, cols);
+  float* dy = up(y);
+  gpu_->add_bias(dy, up(bias), rows, cols);
+  expect_close(down(dy, y.size()), want, kElementwise, "add_bias");
+
+  std::vector<float> sums(cols);
+  cpu_.sum_rows(y.data(), sums.data(), rows, cols);
+  float* ds = up(std::vector<float>(cols));
+  gpu_->sum_rows(up(y), ds, rows, cols);
+  expect_close(down(ds, cols), sums, kSums, "sum_rows");
+
+  auto img = random_vector(n * c * hw, 3), cb = random_vector(c, 4);
+  want = img;
+  cpu_.add_channel_bias(want.data(), cb.data(), n, c, hw);
+  float* dimg = up(img);
+  gpu_->add_channel_bias(dimg, up(cb), n, c, hw);
+  expect_close(down(dimg, img.size()), want, kElementwise, "add_channel_bias");
+  std::vector<float> csum(c);
+  cpu_.sum_channels(img.data(), csum.data(), n, c, hw);
+  float* dcs = up(std::vector<float>(c));
+  gpu_->sum_channels(up(img), dcs, n, c, hw);
+  expect_close(down(dcs, c), csum, kSums, "sum_channels");
+
+  auto a = random_vector(1001, 5), b = random_vector(1001, 6);
+  std::vector<float> out(a.size());
+  float* dout = up(out);
+  cpu_.add(a.data(), b.data(), out.data(), a.size());
+  gpu_->add(up(a), up(b), dout, a.size());
+  expect_close(down(dout, a.size()), out, kElementwise, "add");
+  cpu_.multiply(a.data(), b.data(), out.data(), a.size());
+  gpu_->multiply(up(a), up(b), dout, a.size());
+  expect_close(down(dout, a.size()), out, kElementwise, "multiply");
+  cpu_.relu_forward(a.data(), out.data(), a.size());
+  gpu_->relu_forward(up(a), dout, a.size());
+  expect_close(down(dout, a.size()), out, kElementwise, "relu_forward");
+  const std::vector<float> relu_y = out;
+  cpu_.relu_backward(relu_y.data(), b.data(), out.data(), a.size());
+  gpu_->relu_backward(up(relu_y), up(b), dout, a.size());
+  expect_close(down(dout, a.size()), out, kElementwise, "relu_backward");
+  out = a;
+  cpu_.scale(out.data(), out.size(), -0.37f);
+  float* da = up(a);
+  gpu_->scale(da, a.size(), -0.37f);
+  expect_close(down(da, a.size()), out, kElementwise, "scale");
+  // Dropout draws the same mask on both backends (counter-based).
+  std::vector<float> mask(a.size()), dmask_host;
+  cpu_.dropout_forward(a.data(), out.data(), mask.data(), a.size(), 0.3f, 77);
+  float* dmask = up(mask);
+  gpu_->dropout_forward(up(a), dout, dmask, a.size(), 0.3f, 77);
+  EXPECT_EQ(down(dmask, a.size()), mask);
+  expect_close(down(dout, a.size()), out, kElementwise, "dropout");
+}
+
+TEST_F(CudaVsCpu, SgdVariants) {
+  const size_t n = 4099;
+  for (int v = 0; v < 3; ++v) {
+    SgdParams sgd{0.05f, v == 0 ? 0.0f : 0.9f, 1e-4f, v == 2};
+    auto p = random_vector(n, 1), g = random_vector(n, 2), vel = random_vector(n, 3);
+    std::vector<float> wp = p, wv = vel;
+    cpu_.sgd_update(wp.data(), g.data(), wv.data(), n, sgd);
+    float *dp = up(p), *dv = up(vel);
+    gpu_->sgd_update(dp, up(g), dv, n, sgd);
+    expect_close(down(dp, n), wp, kElementwise, "sgd params");
+    expect_close(down(dv, n), wv, kElementwise, "sgd velocity");
+  }
+}
+
+TEST_F(CudaVsCpu, SoftmaxCrossEntropy) {
+  const int rows = 67, cols = 45;
+  auto logits = random_vector(rows * cols, 1, 3.0);
+  std::vector<int32_t> labels(rows);
+  for (int r = 0; r < rows; ++r) labels[r] = (r * 7) % cols;
+  std::vector<float> d(logits.size());
+  LossStats want;
+  cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, d.data(), &want);
+  DeviceArray<int32_t> dl(*gpu_, rows);
+  gpu_->copy_to_device(dl.data(), labels.data(), rows * sizeof(int32_t));
+  DeviceArray<LossStats> ds(*gpu_, 1);
+  float* dd = up(d);
+  gpu_->softmax_xent(up(logits), dl.data(), rows, cols, 0.5f, dd, ds.data());
+  LossStats got;
+  gpu_->copy_to_host(&got, ds.data(), sizeof(got));
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-9 * std::fabs(want.loss_sum));
+  EXPECT_EQ(got.correct, want.correct);
+  EXPECT_EQ(got.count, want.count);
+  expect_close(down(dd, d.size()), d, kElementwise, "dlogits");
+}
+
+TEST_F(CudaVsCpu, Pooling) {
+  for (const Pool2dShape s :
+       {Pool2dShape{3, 4, 9, 7, 3, 3, 2, 2, 1, 1}, Pool2dShape{2, 3, 8, 10, 2, 2, 2, 2, 0, 0}}) {
+    auto x = random_vector(static_cast<size_t>(s.n) * s.c * s.h * s.w, 1);
+    const size_t ny = static_cast<size_t>(s.n) * s.c * s.out_h() * s.out_w();
+    auto dy = random_vector(ny, 2);
+    std::vector<float> y(ny), dx(x.size());
+    float *gx = up(x), *gy = up(y), *gdx = up(dx), *gdy = up(dy);
+    cpu_.maxpool2d_forward(s, x.data(), y.data());
+    gpu_->maxpool2d_forward(s, gx, gy);
+    expect_close(down(gy, ny), y, kElementwise, "maxpool forward");
+    cpu_.maxpool2d_backward(s, x.data(), y.data(), dy.data(), dx.data());
+    gpu_->maxpool2d_backward(s, gx, gy, gdy, gdx);
+    expect_close(down(gdx, dx.size()), dx, kElementwise, "maxpool backward");
+    cpu_.avgpool2d_forward(s, x.data(), y.data());
+    gpu_->avgpool2d_forward(s, gx, gy);
+    expect_close(down(gy, ny), y, kElementwise, "avgpool forward");
+    cpu_.avgpool2d_backward(s, dy.data(), dx.data());
+    gpu_->avgpool2d_backward(s, gdy, gdx);
+    expect_close(down(gdx, dx.size()), dx, kElementwise, "avgpool backward");
+  }
+}
+
+TEST_F(CudaVsCpu, Convolution) {
+  const Conv2dShape s{3, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1};
+  auto x = random_vector(static_cast<size_t>(s.n) * s.c_in * s.h * s.w, 1);
+  auto w = random_vector(static_cast<size_t>(s.c_out) * s.patch(), 2, 0.3);
+  const size_t ny = static_cast<size_t>(s.n) * s.c_out * s.out_h() * s.out_w();
+  auto dy = random_vector(ny, 3);
+  std::vector<float> y(ny), dx(x.size()), dw(w.size());
+  std::vector<float> cpu_ws(cpu_.conv2d_workspace_bytes(s) / sizeof(float) + 1);
+  DeviceArray<std::byte> gws(*gpu_, gpu_->conv2d_workspace_bytes(s));
+  float *gx = up(x), *gw = up(w), *gy = up(y), *gdx = up(dx), *gdw = up(dw), *gdy = up(dy);
+  cpu_.conv2d_forward(s, x.data(), w.data(), y.data(), cpu_ws.data());
+  gpu_->conv2d_forward(s, gx, gw, gy, gws.data());
+  expect_close(down(gy, ny), y, kSums, "conv forward");
+  cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data());
+  gpu_->conv2d_backward_data(s, gdy, gw, gdx, gws.data());
+  expect_close(down(gdx, dx.size()), dx, kSums, "conv backward data");
+  cpu_.conv2d_backward_filter(s, x.data(), dy.data(), dw.data(), cpu_ws.data());
+  gpu_->conv2d_backward_filter(s, gx, gdy, gdw, gws.data());
+  expect_close(down(gdw, dw.size()), dw, kSums, "conv backward filter");
+}
+
+TEST_F(CudaVsCpu, BatchNormalisation) {
+  const int n = 4, c = 6, hw = 5 * 7;
+  auto x = random_vector(n * c * hw, 1, 2.0), dy = random_vector(n * c * hw, 2);
+  auto gamma = random_vector(c, 3), beta = random_vector(c, 4);
+  std::vector<float> rm(c, 0.1f), rv(c, 1.5f), y(x.size()), mean(c), inv(c);
+  float *gx = up(x), *gg = up(gamma), *gb = up(beta), *grm = up(rm), *grv = up(rv), *gy = up(y),
+        *gmean = up(mean), *ginv = up(inv);
+  cpu_.batchnorm_forward_training(x.data(), gamma.data(), beta.data(), y.data(), n, c, hw, 1e-5f,
+                                  0.1f, rm.data(), rv.data(), mean.data(), inv.data());
+  gpu_->batchnorm_forward_training(gx, gg, gb, gy, n, c, hw, 1e-5f, 0.1f, grm, grv, gmean, ginv);
+  expect_close(down(gy, y.size()), y, kSums, "bn forward");
+  expect_close(down(grm, c), rm, kSums, "bn running mean");
+  expect_close(down(grv, c), rv, kSums, "bn running variance");
+  expect_close(down(gmean, c), mean, kSums, "bn saved mean");
+  expect_close(down(ginv, c), inv, kSums, "bn saved 1/std");
+  std::vector<float> dx(x.size()), dgamma(c), dbeta(c);
+  float *gdx = up(dx), *gdg = up(dgamma), *gdb = up(dbeta);
+  cpu_.batchnorm_backward(x.data(), dy.data(), gamma.data(), dx.data(), dgamma.data(), dbeta.data(),
+                          n, c, hw, 1e-5f, mean.data(), inv.data());
+  gpu_->batchnorm_backward(gx, up(dy), gg, gdx, gdg, gdb, n, c, hw, 1e-5f, gmean, ginv);
+  expect_close(down(gdx, dx.size()), dx, kSums, "bn dx");
+  expect_close(down(gdg, c), dgamma, kSums, "bn dgamma");
+  expect_close(down(gdb, c), dbeta, kSums, "bn dbeta");
+  gpu_->batchnorm_backward(gx, up(dy), gg, nullptr, gdg, gdb, n, c, hw, 1e-5f, gmean, ginv);
+  expect_close(down(gdg, c), dgamma, kSums, "bn dgamma without dx");
+  expect_close(down(gdb, c), dbeta, kSums, "bn dbeta without dx");
+  cpu_.batchnorm_forward_inference(x.data(), gamma.data(), beta.data(), y.data(), n, c, hw, 1e-5f,
+                                   rm.data(), rv.data());
+  gpu_->batchnorm_forward_inference(gx, gg, gb, gy, n, c, hw, 1e-5f, up(rm), up(rv));
+  expect_close(down(gy, y.size()), y, kSums, "bn inference");
+}
+
+// Forward and backward of a whole model on both backends, from the same parameters.
+void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes,
+                    int64_t batch) {
+  CpuBackend cpu(1);
+  Model a(cpu, build_layers(mc, classes, in), in, batch);
+  Model b(gpu, build_layers(mc, classes, in), in, batch);
+  a.init_params(3);
+  b.init_params(3);
+  const size_t nx = static_cast<size_t>(batch * dims_elems(in));
+  auto x = random_vector(nx, 11);
+  std::vector<int32_t> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
+  DeviceArray<float> gx(gpu, nx);
+  gpu.copy_to_device(gx.data(), x.data(), nx * sizeof(float));
+  DeviceArray<int32_t> gl(gpu, batch);
+  gpu.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
+  DeviceArray<LossStats> gs(gpu, 1);
+  LossStats cs;
+  const Tensor& la = a.forward(x.data(), batch, true, 5);
+  cpu.softmax_xent(la.data, labels.data(), batch, classes, 1.0f / batch, a.dlogits(), &cs);
+  a.backward();
+  const Tensor& lb = b.forward(gx.data(), batch, true, 5);
+  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, b.dlogits(), gs.data());
+  b.backward();
+  LossStats gstats;
+  gpu.copy_to_host(&gstats, gs.data(), sizeof(gstats));
+  EXPECT_NEAR(gstats.loss_sum, cs.loss_sum, 1e-4 * std::fabs(cs.loss_sum));
+  std::vector<float> ga(a.param_count()), gb(b.param_count());
+  ga.assign(a.grads(), a.grads() + a.param_count());
+  gpu.copy_to_host(gb.data(), b.grads(), gb.size() * sizeof(float));
+  expect_close(gb, ga, 1e-3, "model gradients");
+  std::vector<float> sa(a.state_count()), sb(b.state_count());
+  a.get_state(sa.data());
+  b.get_state(sb.data());
+  expect_close(sb, sa, kSums, "model state");
+}
+
+TEST_F(CudaVsCpu, CnnAndResNetModels) {
+  ModelConfig cnn;
+  cnn.preset = "cnn";
+  cnn.hidden.clear();
+  compare_models(*gpu_, cnn, {1, 28, 28}, 10, 8);
+  ModelConfig resnet;
+  resnet.preset = "resnet18";
+  resnet.hidden.clear();
+  resnet.width = 8;
+  compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+}
+
+}  // namespace
+}  // namespace hpctrain
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int devices = hpctrain::cuda_device_count();
+  if (devices == 0) {
+    std::printf("no CUDA device found: GPU tests skipped\n");
+    return 77;
+  }
+  std::printf("%d CUDA device(s); testing device 0\n", devices);
+  return RUN_ALL_TESTS();
+}
