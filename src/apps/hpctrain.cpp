@@ -11,6 +11,7 @@
 
 #include "apps/bench_allreduce.hpp"
 #include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
@@ -39,7 +40,8 @@ constexpr const char* kUsage =
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "\n"
-    "Run 'hpctrain <command> --help' for a command's options.\n";
+    "Run 'hpctrain <command> --help' for a command's options; 'hpctrain --version' names\n"
+    "the backends built in and the CUDA devices visible.\n";
 
 constexpr const char* kTrainUsage =
     "usage: hpctrain train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
@@ -268,6 +270,12 @@ int cmd_inspect(const std::vector<std::string>& args) {
 
 int dispatch(int* argc, char*** argv) {
   std::vector<std::string> args(*argv + 1, *argv + *argc);
+  if (!args.empty() && args[0] == "--version") {
+    std::cout << "hpctrain " << HPCTRAIN_VERSION << " (backends: cpu"
+              << (cuda_built() ? ", cuda" : "") << "; CUDA devices: " << cuda_device_count()
+              << ")\n";
+    return kExitOk;
+  }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     std::cout << kUsage;
     return args.empty() ? kExitUsage : kExitOk;

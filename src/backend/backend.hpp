@@ -31,6 +31,10 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // True when the backend's memory is host memory (the CPU): collectives, checkpoint
+  // snapshots and input batches then use it in place; otherwise they are staged through
+  // host buffers with copy_to_host / copy_to_device.
+  virtual bool host_accessible() const = 0;
 
   // Memory. Allocations happen at set-up, never inside the step loop.
   virtual void* alloc_bytes(size_t bytes) = 0;  // zero-filled

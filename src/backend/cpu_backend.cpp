@@ -13,8 +13,8 @@
 
 namespace hpctrain {
 
-CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes)
-    : threads_(threads), conv_chunk_bytes_(conv_chunk_bytes) {
+CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes, bool stage_as_device)
+    : threads_(threads), conv_chunk_bytes_(conv_chunk_bytes), stage_as_device_(stage_as_device) {
   HT_REQUIRE(threads >= 1, "CPU backend needs at least one thread");
   openblas_set_num_threads(threads);
 }

@@ -15,9 +15,13 @@ class CpuBackend final : public Backend {
   static constexpr size_t kDefaultConvChunkBytes = size_t{512} << 10;
 
   // threads: BLAS threads for this rank (>= 1). conv_chunk_bytes: see above (tests set it
-  // small or huge to take the one-sample and the many-sample paths).
-  explicit CpuBackend(int threads, size_t conv_chunk_bytes = kDefaultConvChunkBytes);
+  // small or huge to take the one-sample and the many-sample paths). stage_as_device: report
+  // host_accessible() false, so that the trainer stages data as for a GPU (tests of that
+  // path on machines without one).
+  explicit CpuBackend(int threads, size_t conv_chunk_bytes = kDefaultConvChunkBytes,
+                      bool stage_as_device = false);
   const char* name() const override { return "cpu"; }
+  bool host_accessible() const override { return !stage_as_device_; }
 
   void* alloc_bytes(size_t bytes) override;
   void free_bytes(void* p) override;
@@ -83,6 +87,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   size_t conv_chunk_bytes_;
+  bool stage_as_device_;
 };
 
 }  // namespace hpctrain

@@ -5,12 +5,11 @@
 
 #include <cstddef>
 
-#include "backend/backend.hpp"
 #include "comm/communicator.hpp"
 
 namespace hpctrain {
 
-// params: host-addressable memory of `count` floats (CPU backend).
-void average_parameters(Communicator& comm, Backend& backend, float* params, size_t count);
+// params: `count` floats of host memory (a device backend stages them).
+void average_parameters(Communicator& comm, float* params, size_t count);
 
 }  // namespace hpctrain

@@ -232,7 +232,9 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   //    gathered now.
   // A small state is copied right here: a millisecond of memcpy costs less than
   // waiting for the writer thread to be scheduled on busy cores.
-  const bool copy_inline = 2 * n * sizeof(float) <= kInlineSnapshotBytes;
+  // Device memory (a GPU backend) is copied to host memory here too.
+  const bool copy_inline =
+      !model_.backend().host_accessible() || 2 * n * sizeof(float) <= kInlineSnapshotBytes;
   std::vector<SnapshotSource> sources;
   auto capture = [&](const float* live, const char* name) {
     if (!per_rank) {

@@ -15,10 +15,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/param_average.hpp"
@@ -68,11 +70,21 @@ int compute_threads(const Config& config, const MpiEnv& env) {
   return std::max(1, cores / env.local_size());
 }
 
-std::unique_ptr<Backend> make_backend(Device device, int threads) {
-  if (device == Device::kCuda) {
-    throw UsageError("device: cuda was requested, but this build of hpctrain has no CUDA backend");
+// device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
+// (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
+// each sees device 0 under Slurm's --gpus-per-task=1). Else the CPU backend;
+// HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
+std::unique_ptr<Backend> make_backend(const Config& config, int threads, const MpiEnv& env) {
+  const int devices = cuda_device_count();
+  if (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0)) {
+    CudaBackendOptions options;
+    options.device = devices > 0 ? env.local_rank() % devices : 0;
+    options.deterministic = config.run.deterministic;
+    return make_cuda_backend(options);
   }
-  return std::make_unique<CpuBackend>(threads);
+  const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
+  return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
+                                      stage != nullptr && std::string(stage) == "1");
 }
 
 }  // namespace
@@ -101,7 +113,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   }
 
   // 2. Backend, model, optimizer.
-  backend_ = make_backend(config_.device, threads_);
+  backend_ = make_backend(config_, threads_, env);
   const Dims input_dims = {shape.c, shape.h, shape.w};
   model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
                                    input_dims, batch);
@@ -115,6 +127,11 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   schedule_ =
       std::make_unique<LrSchedule>(config_.optimizer, steps_per_epoch_, config_.train.epochs);
   stats_ = DeviceArray<LossStats>(*backend_, 1);
+  if (!backend_->host_accessible()) {
+    stage_.resize(std::max(model_->param_count(), model_->state_count()));
+    input_ = DeviceArray<float>(*backend_, static_cast<size_t>(batch * shape.sample_elems()));
+    labels_ = DeviceArray<int32_t>(*backend_, static_cast<size_t>(batch));
+  }
   checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, rank_, world_size_,
                                                        steps_per_epoch_);
   checkpoints_->prepare_resume(resume);
@@ -163,11 +180,37 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
 
 Trainer::~Trainer() = default;
 
+template <typename F>
+void Trainer::on_host(float* data, size_t n, bool write_back, F&& f) {
+  if (backend_->host_accessible()) {
+    f(data);
+    return;
+  }
+  backend_->copy_to_host(stage_.data(), data, n * sizeof(float));
+  f(stage_.data());
+  if (write_back) backend_->copy_to_device(data, stage_.data(), n * sizeof(float));
+}
+
+const float* Trainer::batch_images(const BatchBuffer& b) {
+  if (backend_->host_accessible()) return b.images.data();
+  const size_t n = static_cast<size_t>(b.size) * train_file_->shape().sample_elems();
+  backend_->copy_to_device(input_.data(), b.images.data(), n * sizeof(float));
+  return input_.data();
+}
+
+const int32_t* Trainer::batch_labels(const BatchBuffer& b) {
+  if (backend_->host_accessible()) return b.labels.data();
+  backend_->copy_to_device(labels_.data(), b.labels.data(),
+                           static_cast<size_t>(b.size) * sizeof(int32_t));
+  return labels_.data();
+}
+
 void Trainer::exchange_gradients() {
   if (config_.distributed.strategy != Strategy::kAllreduce) return;
   // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only.
   for (const ParamRange& r : trainable_) {
-    comm_->allreduce_sum(model_->grads() + r.offset, r.count, config_.distributed.algorithm);
+    on_host(model_->grads() + r.offset, r.count, true,
+            [&](float* g) { comm_->allreduce_sum(g, r.count, config_.distributed.algorithm); });
   }
 }
 
@@ -199,9 +242,9 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
-    const Tensor& logits = model_->forward(b.images.data(), b.size, /*training=*/true,
+    const Tensor& logits = model_->forward(batch_images(b), b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
-    backend_->softmax_xent(logits.data, b.labels.data(), static_cast<int>(b.size), classes,
+    backend_->softmax_xent(logits.data, batch_labels(b), static_cast<int>(b.size), classes,
                            grad_scale, model_->dlogits(), stats_.data());
     model_->backward();
     {
@@ -217,7 +260,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
       checkpoints_->wait_snapshot();
-      average_parameters(*comm_, *backend_, model_->params(), model_->param_count());
+      on_host(model_->params(), model_->param_count(), true,
+              [&](float* p) { average_parameters(*comm_, p, model_->param_count()); });
     }
     bool checkpoint_now = false;
     bool stop = false;
@@ -267,7 +311,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 void Trainer::sync_model_state() {
   if (!state_diverged_) return;
   WatchdogScope w(*watchdog_, "model state averaging", global_step_);
-  average_parameters(*comm_, *backend_, model_->state(), model_->state_count());
+  on_host(model_->state(), model_->state_count(), true,
+          [&](float* s) { average_parameters(*comm_, s, model_->state_count()); });
   state_diverged_ = false;
 }
 
@@ -283,8 +328,8 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
     const BatchBuffer& b = loader.next();
-    const Tensor& logits = model_->forward(b.images.data(), b.size, /*training=*/false);
-    backend_->softmax_xent(logits.data, b.labels.data(), static_cast<int>(b.size), num_classes_,
+    const Tensor& logits = model_->forward(batch_images(b), b.size, /*training=*/false);
+    backend_->softmax_xent(logits.data, batch_labels(b), static_cast<int>(b.size), num_classes_,
                            0.0f, nullptr, stats_.data());
   }
   LossStats s;
@@ -312,8 +357,10 @@ int Trainer::run() {
   // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
   {
     WatchdogScope w(*watchdog_, "parameter broadcast", 0);
-    comm_->broadcast(model_->params(), model_->param_count() * sizeof(float), 0);
-    comm_->broadcast(model_->state(), model_->state_count() * sizeof(float), 0);
+    on_host(model_->params(), model_->param_count(), rank_ != 0,
+            [&](float* p) { comm_->broadcast(p, model_->param_count() * sizeof(float), 0); });
+    on_host(model_->state(), model_->state_count(), rank_ != 0,
+            [&](float* s) { comm_->broadcast(s, model_->state_count() * sizeof(float), 0); });
   }
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank

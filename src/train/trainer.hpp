@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "comm/communicator.hpp"
@@ -58,6 +59,15 @@ class Trainer {
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   void exchange_gradients();
+  // Runs f on n floats of model memory at `data` as host memory: in place when the
+  // backend's memory is host memory, else on a copy in stage_ (copied back to the device
+  // when write_back).
+  template <typename F>
+  void on_host(float* data, size_t n, bool write_back, F&& f);
+  // A batch's images and labels where the backend reads them (copied to input_ and
+  // labels_ for a device backend).
+  const float* batch_images(const BatchBuffer& b);
+  const int32_t* batch_labels(const BatchBuffer& b);
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now);
   void write_summary(const RunSummary& summary);
@@ -81,6 +91,10 @@ class Trainer {
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
   bool state_diverged_ = false;  // see sync_model_state()
+  // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
+  std::vector<float> stage_;
+  DeviceArray<float> input_;
+  DeviceArray<int32_t> labels_;
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

@@ -51,11 +51,14 @@ def train_cmd(name, ranks, sets, config="configs/fashion_mnist_mlp.yaml", resume
     return cmd
 
 
-def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml", resume=None):
-    """Runs `mpiexec -n ranks hpctrain train` and returns (returncode, stdout, stderr)."""
+def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml", resume=None,
+          env=None):
+    """Runs `mpiexec -n ranks hpctrain train` and returns (returncode, stdout, stderr);
+    `env` adds environment variables."""
     cmd = train_cmd(name, ranks, sets, config, resume)
     print("+ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, **(env or {})))
     print(p.stdout)
     print(p.stderr, file=sys.stderr)
     return p.returncode, p.stdout, p.stderr
@@ -142,6 +145,13 @@ def case_bad_config():
     rc, out, err = train("bad2", 2, ["train.epochs=many"])
     check(rc == 2, f"bad override: exit {rc}, expected 2")
     one_error_line(err, "train.epochs")
+    # device: cuda where no GPU is visible (or the build has no CUDA backend): exit 2.
+    version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
+    check("CUDA devices" in version, "hpctrain --version: " + version)
+    if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
+        rc, out, err = train("bad3", 2, ["device=cuda"])
+        check(rc == 2, f"device: cuda without a GPU: exit {rc}, expected 2")
+        one_error_line(err, "device: cuda")
 
 
 def case_missing_data():
@@ -492,6 +502,26 @@ def case_resnet_resume_eval():
         e = json.load(f)
     check(e["test_accuracy"] == s["test_accuracy"],
           f"eval {e['test_accuracy']} != the run's {s['test_accuracy']}")
+
+
+def case_staged_memory_matches():
+    """The trainer's path for device memory (batches, collectives and checkpoints staged
+    through host buffers, HPCTRAIN_STAGE_CPU=1 on the CPU backend) gives the parameters of
+    the in-place path: MLP with both strategies, and a ResNet with BatchNorm state."""
+    staged = {"HPCTRAIN_STAGE_CPU": "1"}
+    mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
+           "checkpoint.every_steps=20"]
+    for label, sets, config in [
+            ("mlp", mlp, "configs/fashion_mnist_mlp.yaml"),
+            ("avg", mlp + ["distributed.strategy=average", "distributed.every=4"],
+             "configs/fashion_mnist_mlp.yaml"),
+            ("resnet", resnet_sets() + ["train.epochs=1"], RESNET)]:
+        fresh(f"plain_{label}")
+        fresh(f"staged_{label}")
+        a = expect_ok(f"plain_{label}", 2, sets, config=config)
+        b = expect_ok(f"staged_{label}", 2, sets, config=config, env=staged)
+        check(a["params_sha256"] == b["params_sha256"], f"{label}: staged run differs")
+        check(a["test_accuracy"] == b["test_accuracy"], f"{label}: staged accuracy differs")
 
 
 def case_eval_checkpoint():

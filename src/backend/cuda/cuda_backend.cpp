@@ -98,6 +98,7 @@ class CudaBackend final : public Backend {
     cudaStreamDestroy(stream_);
   }
   const char* name() const override { return "cuda"; }
+  bool host_accessible() const override { return false; }
 
   void* alloc_bytes(size_t bytes) override {
     void* p = nullptr;
