@@ -1,64 +1,83 @@
 #!/usr/bin/env bash
-# Training throughput of hpctrain (2 MPI ranks) against PyTorch DDP (gloo, CPU) on
-# the same MLP, same per-rank batch and same samples per epoch, in one command:
+# CPU training throughput of hpctrain against PyTorch on the same model, same ranks
+# and threads, same per-rank batch and same samples per epoch, in one command:
 #
-#   bench/mlp_throughput.sh [--build DIR] [--data DIR] [--reps N] [--epochs N]
-#   BUILD=build DATA=data/fashion-mnist REPS=5 EPOCHS=2 bench/mlp_throughput.sh
+#   bench/train_throughput.sh --model mlp|cnn [--build DIR] [--data DIR] [--reps N] ...
+#   BUILD=build DATA=data/fashion-mnist REPS=5 EPOCHS=2 bench/train_throughput.sh --model cnn
 #
 # Runs REPS interleaved repetitions of
-#   (a) mpiexec -n RANKS BUILD/hpctrain train configs/fashion_mnist_mlp.yaml ...
-#       (training set only, no val/test), samples_per_second from summary.json;
-#   (b) bench/pytorch_ddp_mlp.py with the same ranks, threads, batch and epochs;
+#   (a) mpiexec -n RANKS BUILD/hpctrain train CONFIG --set device=cpu ... (training
+#       set only, no val/test, constant learning rate), samples_per_second from
+#       summary.json;
+#   (b) bench/pytorch_train.py --model MODEL with the same ranks, threads, batch and
+#       epochs (DDP over gloo when RANKS > 1, one plain process when RANKS = 1);
 # alternating which of the two goes first, then prints a table with the medians
-# and their ratio, and writes OUT (default bench/results/mlp_throughput_cpu.json).
-# Both sides time the training loop only; the slowest rank sets the time.
+# and their ratio, and writes OUT. Both sides time the training loop only; the
+# slowest rank sets the time.
+#
+# Per model (the flags and variables below override RANKS, THREADS and OUT):
+#   mlp: configs/fashion_mnist_mlp.yaml, 2 ranks x 1 thread, target ratio 3.0,
+#        OUT bench/results/mlp_throughput_cpu.json
+#   cnn: configs/fashion_mnist_cnn.yaml, 1 rank x 2 threads (compares the convolution
+#        engines), target ratio 1.0, OUT bench/results/cnn_throughput_cpu.json
+# The per-rank batch is 64, the configs'.
 #
 # Settings (flag or environment variable; a relative path given is taken from the
 # current directory, the default paths are inside the repository):
+#   --model  MODEL    mlp or cnn (required)
 #   --build  BUILD    build directory holding hpctrain          (default: build)
 #   --data   DATA     directory with train.h5 from `hpctrain-data fashion-mnist --out DATA`
 #                                                               (default: data/fashion-mnist)
 #   --reps   REPS     repetitions of each side                  (default: 5)
 #   --epochs EPOCHS   epochs per run                            (default: 2)
-#   --threads THREADS compute threads per rank, both sides      (default: 1)
-#   --ranks  RANKS    ranks, both sides                         (default: 2)
-#   --out    OUT      result file        (default: bench/results/mlp_throughput_cpu.json)
+#   --threads THREADS compute threads per rank, both sides      (default: per model)
+#   --ranks  RANKS    ranks, both sides                         (default: per model)
+#   --out    OUT      result file                               (default: per model)
 #   PYTHON            Python with torch + h5py (default: the first of python3,
 #                     /usr/bin/python3 that imports both)
 #   MPIEXEC           MPI launcher (default: mpiexec)
-# The per-rank batch is 64, the config's; the target ratio is 3.0.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 INVOCATION="$0${*:+ $*}"
 
-die() { echo "mlp_throughput.sh: $*" >&2; exit 1; }
+die() { echo "train_throughput.sh: $*" >&2; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
+MODEL=${MODEL:-}
 BUILD=${BUILD:-$ROOT/build}
 DATA=${DATA:-$ROOT/data/fashion-mnist}
 REPS=${REPS:-5}
 EPOCHS=${EPOCHS:-2}
-THREADS=${THREADS:-1}
-RANKS=${RANKS:-2}
-OUT=${OUT:-$ROOT/bench/results/mlp_throughput_cpu.json}
+THREADS=${THREADS:-}
+RANKS=${RANKS:-}
+OUT=${OUT:-}
 MPIEXEC=${MPIEXEC:-mpiexec}
 BATCH=64
-TARGET=3.0
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --build|--data|--reps|--epochs|--threads|--ranks|--out)
+    --model|--build|--data|--reps|--epochs|--threads|--ranks|--out)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case "$1" in
-        --build) BUILD=$2 ;; --data) DATA=$2 ;; --reps) REPS=$2 ;; --epochs) EPOCHS=$2 ;;
-        --threads) THREADS=$2 ;; --ranks) RANKS=$2 ;; --out) OUT=$2 ;;
+        --model) MODEL=$2 ;; --build) BUILD=$2 ;; --data) DATA=$2 ;; --reps) REPS=$2 ;;
+        --epochs) EPOCHS=$2 ;; --threads) THREADS=$2 ;; --ranks) RANKS=$2 ;; --out) OUT=$2 ;;
       esac
       shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
+
+# Model defaults, for what no flag or variable set.
+case "$MODEL" in
+  mlp) CONFIG_REL=configs/fashion_mnist_mlp.yaml; TARGET=3.0
+       : "${RANKS:=2}" "${THREADS:=1}" "${OUT:=$ROOT/bench/results/mlp_throughput_cpu.json}" ;;
+  cnn) CONFIG_REL=configs/fashion_mnist_cnn.yaml; TARGET=1.0
+       : "${RANKS:=1}" "${THREADS:=2}" "${OUT:=$ROOT/bench/results/cnn_throughput_cpu.json}" ;;
+  '') die "--model mlp|cnn is required (see --help)" ;;
+  *) die "--model must be mlp or cnn, got '$MODEL'" ;;
+esac
 
 for v in REPS EPOCHS THREADS RANKS; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer, got '${!v}'"
@@ -74,8 +93,8 @@ TRAIN_H5=$DATA/train.h5
 [[ -f $TRAIN_H5 ]] ||
   die "no training data at $TRAIN_H5: create it with '$BUILD/hpctrain-data fashion-mnist --out $DATA' or pass --data DIR"
 command -v "$MPIEXEC" >/dev/null || die "no MPI launcher '$MPIEXEC' on PATH (set MPIEXEC)"
-CONFIG=$ROOT/configs/fashion_mnist_mlp.yaml
-PT_SCRIPT=$ROOT/bench/pytorch_ddp_mlp.py
+CONFIG=$ROOT/$CONFIG_REL
+PT_SCRIPT=$ROOT/bench/pytorch_train.py
 [[ -f $CONFIG && -f $PT_SCRIPT ]] || die "$CONFIG or $PT_SCRIPT is missing"
 
 has_torch() { "$1" -c 'import torch, torch.distributed, h5py' >/dev/null 2>&1; }
@@ -88,10 +107,22 @@ else
   [[ -n ${PYTHON:-} ]] ||
     die "no Python with torch and h5py (Debian: apt-get install python3-torch python3-h5py), or set PYTHON"
 fi
-"$PYTHON" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
-  die "$PYTHON: torch has no gloo backend"
+if ((RANKS > 1)); then
+  "$PYTHON" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
+    die "$PYTHON: torch has no gloo backend"
+fi
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/mlp_throughput.XXXXXX")
+# The two sides' arguments. hpctrain: CPU, training set only, constant learning
+# rate as PyTorch's (the cnn config's cosine schedule costs nothing, but both sides
+# run the same recipe), no progress lines.
+HPC_SETTINGS=(--set device=cpu --set data.train="$TRAIN_H5" --set data.val= --set data.test=
+  --set train.epochs="$EPOCHS" --set train.batch_size="$BATCH"
+  --set optimizer.schedule.type=constant --set run.threads="$THREADS"
+  --set train.progress_seconds=0)
+PT_ARGS=(--model "$MODEL" --data "$TRAIN_H5" --epochs "$EPOCHS" --batch "$BATCH"
+  --threads "$THREADS" --world "$RANKS")
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/train_throughput.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 RUNS=$WORK/runs.jsonl
 : >"$RUNS"
@@ -99,10 +130,7 @@ RUNS=$WORK/runs.jsonl
 run_hpctrain() {  # $1: repetition
   local dir=$WORK/hpctrain_$1 log=$WORK/hpctrain_$1.log
   if ! "$MPIEXEC" -n "$RANKS" "$HPCTRAIN" train "$CONFIG" \
-      --set data.train="$TRAIN_H5" --set data.val= --set data.test= \
-      --set train.epochs="$EPOCHS" --set train.batch_size="$BATCH" \
-      --set run.threads="$THREADS" --set run.dir="$dir" \
-      --set train.progress_seconds=0 >"$log" 2>&1; then
+      "${HPC_SETTINGS[@]}" --set run.dir="$dir" >"$log" 2>&1; then
     tail -n 20 "$log" >&2
     die "hpctrain run $1 failed (log above)"
   fi
@@ -114,6 +142,7 @@ print(json.dumps({"side": "hpctrain", "rep": int(sys.argv[2]),
                   "samples_per_second": s["samples_per_second"],
                   "time_train_s": s["time_train_s"],
                   "samples": round(s["samples_per_second"] * s["time_train_s"]),
+                  "param_count": s["param_count"],
                   "comm_fraction": s["comm_fraction"],
                   "data_wait_fraction": s["data_wait_fraction"],
                   "train_loss": s["train_loss"],
@@ -124,8 +153,7 @@ EOF
 
 run_pytorch() {  # $1: repetition
   local log=$WORK/pytorch_$1.log line
-  if ! "$PYTHON" "$PT_SCRIPT" --data "$TRAIN_H5" --epochs "$EPOCHS" --batch "$BATCH" \
-      --threads "$THREADS" --world "$RANKS" >"$log" 2>&1; then
+  if ! "$PYTHON" "$PT_SCRIPT" "${PT_ARGS[@]}" >"$log" 2>&1; then
     tail -n 20 "$log" >&2
     die "PyTorch run $1 failed (log above)"
   fi
@@ -154,7 +182,8 @@ EOF
 CPU_START=$(cpu_snapshot) || CPU_START=
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) || LOAD_START=
 
-echo "hpctrain ($HPCTRAIN, $RANKS ranks x $THREADS thread) vs PyTorch DDP gloo ($PYTHON):"
+if ((RANKS > 1)); then PT_KIND="PyTorch DDP gloo"; else PT_KIND="PyTorch"; fi
+echo "$MODEL: hpctrain ($HPCTRAIN, $RANKS rank(s) x $THREADS thread(s)) vs $PT_KIND ($PYTHON):"
 echo "  $EPOCHS epoch(s) of $TRAIN_H5, batch $BATCH per rank, $REPS repetitions, interleaved"
 for ((r = 1; r <= REPS; ++r)); do
   if ((r % 2)); then run_hpctrain "$r"; run_pytorch "$r"; else run_pytorch "$r"; run_hpctrain "$r"; fi
@@ -175,13 +204,14 @@ MPI_VERSION=$("$MPIEXEC" --version 2>&1 | awk 'NF { $1 = $1 } NR == 1 { v = $0 }
 GIT_COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null) || GIT_COMMIT=
 GIT_DIRTY=false
 [[ -n $GIT_COMMIT && -n $(git -C "$ROOT" status --porcelain 2>/dev/null) ]] && GIT_DIRTY=true
-COMMAND="BUILD=$BUILD DATA=$DATA REPS=$REPS EPOCHS=$EPOCHS THREADS=$THREADS RANKS=$RANKS $INVOCATION"
-HPC_CMD="$MPIEXEC -n $RANKS $HPCTRAIN train configs/fashion_mnist_mlp.yaml --set data.train=$TRAIN_H5 --set data.val= --set data.test= --set train.epochs=$EPOCHS --set train.batch_size=$BATCH --set run.threads=$THREADS --set run.dir=TMP --set train.progress_seconds=0"
-PT_CMD="$PYTHON bench/pytorch_ddp_mlp.py --data $TRAIN_H5 --epochs $EPOCHS --batch $BATCH --threads $THREADS --world $RANKS"
+COMMAND="MODEL=$MODEL BUILD=$BUILD DATA=$DATA REPS=$REPS EPOCHS=$EPOCHS THREADS=$THREADS"
+COMMAND+=" RANKS=$RANKS $INVOCATION"
+HPC_CMD="$MPIEXEC -n $RANKS $HPCTRAIN train $CONFIG_REL ${HPC_SETTINGS[*]} --set run.dir=TMP"
+PT_CMD="$PYTHON bench/pytorch_train.py ${PT_ARGS[*]}"
 
 export CPU_START CPU_END LOAD_START LOAD_END CLK_TCK
 export RUNS OUT TARGET CPU_MODEL NPROC MPI_VERSION GIT_COMMIT GIT_DIRTY COMMAND HPC_CMD PT_CMD \
-  RANKS THREADS EPOCHS BATCH REPS
+  MODEL CONFIG_REL PT_KIND RANKS THREADS EPOCHS BATCH REPS
 "$PYTHON" - <<'EOF'
 import datetime, json, os, platform, statistics
 
@@ -190,13 +220,16 @@ runs = [json.loads(l) for l in open(env["RUNS"]) if l.strip()]
 h = [r for r in runs if r["side"] == "hpctrain"]
 p = [r for r in runs if r["side"] == "pytorch"]
 ranks, epochs, batch = int(env["RANKS"]), int(env["EPOCHS"]), int(env["BATCH"])
+model, pt_kind = env["MODEL"], env["PT_KIND"]
 
-# Both sides must have trained the same samples: steps * batch * ranks * epochs.
-want = {r["samples"] for r in p}
-got = {r["samples"] for r in h}
-if len(want) != 1 or got != want:
-    raise SystemExit(f"mlp_throughput.sh: the two sides trained different sample counts: "
-                     f"hpctrain {sorted(got)}, PyTorch {sorted(want)}")
+# Both sides must have trained the same model (parameter count) on the same samples
+# (steps * batch * ranks * epochs).
+for key, what in (("param_count", "parameter counts"), ("samples", "sample counts")):
+    want = {r[key] for r in p}
+    got = {r[key] for r in h}
+    if len(want) != 1 or got != want:
+        raise SystemExit(f"train_throughput.sh: the two sides have different {what}: "
+                         f"hpctrain {sorted(got)}, PyTorch {sorted(want)}")
 
 hs = [r["samples_per_second"] for r in h]
 ps = [r["samples_per_second"] for r in p]
@@ -230,11 +263,16 @@ if env.get("CPU_START") and env.get("CPU_END"):
                 "benchmark's processes; a large value means something else competed for the cores",
     }
 
+architecture = {
+    "mlp": "MLP 784-192-10",
+    "cnn": "CNN conv3x3(32)-pool-conv3x3(64)-pool-dense128-10",
+}[model]
 result = {
-    "benchmark": "mlp_throughput_cpu",
-    "description": "training samples/s, hpctrain (MPI ring all-reduce) vs PyTorch DDP (gloo), "
-                   "same MLP 784-192-10, SGD momentum, same per-rank batch and samples per epoch; "
-                   "training loop only, slowest rank",
+    "benchmark": f"{model}_throughput_cpu",
+    "description": f"CPU training samples/s, hpctrain ({ranks} rank(s)"
+                   f"{', ring all-reduce' if ranks > 1 else ''}) vs {pt_kind}, same {architecture}, "
+                   "SGD momentum, constant learning rate, same per-rank batch and samples per "
+                   "epoch; training loop only, slowest rank",
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "host": {"cpu_model": env["CPU_MODEL"], "nproc": int(env["NPROC"]),
              "kernel": platform.release(), "machine": platform.machine()},
@@ -244,7 +282,8 @@ result = {
                  "python": platform.python_version()},
     "command": env["COMMAND"],
     "commands": {"hpctrain": env["HPC_CMD"], "pytorch": env["PT_CMD"]},
-    "setup": {"ranks": ranks, "threads_per_rank": int(env["THREADS"]),
+    "setup": {"model": model, "config": env["CONFIG_REL"],
+              "param_count": p[0]["param_count"], "ranks": ranks, "threads_per_rank": int(env["THREADS"]),
               "batch_per_rank": batch, "global_batch": batch * ranks, "epochs": epochs,
               "steps_per_epoch_per_rank": p[0]["steps_per_epoch"],
               "samples_per_run": p[0]["samples"], "train_rows": p[0]["train_rows"],
@@ -272,11 +311,11 @@ with open(tmp, "w") as f:
 os.replace(tmp, out)
 
 print()
-print(f"{'rep':>3}  {'hpctrain samples/s':>18}  {'PyTorch DDP samples/s':>21}  {'ratio':>6}")
+print(f"{'rep':>3}  {'hpctrain samples/s':>18}  {'PyTorch samples/s':>17}  {'ratio':>6}")
 for r in result["runs"]:
     print(f"{r['rep']:>3}  {r['hpctrain_samples_per_second']:>18.0f}  "
-          f"{r['pytorch_samples_per_second']:>21.0f}  {r['ratio']:>6.2f}")
-print(f"{'med':>3}  {mh:>18.0f}  {mp:>21.0f}  {ratio:>6.2f}")
+          f"{r['pytorch_samples_per_second']:>17.0f}  {r['ratio']:>6.2f}")
+print(f"{'med':>3}  {mh:>18.0f}  {mp:>17.0f}  {ratio:>6.2f}")
 print(f"\nratio of medians {ratio:.2f} (target >= {target:.1f}: "
       f"{'met' if ratio >= target else 'NOT met'}); "
       f"spread (max-min)/median: hpctrain {result['hpctrain']['rel_spread']:.0%}, "
