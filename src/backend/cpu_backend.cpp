@@ -16,8 +16,11 @@ namespace hpctrain {
 CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes, bool stage_as_device)
     : threads_(threads), conv_chunk_bytes_(conv_chunk_bytes), stage_as_device_(stage_as_device) {
   HT_REQUIRE(threads >= 1, "CPU backend needs at least one thread");
-  openblas_set_num_threads(threads);
+  openblas_set_num_threads(1);  // the pool parallelises around BLAS calls
+  pool_ = std::make_unique<ThreadPool>(threads);
 }
+
+CpuBackend::~CpuBackend() = default;
 
 void* CpuBackend::alloc_bytes(size_t bytes) {
   constexpr size_t kAlign = 64;
@@ -50,68 +53,100 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
                       const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
   const int ldb = trans_b ? k : n;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+  const auto op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
+  // Small products are not worth splitting.
+  const size_t grain = static_cast<double>(m) * n * k < kParallelGemmWork ? SIZE_MAX : 16;
+  if (m >= n) {
+    // Rows [lo, hi) of C: rows of op(A), which start at row lo of A, or column lo if A^T.
+    parallel(static_cast<size_t>(m), grain, [&](size_t lo, size_t hi) {
+      const float* a_part = a + (trans_a ? lo : lo * lda);
+      cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<int>(hi - lo), n, k, alpha, a_part, lda, b,
+                  ldb, beta, c + lo * n, n);
+    });
+  } else {
+    // Columns [lo, hi) of C: columns of op(B), which start at column lo of B, or row lo if B^T.
+    parallel(static_cast<size_t>(n), grain, [&](size_t lo, size_t hi) {
+      const float* b_part = b + (trans_b ? lo * ldb : lo);
+      cblas_sgemm(CblasRowMajor, op_a, op_b, m, static_cast<int>(hi - lo), k, alpha, a, lda, b_part,
+                  ldb, beta, c + lo, n);
+    });
+  }
 }
 
 void CpuBackend::add_bias(float* y, const float* bias, int rows, int cols) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = y + static_cast<size_t>(r) * cols;
-    for (int j = 0; j < cols; ++j) row[j] += bias[j];
-  }
+  parallel(static_cast<size_t>(rows), grain_for(cols), [&](size_t lo, size_t hi) {
+    for (size_t r = lo; r < hi; ++r) {
+      float* row = y + r * cols;
+      for (int j = 0; j < cols; ++j) row[j] += bias[j];
+    }
+  });
 }
 
 void CpuBackend::sum_rows(const float* dy, float* dbias, int rows, int cols) {
-  std::memset(dbias, 0, sizeof(float) * cols);
-  for (int r = 0; r < rows; ++r) {
-    const float* row = dy + static_cast<size_t>(r) * cols;
-    for (int j = 0; j < cols; ++j) dbias[j] += row[j];
-  }
+  // Columns split across threads; each column summed over the rows in order.
+  parallel(static_cast<size_t>(cols), grain_for(rows), [&](size_t lo, size_t hi) {
+    std::fill(dbias + lo, dbias + hi, 0.0f);
+    for (int r = 0; r < rows; ++r) {
+      const float* row = dy + static_cast<size_t>(r) * cols;
+      for (size_t j = lo; j < hi; ++j) dbias[j] += row[j];
+    }
+  });
 }
 
 void CpuBackend::add_channel_bias(float* y, const float* bias, int n, int c, int hw) {
-  for (int i = 0; i < n; ++i) {
-    for (int ch = 0; ch < c; ++ch) {
-      float* plane = y + (static_cast<size_t>(i) * c + ch) * hw;
-      const float b = bias[ch];
+  parallel(static_cast<size_t>(n) * c, grain_for(hw), [&](size_t lo, size_t hi) {
+    for (size_t pl = lo; pl < hi; ++pl) {
+      float* plane = y + pl * hw;
+      const float b = bias[pl % c];
       for (int j = 0; j < hw; ++j) plane[j] += b;
     }
-  }
+  });
 }
 
 void CpuBackend::sum_channels(const float* dy, float* dbias, int n, int c, int hw) {
   constexpr int kLanes = 8;  // independent partial sums, so the loop vectorises
-  for (int ch = 0; ch < c; ++ch) {
-    // Double across planes: a sum over a whole batch can be ~1e5 terms.
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-      const float* plane = dy + (static_cast<size_t>(i) * c + ch) * hw;
-      float lanes[kLanes] = {};
-      int j = 0;
-      for (; j + kLanes <= hw; j += kLanes) {
-        for (int l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
-      }
-      for (; j < hw; ++j) lanes[0] += plane[j];
-      for (float v : lanes) sum += v;
-    }
-    dbias[ch] = static_cast<float>(sum);
-  }
+  parallel(static_cast<size_t>(c), grain_for(static_cast<size_t>(n) * hw),
+           [&](size_t lo, size_t hi) {
+             for (size_t ch = lo; ch < hi; ++ch) {
+               // Double across planes: a sum over a whole batch can be ~1e5 terms.
+               double sum = 0.0;
+               for (int i = 0; i < n; ++i) {
+                 const float* plane = dy + (static_cast<size_t>(i) * c + ch) * hw;
+                 float lanes[kLanes] = {};
+                 int j = 0;
+                 for (; j + kLanes <= hw; j += kLanes) {
+                   for (int l = 0; l < kLanes; ++l) lanes[l] += plane[j + l];
+                 }
+                 for (; j < hw; ++j) lanes[0] += plane[j];
+                 for (float v : lanes) sum += v;
+               }
+               dbias[ch] = static_cast<float>(sum);
+             }
+           });
 }
 
 void CpuBackend::add(const float* a, const float* b, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) y[i] = a[i] + b[i];
+  });
 }
 
 void CpuBackend::multiply(const float* a, const float* b, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) y[i] = a[i] * b[i];
+  });
 }
 
 void CpuBackend::relu_forward(const float* x, float* y, size_t n) {
-  for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  });
 }
 
 void CpuBackend::relu_backward(const float* y, const float* dy, float* dx, size_t n) {
-  for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  });
 }
 
 void CpuBackend::softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
@@ -149,28 +184,30 @@ void CpuBackend::softmax_xent(const float* logits, const int32_t* labels, int ro
 void CpuBackend::sgd_update(float* params, const float* grads, float* velocity, size_t n,
                             const SgdParams& sgd) {
   const float lr = sgd.lr, mu = sgd.momentum, wd = sgd.weight_decay;
-  if (mu == 0.0f) {
-    for (size_t i = 0; i < n; ++i) params[i] -= lr * (grads[i] + wd * params[i]);
-    return;
-  }
-  if (sgd.nesterov) {
-    for (size_t i = 0; i < n; ++i) {
-      const float g = grads[i] + wd * params[i];
-      const float v = mu * velocity[i] + g;
-      velocity[i] = v;
-      params[i] -= lr * (g + mu * v);
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    if (mu == 0.0f) {
+      for (size_t i = lo; i < hi; ++i) params[i] -= lr * (grads[i] + wd * params[i]);
+    } else if (sgd.nesterov) {
+      for (size_t i = lo; i < hi; ++i) {
+        const float g = grads[i] + wd * params[i];
+        const float v = mu * velocity[i] + g;
+        velocity[i] = v;
+        params[i] -= lr * (g + mu * v);
+      }
+    } else {
+      for (size_t i = lo; i < hi; ++i) {
+        const float v = mu * velocity[i] + grads[i] + wd * params[i];
+        velocity[i] = v;
+        params[i] -= lr * v;
+      }
     }
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      const float v = mu * velocity[i] + grads[i] + wd * params[i];
-      velocity[i] = v;
-      params[i] -= lr * v;
-    }
-  }
+  });
 }
 
 void CpuBackend::scale(float* x, size_t n, float alpha) {
-  for (size_t i = 0; i < n; ++i) x[i] *= alpha;
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) x[i] *= alpha;
+  });
 }
 
 }  // namespace hpctrain

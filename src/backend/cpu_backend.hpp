@@ -1,8 +1,16 @@
-// CPU backend: OpenBLAS for GEMM, plain vectorisable loops for the rest.
-// The BLAS thread count is process-wide; set it once with set_threads().
+// CPU backend: OpenBLAS for GEMM, plain vectorisable loops for the rest, all spread over the
+// rank's own thread team (core/thread_pool.hpp): convolutions split the batch, GEMMs the
+// rows or columns of the result, the other operations their channels or elements. BLAS
+// itself runs single-threaded inside each part (its own threads would spin between calls).
+// Results depend on the thread count (how partial sums are split), never on timing.
 #pragma once
 
+#include <algorithm>
+#include <memory>
+#include <utility>
+
 #include "backend/backend.hpp"
+#include "core/thread_pool.hpp"
 
 namespace hpctrain {
 
@@ -20,6 +28,7 @@ class CpuBackend final : public Backend {
   // path on machines without one).
   explicit CpuBackend(int threads, size_t conv_chunk_bytes = kDefaultConvChunkBytes,
                       bool stage_as_device = false);
+  ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   bool host_accessible() const override { return !stage_as_device_; }
 
@@ -84,10 +93,29 @@ class CpuBackend final : public Backend {
  private:
   // Samples per im2col chunk for this shape: fills conv_chunk_bytes_, at least 1, at most n.
   int conv_chunk(const Conv2dShape& s) const;
+  // Floats of one thread's convolution scratch (col plus staging) for chunks of g.
+  size_t conv_thread_floats(const Conv2dShape& s, int g) const;
+  // Threads a convolution over s.n samples uses: no more than there are samples.
+  int conv_threads(const Conv2dShape& s) const;
+  // Elements per part below which a loop is not split (handing work to another thread
+  // costs microseconds).
+  static constexpr size_t kElementGrain = 32768;
+  // Multiply-adds below which a GEMM runs on one thread.
+  static constexpr double kParallelGemmWork = 1 << 18;
+  // The grain, in items of item_elems elements, that gives parts of kElementGrain elements.
+  static size_t grain_for(size_t item_elems) {
+    return std::max<size_t>(1, kElementGrain / std::max<size_t>(1, item_elems));
+  }
+  // Calls fn(begin, end) over [0, n) split across the threads, in parts of at least grain.
+  template <typename F>
+  void parallel(size_t n, size_t grain, F&& fn) {
+    pool_->parallel_for(n, grain, std::forward<F>(fn));
+  }
 
   int threads_;
   size_t conv_chunk_bytes_;
   bool stage_as_device_;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 }  // namespace hpctrain

@@ -5,6 +5,8 @@
 //   filter:   dW [c_out, K]  += dY [c_out, g*P] * col^T
 // Y and dY are [c_out, P] blocks of the NCHW tensor when g = 1; for g > 1 they are staged
 // in a [c_out, g*P] buffer after col, so small feature maps still give a wide GEMM.
+#include <cblas.h>
+
 #include <algorithm>
 
 #include "backend/cpu_backend.hpp"
@@ -123,63 +125,117 @@ int CpuBackend::conv_chunk(const Conv2dShape& s) const {
   return static_cast<int>(std::clamp<size_t>(fit, 1, static_cast<size_t>(s.n)));
 }
 
-size_t CpuBackend::conv2d_workspace_bytes(const Conv2dShape& s) {
-  check_shape(s);
+size_t CpuBackend::conv_thread_floats(const Conv2dShape& s, int g) const {
   // col for the chunk, plus the staging buffer when a chunk holds several samples.
-  const size_t g = static_cast<size_t>(conv_chunk(s));
   const size_t stage = g > 1 ? static_cast<size_t>(s.c_out) * g * out_plane(s) : 0;
-  return (static_cast<size_t>(s.patch()) * g * out_plane(s) + stage) * sizeof(float);
+  return static_cast<size_t>(s.patch()) * g * out_plane(s) + stage;
 }
 
+int CpuBackend::conv_threads(const Conv2dShape& s) const { return std::min(threads_, s.n); }
+
+size_t CpuBackend::conv2d_workspace_bytes(const Conv2dShape& s) {
+  check_shape(s);
+  // Per thread: its scratch; threads after the first also a partial filter gradient.
+  const int t = conv_threads(s);
+  const size_t partial = static_cast<size_t>(s.c_out) * s.patch();
+  return (t * conv_thread_floats(s, conv_chunk(s)) + (t - 1) * partial) * sizeof(float);
+}
+
+namespace {
+
+// Samples [first, last) of thread t of `threads` over n samples.
+struct SampleRange {
+  int first, last;
+};
+SampleRange samples_of(int t, int threads, int n) {
+  return {static_cast<int>(static_cast<int64_t>(n) * t / threads),
+          static_cast<int>(static_cast<int64_t>(n) * (t + 1) / threads)};
+}
+
+void sgemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, const float* b,
+           float beta, float* c) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, trans_a ? m : k, b,
+              trans_b ? k : n, beta, c, n);
+}
+
+}  // namespace
+
+// Each thread lowers its own contiguous samples, chunk by chunk, in its part of the
+// workspace, with single-threaded GEMMs.
 void CpuBackend::conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
                                 void* workspace) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch();
+  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s);
-  float* col = static_cast<float*>(workspace);
-  float* stage = col + static_cast<size_t>(k) * g_max * p;
-  for (int n0 = 0; n0 < s.n; n0 += g_max) {
-    const int g = std::min(g_max, s.n - n0);
-    float* y_block = y + static_cast<size_t>(n0) * s.c_out * p;
-    im2col(s, x + static_cast<size_t>(n0) * s.c_in * in_plane(s), g, col);
-    gemm(false, false, s.c_out, static_cast<int>(g * p), k, 1.0f, w, col, 0.0f,
-         g == 1 ? y_block : stage);
-    if (g > 1) scatter_channels(stage, g, s.c_out, p, y_block);
-  }
+  pool_->run([&](int t) {
+    if (t >= threads) return;
+    float* col = static_cast<float*>(workspace) + t * conv_thread_floats(s, g_max);
+    float* stage = col + static_cast<size_t>(k) * g_max * p;
+    const SampleRange r = samples_of(t, threads, s.n);
+    for (int n0 = r.first; n0 < r.last; n0 += g_max) {
+      const int g = std::min(g_max, r.last - n0);
+      float* y_block = y + static_cast<size_t>(n0) * s.c_out * p;
+      im2col(s, x + static_cast<size_t>(n0) * s.c_in * in_plane(s), g, col);
+      sgemm(false, false, s.c_out, static_cast<int>(g * p), k, w, col, 0.0f,
+            g == 1 ? y_block : stage);
+      if (g > 1) scatter_channels(stage, g, s.c_out, p, y_block);
+    }
+  });
 }
 
 void CpuBackend::conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w,
                                       float* dx, void* workspace) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch();
+  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s);
-  float* dcol = static_cast<float*>(workspace);
-  float* stage = dcol + static_cast<size_t>(k) * g_max * p;
-  for (int n0 = 0; n0 < s.n; n0 += g_max) {
-    const int g = std::min(g_max, s.n - n0);
-    const float* dy_block = dy + static_cast<size_t>(n0) * s.c_out * p;
-    if (g > 1) gather_channels(dy_block, g, s.c_out, p, stage);
-    gemm(true, false, k, static_cast<int>(g * p), s.c_out, 1.0f, w, g == 1 ? dy_block : stage, 0.0f,
-         dcol);
-    col2im(s, dcol, g, dx + static_cast<size_t>(n0) * s.c_in * in_plane(s));
-  }
+  pool_->run([&](int t) {
+    if (t >= threads) return;
+    float* dcol = static_cast<float*>(workspace) + t * conv_thread_floats(s, g_max);
+    float* stage = dcol + static_cast<size_t>(k) * g_max * p;
+    const SampleRange r = samples_of(t, threads, s.n);
+    for (int n0 = r.first; n0 < r.last; n0 += g_max) {
+      const int g = std::min(g_max, r.last - n0);
+      const float* dy_block = dy + static_cast<size_t>(n0) * s.c_out * p;
+      if (g > 1) gather_channels(dy_block, g, s.c_out, p, stage);
+      sgemm(true, false, k, static_cast<int>(g * p), s.c_out, w, g == 1 ? dy_block : stage, 0.0f,
+            dcol);
+      col2im(s, dcol, g, dx + static_cast<size_t>(n0) * s.c_in * in_plane(s));
+    }
+  });
 }
 
+// Thread 0 accumulates its samples' filter gradient in dw, thread t > 0 in its partial;
+// then dw += the partials, in thread order.
 void CpuBackend::conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy,
                                         float* dw, void* workspace) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch();
-  const size_t p = out_plane(s);
-  float* col = static_cast<float*>(workspace);
-  float* stage = col + static_cast<size_t>(k) * g_max * p;
-  for (int n0 = 0; n0 < s.n; n0 += g_max) {
-    const int g = std::min(g_max, s.n - n0);
-    const float* dy_block = dy + static_cast<size_t>(n0) * s.c_out * p;
-    if (g > 1) gather_channels(dy_block, g, s.c_out, p, stage);
-    im2col(s, x + static_cast<size_t>(n0) * s.c_in * in_plane(s), g, col);
-    // The first chunk overwrites dw, the others accumulate into it.
-    gemm(false, true, s.c_out, k, static_cast<int>(g * p), 1.0f, g == 1 ? dy_block : stage, col,
-         n0 == 0 ? 0.0f : 1.0f, dw);
+  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
+  const size_t p = out_plane(s), dw_size = static_cast<size_t>(s.c_out) * k;
+  float* partials = static_cast<float*>(workspace) + threads * conv_thread_floats(s, g_max);
+  pool_->run([&](int t) {
+    if (t >= threads) return;
+    float* col = static_cast<float*>(workspace) + t * conv_thread_floats(s, g_max);
+    float* stage = col + static_cast<size_t>(k) * g_max * p;
+    float* target = t == 0 ? dw : partials + (t - 1) * dw_size;
+    const SampleRange r = samples_of(t, threads, s.n);
+    for (int n0 = r.first; n0 < r.last; n0 += g_max) {
+      const int g = std::min(g_max, r.last - n0);
+      const float* dy_block = dy + static_cast<size_t>(n0) * s.c_out * p;
+      if (g > 1) gather_channels(dy_block, g, s.c_out, p, stage);
+      im2col(s, x + static_cast<size_t>(n0) * s.c_in * in_plane(s), g, col);
+      // The first chunk overwrites, the others accumulate.
+      sgemm(false, true, s.c_out, k, static_cast<int>(g * p), g == 1 ? dy_block : stage, col,
+            n0 == r.first ? 0.0f : 1.0f, target);
+    }
+  });
+  if (threads > 1) {
+    parallel(dw_size, kElementGrain, [&](size_t lo, size_t hi) {
+      for (int t = 1; t < threads; ++t) {
+        const float* part = partials + (t - 1) * dw_size;
+        for (size_t i = lo; i < hi; ++i) dw[i] += part[i];
+      }
+    });
   }
 }
 

@@ -113,75 +113,82 @@ void maxpool_backward_tiled(const Pool2dShape& s, const float* in, const float* 
 void CpuBackend::maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
-  for (size_t pl = 0; pl < planes(s); ++pl) {
-    const float* in = x + pl * in_plane(s);
-    float* out = y + pl * out_plane(s);
-    for (int oy = 0; oy < oh; ++oy) {
-      for (int ox = 0; ox < ow; ++ox) out[oy * ow + ox] = window_max(s, in, window(s, oy, ox));
+  parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
+    for (size_t pl = lo; pl < hi; ++pl) {
+      const float* in = x + pl * in_plane(s);
+      float* out = y + pl * out_plane(s);
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) out[oy * ow + ox] = window_max(s, in, window(s, oy, ox));
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::maxpool2d_backward(const Pool2dShape& s, const float* x, const float* /*y*/,
                                     const float* dy, float* dx) {
   check_shape(s);
-  if (tiles(s)) {
-    for (size_t pl = 0; pl < planes(s); ++pl) {
-      maxpool_backward_tiled(s, x + pl * in_plane(s), dy + pl * out_plane(s),
-                             dx + pl * in_plane(s));
-    }
-    return;
-  }
   const int oh = s.out_h(), ow = s.out_w();
-  std::fill(dx, dx + planes(s) * in_plane(s), 0.0f);
-  for (size_t pl = 0; pl < planes(s); ++pl) {
-    const float* in = x + pl * in_plane(s);
-    const float* d_out = dy + pl * out_plane(s);
-    float* d_in = dx + pl * in_plane(s);
-    for (int oy = 0; oy < oh; ++oy) {
-      for (int ox = 0; ox < ow; ++ox) d_in[argmax(s, in, window(s, oy, ox))] += d_out[oy * ow + ox];
+  parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
+    for (size_t pl = lo; pl < hi; ++pl) {
+      const float* in = x + pl * in_plane(s);
+      const float* d_out = dy + pl * out_plane(s);
+      float* d_in = dx + pl * in_plane(s);
+      if (tiles(s)) {
+        maxpool_backward_tiled(s, in, d_out, d_in);
+        continue;
+      }
+      std::fill(d_in, d_in + in_plane(s), 0.0f);
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          d_in[argmax(s, in, window(s, oy, ox))] += d_out[oy * ow + ox];
+        }
+      }
     }
-  }
+  });
 }
 
 void CpuBackend::avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   const float inv_area = 1.0f / static_cast<float>(s.kh * s.kw);
-  for (size_t pl = 0; pl < planes(s); ++pl) {
-    const float* in = x + pl * in_plane(s);
-    float* out = y + pl * out_plane(s);
-    for (int oy = 0; oy < oh; ++oy) {
-      for (int ox = 0; ox < ow; ++ox) {
-        const Window win = window(s, oy, ox);
-        float sum = 0.0f;
-        for (int iy = win.y0; iy < win.y1; ++iy) {
-          for (int ix = win.x0; ix < win.x1; ++ix) sum += in[iy * s.w + ix];
+  parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
+    for (size_t pl = lo; pl < hi; ++pl) {
+      const float* in = x + pl * in_plane(s);
+      float* out = y + pl * out_plane(s);
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          const Window win = window(s, oy, ox);
+          float sum = 0.0f;
+          for (int iy = win.y0; iy < win.y1; ++iy) {
+            for (int ix = win.x0; ix < win.x1; ++ix) sum += in[iy * s.w + ix];
+          }
+          out[oy * ow + ox] = sum * inv_area;
         }
-        out[oy * ow + ox] = sum * inv_area;
       }
     }
-  }
+  });
 }
 
 void CpuBackend::avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   const float inv_area = 1.0f / static_cast<float>(s.kh * s.kw);
-  std::fill(dx, dx + planes(s) * in_plane(s), 0.0f);
-  for (size_t pl = 0; pl < planes(s); ++pl) {
-    const float* d_out = dy + pl * out_plane(s);
-    float* d_in = dx + pl * in_plane(s);
-    for (int oy = 0; oy < oh; ++oy) {
-      for (int ox = 0; ox < ow; ++ox) {
-        const Window win = window(s, oy, ox);
-        const float g = d_out[oy * ow + ox] * inv_area;
-        for (int iy = win.y0; iy < win.y1; ++iy) {
-          for (int ix = win.x0; ix < win.x1; ++ix) d_in[iy * s.w + ix] += g;
+  parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
+    for (size_t pl = lo; pl < hi; ++pl) {
+      const float* d_out = dy + pl * out_plane(s);
+      float* d_in = dx + pl * in_plane(s);
+      std::fill(d_in, d_in + in_plane(s), 0.0f);
+      for (int oy = 0; oy < oh; ++oy) {
+        for (int ox = 0; ox < ow; ++ox) {
+          const Window win = window(s, oy, ox);
+          const float g = d_out[oy * ow + ox] * inv_area;
+          for (int iy = win.y0; iy < win.y1; ++iy) {
+            for (int ix = win.x0; ix < win.x1; ++ix) d_in[iy * s.w + ix] += g;
+          }
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace hpctrain
