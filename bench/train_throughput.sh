@@ -201,6 +201,8 @@ NPROC=$(nproc)
 # First line of `mpiexec --version` plus its first "Version:" line (MPICH's Hydra).
 MPI_VERSION=$("$MPIEXEC" --version 2>&1 | awk 'NF { $1 = $1 } NR == 1 { v = $0 }
   /^Version:/ && !seen { v = v " " $0; seen = 1 } END { print v }') || MPI_VERSION=
+# The GEMM kernels OpenBLAS runs (OPENBLAS_CORETYPE in the environment applies to both sides).
+BLAS=$("$HPCTRAIN" --version 2>/dev/null | sed -n 's/^BLAS: //p') || BLAS=
 GIT_COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null) || GIT_COMMIT=
 GIT_DIRTY=false
 [[ -n $GIT_COMMIT && -n $(git -C "$ROOT" status --porcelain 2>/dev/null) ]] && GIT_DIRTY=true
@@ -210,7 +212,7 @@ HPC_CMD="$MPIEXEC -n $RANKS $HPCTRAIN train $CONFIG_REL ${HPC_SETTINGS[*]} --set
 PT_CMD="$PYTHON bench/pytorch_train.py ${PT_ARGS[*]}"
 
 export CPU_START CPU_END LOAD_START LOAD_END CLK_TCK
-export RUNS OUT TARGET CPU_MODEL NPROC MPI_VERSION GIT_COMMIT GIT_DIRTY COMMAND HPC_CMD PT_CMD \
+export BLAS RUNS OUT TARGET CPU_MODEL NPROC MPI_VERSION GIT_COMMIT GIT_DIRTY COMMAND HPC_CMD PT_CMD \
   MODEL CONFIG_REL PT_KIND RANKS THREADS EPOCHS BATCH REPS
 "$PYTHON" - <<'EOF'
 import datetime, json, os, platform, statistics
@@ -279,6 +281,8 @@ result = {
     "software": {"hpctrain_git_commit": env["GIT_COMMIT"] or None,
                  "hpctrain_worktree_dirty": env["GIT_DIRTY"] == "true",
                  "mpi": env["MPI_VERSION"] or None, "torch": torch.__version__,
+                 "blas": env["BLAS"] or None,
+                 "openblas_coretype_env": env.get("OPENBLAS_CORETYPE"),
                  "python": platform.python_version()},
     "command": env["COMMAND"],
     "commands": {"hpctrain": env["HPC_CMD"], "pytorch": env["PT_CMD"]},

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "backend/blas_kernels.hpp"
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
@@ -41,7 +42,7 @@ constexpr const char* kUsage =
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "\n"
     "Run 'hpctrain <command> --help' for a command's options; 'hpctrain --version' names\n"
-    "the backends built in and the CUDA devices visible.\n";
+    "the backends built in, the CUDA devices visible and OpenBLAS's kernels.\n";
 
 constexpr const char* kTrainUsage =
     "usage: hpctrain train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
@@ -273,7 +274,7 @@ int dispatch(int* argc, char*** argv) {
   if (!args.empty() && args[0] == "--version") {
     std::cout << "hpctrain " << HPCTRAIN_VERSION << " (backends: cpu"
               << (cuda_built() ? ", cuda" : "") << "; CUDA devices: " << cuda_device_count()
-              << ")\n";
+              << ")\nBLAS: " << blas_description() << "\n";
     return kExitOk;
   }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

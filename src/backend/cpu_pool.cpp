@@ -64,6 +64,19 @@ bool tiles(const Pool2dShape& s) {
   return s.kh == s.stride_h && s.kw == s.stride_w && s.pad_h == 0 && s.pad_w == 0;
 }
 
+// 2x2 stride-2 max pooling of one plane (the usual case), with no window bookkeeping.
+void maxpool_forward_2x2(const Pool2dShape& s, const float* in, float* out) {
+  const int oh = s.out_h(), ow = s.out_w();
+  for (int oy = 0; oy < oh; ++oy) {
+    const float* r0 = in + 2 * oy * s.w;
+    const float* r1 = r0 + s.w;
+    float* o = out + oy * ow;
+    for (int ox = 0; ox < ow; ++ox) {
+      o[ox] = std::max(std::max(r0[2 * ox], r0[2 * ox + 1]), std::max(r1[2 * ox], r1[2 * ox + 1]));
+    }
+  }
+}
+
 // Tiled max-pool backward of one plane: each window's first maximum gets its dy, every
 // other cell 0. With no overlap there is nothing to accumulate, and a 2x2 window (the
 // common case) is unrolled into selects that write all four cells.
@@ -117,6 +130,10 @@ void CpuBackend::maxpool2d_forward(const Pool2dShape& s, const float* x, float* 
     for (size_t pl = lo; pl < hi; ++pl) {
       const float* in = x + pl * in_plane(s);
       float* out = y + pl * out_plane(s);
+      if (s.kh == 2 && s.kw == 2 && tiles(s)) {
+        maxpool_forward_2x2(s, in, out);
+        continue;
+      }
       for (int oy = 0; oy < oh; ++oy) {
         for (int ox = 0; ox < ow; ++ox) out[oy * ow + ox] = window_max(s, in, window(s, oy, ox));
       }
