@@ -30,21 +30,22 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run(const std::function<void(int)>& fn) {
+void ThreadPool::run_task(Call call, void* fn) {
   if (workers_.empty()) {
-    fn(0);
+    call(fn, 0);
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    task_ = &fn;
+    call_ = call;
+    fn_ = fn;
     error_ = nullptr;
     pending_.store(static_cast<int>(workers_.size()) + 1);
     generation_.fetch_add(1);
   }
   wake_.notify_all();
   try {
-    fn(0);
+    call(fn, 0);
   } catch (...) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!error_) error_ = std::current_exception();
@@ -54,7 +55,8 @@ void ThreadPool::run(const std::function<void(int)>& fn) {
     std::unique_lock<std::mutex> lock(mutex_);
     done_.wait(lock, [this] { return pending_.load() == 0; });
   }
-  task_ = nullptr;
+  call_ = nullptr;
+  fn_ = nullptr;
   if (error_) std::rethrow_exception(error_);
 }
 
@@ -62,16 +64,18 @@ void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
     for (int i = 0; i < kSpins && generation_.load() == seen; ++i) _mm_pause();
-    const std::function<void(int)>* task = nullptr;
+    Call call = nullptr;
+    void* fn = nullptr;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       wake_.wait(lock, [&] { return generation_.load() != seen; });
       seen = generation_.load();
       if (stop_) return;
-      task = task_;
+      call = call_;
+      fn = fn_;
     }
     try {
-      (*task)(index);
+      call(fn, index);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();

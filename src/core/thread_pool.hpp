@@ -10,9 +10,9 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <functional>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace hpctrain {
@@ -28,7 +28,13 @@ class ThreadPool {
 
   // Calls fn(t) for every t in [0, size()), t = 0 on the calling thread, and returns
   // when all calls have returned. An exception thrown by a call is rethrown here.
-  void run(const std::function<void(int)>& fn);
+  // fn is passed by address, never copied, so a run allocates nothing.
+  template <typename F>
+  void run(F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    run_task([](void* f, int t) { (*static_cast<Fn*>(f))(t); },
+             const_cast<void*>(static_cast<const void*>(&fn)));
+  }
 
   // Splits [0, n) into size() contiguous ranges (fewer when n < size() * grain) and
   // calls fn(begin, end) for each, in parallel.
@@ -46,6 +52,8 @@ class ThreadPool {
   }
 
  private:
+  using Call = void (*)(void* fn, int thread);
+  void run_task(Call call, void* fn);
   void worker(int index);
 
   std::vector<std::thread> workers_;
@@ -53,7 +61,8 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
-  const std::function<void(int)>* task_ = nullptr;
+  Call call_ = nullptr;  // the current run's task: call_(fn_, thread)
+  void* fn_ = nullptr;
   std::exception_ptr error_;
   bool stop_ = false;
 };

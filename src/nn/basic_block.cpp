@@ -93,10 +93,10 @@ void BasicBlock::set_workspace(void* workspace) {
   if (workspace == nullptr) return;
   const size_t per_buffer = static_cast<size_t>(max_batch_ * out_elems_);
   float* base = static_cast<float*>(workspace);
-  ga_ = base;
-  gb_ = base + per_buffer;
-  gc_ = base + 2 * per_buffer;
-  gx_ = down_conv_ ? base + 3 * per_buffer : nullptr;
+  ga_ = {base, 0, out_dims_};
+  gb_ = {base + per_buffer, 0, out_dims_};
+  gc_ = {base + 2 * per_buffer, 0, out_dims_};
+  gx_ = {down_conv_ ? base + 3 * per_buffer : nullptr, 0, in_dims_};
   std::byte* children = static_cast<std::byte*>(workspace) + scratch_bytes(max_batch_);
   for (Layer* l : parts_) l->set_workspace(children);
 }
@@ -107,11 +107,20 @@ void BasicBlock::allocate(Backend& backend, int64_t max_batch) {
   t1_ = DeviceArray<float>(backend, n);
   t2_ = DeviceArray<float>(backend, n);
   t4_ = DeviceArray<float>(backend, n);
+  t1v_ = {t1_.data(), 0, out_dims_};
+  t2v_ = {t2_.data(), 0, out_dims_};
+  t4v_ = {t4_.data(), 0, out_dims_};
   if (down_conv_) {
     s1_ = DeviceArray<float>(backend, n);
     s2_ = DeviceArray<float>(backend, n);
+    s1v_ = {s1_.data(), 0, out_dims_};
+    s2v_ = {s2_.data(), 0, out_dims_};
   }
   for (Layer* l : parts_) l->allocate(backend, max_batch);
+}
+
+void BasicBlock::set_batch(int64_t batch) {
+  for (Tensor* t : {&t1v_, &t2v_, &t4v_, &s1v_, &s2v_, &ga_, &gb_, &gc_, &gx_}) t->batch = batch;
 }
 
 void BasicBlock::bind(float* params, float* grads) {
@@ -144,20 +153,17 @@ void BasicBlock::init_state(float* host_state) {
 }
 
 void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
-  const int64_t b = x.batch;
-  const size_t n = static_cast<size_t>(b * out_elems_);
-  Tensor t1 = view(t1_.data(), b, out_dims_), t2 = view(t2_.data(), b, out_dims_),
-         t4 = view(t4_.data(), b, out_dims_);
-  conv1_.forward(backend, x, t1, training);
-  bn1_.forward(backend, t1, t2, training);
-  backend.relu_forward(t2.data, t2.data, n);
-  conv2_.forward(backend, t2, t4, training);
-  bn2_.forward(backend, t4, y, training);
+  set_batch(x.batch);
+  const size_t n = static_cast<size_t>(x.batch * out_elems_);
+  conv1_.forward(backend, x, t1v_, training);
+  bn1_.forward(backend, t1v_, t2v_, training);
+  backend.relu_forward(t2v_.data, t2v_.data, n);
+  conv2_.forward(backend, t2v_, t4v_, training);
+  bn2_.forward(backend, t4v_, y, training);
   if (down_conv_) {
-    Tensor s1 = view(s1_.data(), b, out_dims_), s2 = view(s2_.data(), b, out_dims_);
-    down_conv_->forward(backend, x, s1, training);
-    down_bn_->forward(backend, s1, s2, training);
-    backend.add(y.data, s2.data, y.data, n);
+    down_conv_->forward(backend, x, s1v_, training);
+    down_bn_->forward(backend, s1v_, s2v_, training);
+    backend.add(y.data, s2v_.data, y.data, n);
   } else {
     backend.add(y.data, x.data, y.data, n);
   }
@@ -166,26 +172,21 @@ void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool trai
 
 void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx) {
-  const int64_t b = x.batch;
-  const size_t n = static_cast<size_t>(b * out_elems_);
-  Tensor ga = view(ga_, b, out_dims_), gb = view(gb_, b, out_dims_), gc = view(gc_, b, out_dims_);
-  const Tensor t1 = view(t1_.data(), b, out_dims_), t2 = view(t2_.data(), b, out_dims_),
-               t4 = view(t4_.data(), b, out_dims_);
+  set_batch(x.batch);
+  const size_t n = static_cast<size_t>(x.batch * out_elems_);
   // ga: gradient at the sum (both branches receive it).
-  backend.relu_backward(y.data, dy.data, ga.data, n);
-  bn2_.backward(backend, t4, y, ga, &gb);
-  conv2_.backward(backend, t2, t4, gb, &gc);
-  backend.relu_backward(t2.data, gc.data, gc.data, n);
-  bn1_.backward(backend, t1, t2, gc, &gb);
-  conv1_.backward(backend, x, t1, gb, dx);
+  backend.relu_backward(y.data, dy.data, ga_.data, n);
+  bn2_.backward(backend, t4v_, y, ga_, &gb_);
+  conv2_.backward(backend, t2v_, t4v_, gb_, &gc_);
+  backend.relu_backward(t2v_.data, gc_.data, gc_.data, n);
+  bn1_.backward(backend, t1v_, t2v_, gc_, &gb_);
+  conv1_.backward(backend, x, t1v_, gb_, dx);
   if (down_conv_) {
-    const Tensor s1 = view(s1_.data(), b, out_dims_), s2 = view(s2_.data(), b, out_dims_);
-    down_bn_->backward(backend, s1, s2, ga, &gc);
-    Tensor gx = view(gx_, b, in_dims_);
-    down_conv_->backward(backend, x, s1, gc, dx != nullptr ? &gx : nullptr);
-    if (dx != nullptr) backend.add(dx->data, gx.data, dx->data, static_cast<size_t>(dx->elems()));
+    down_bn_->backward(backend, s1v_, s2v_, ga_, &gc_);
+    down_conv_->backward(backend, x, s1v_, gc_, dx != nullptr ? &gx_ : nullptr);
+    if (dx != nullptr) backend.add(dx->data, gx_.data, dx->data, static_cast<size_t>(dx->elems()));
   } else if (dx != nullptr) {
-    backend.add(dx->data, ga.data, dx->data, n);
+    backend.add(dx->data, ga_.data, dx->data, n);
   }
 }
 

@@ -46,7 +46,8 @@ class BasicBlock final : public Layer {
  private:
   // Bytes of the block's own part of the workspace (gradient buffers).
   size_t scratch_bytes(int64_t max_batch) const;
-  Tensor view(float* data, int64_t batch, const Dims& dims) const { return {data, batch, dims}; }
+  // Sets the batch of every view (they are built once: a step allocates nothing).
+  void set_batch(int64_t batch);
 
   int filters_, stride_;
   Dims in_dims_, out_dims_;
@@ -60,11 +61,9 @@ class BasicBlock final : public Layer {
   // Forward activations: conv1 out, bn1+relu out, conv2 out, shortcut conv out, shortcut
   // bn out (the last two only with a projection shortcut).
   DeviceArray<float> t1_, t2_, t4_, s1_, s2_;
-  // Gradient buffers in the workspace: three of the output's size, one of the input's.
-  float* ga_ = nullptr;
-  float* gb_ = nullptr;
-  float* gc_ = nullptr;
-  float* gx_ = nullptr;
+  // Views of them, and of the gradient buffers in the workspace: ga, gb, gc of the
+  // output's shape, gx of the input's (projection shortcut only).
+  Tensor t1v_, t2v_, t4v_, s1v_, s2v_, ga_, gb_, gc_, gx_;
 };
 
 }  // namespace hpctrain
