@@ -131,14 +131,6 @@ void Model::backward() {
 }
 
 std::string Model::architecture() const {
-  auto dims_text = [](const Dims& d) {
-    std::string s;
-    for (size_t i = 0; i < d.size(); ++i) {
-      if (i > 0) s += 'x';
-      s += std::to_string(d[i]);
-    }
-    return s;
-  };
   std::string out = "input " + dims_text(input_dims_) + "\n";
   for (size_t i = 0; i < layers_.size(); ++i) {
     out += "layer " + layers_[i]->name() + " " + layers_[i]->type() +

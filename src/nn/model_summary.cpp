@@ -6,15 +6,6 @@
 namespace hpctrain {
 namespace {
 
-std::string dims_text(const Dims& d) {
-  std::string s;
-  for (size_t i = 0; i < d.size(); ++i) {
-    if (i > 0) s += 'x';
-    s += std::to_string(d[i]);
-  }
-  return s;
-}
-
 // 12345678 -> "12,345,678".
 std::string grouped(int64_t v) {
   std::string digits = std::to_string(v), out;

@@ -3,11 +3,22 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace hpctrain {
 
 using Dims = std::vector<int64_t>;
+
+// "1x28x28": dims joined by 'x' (model descriptions, messages).
+inline std::string dims_text(const Dims& d) {
+  std::string s;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i > 0) s += 'x';
+    s += std::to_string(d[i]);
+  }
+  return s;
+}
 
 inline int64_t dims_elems(const Dims& d) {
   int64_t n = 1;

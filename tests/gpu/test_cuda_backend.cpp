@@ -15,25 +15,13 @@
 #include "core/random.hpp"
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
+#include "unit/gradient_check.hpp"
 
 namespace hpctrain {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal() * scale);
-  return v;
-}
-
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
-                  const char* what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::fabs(static_cast<double>(want[i]))))
-        << what << "[" << i << "]";
-  }
-}
+using gradcheck::expect_close;
+using gradcheck::random_vector;
 
 class CudaVsCpu : public ::testing::Test {
  protected:
