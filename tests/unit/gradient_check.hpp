@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -96,9 +98,18 @@ inline double weighted_output(Layer& layer, CpuBackend& be, std::vector<float>& 
   return l;
 }
 
+// A one-thread CPU backend per conv chunk size that lives as long as the test program: a
+// layer keeps the buffers allocate() gave it until the test that owns the layer ends.
+inline CpuBackend& test_backend(size_t conv_chunk_bytes) {
+  static std::map<size_t, std::unique_ptr<CpuBackend>> backends;
+  std::unique_ptr<CpuBackend>& be = backends[conv_chunk_bytes];
+  if (!be) be = std::make_unique<CpuBackend>(1, conv_chunk_bytes);
+  return *be;
+}
+
 inline void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t batch,
                                   const GradCheckOptions& opt = {}) {
-  CpuBackend be(1, opt.conv_chunk_bytes);
+  CpuBackend& be = test_backend(opt.conv_chunk_bytes);
   const Dims out_dims = layer.output_dims(in_dims);
   const size_t np = layer.param_count();
   std::vector<float> params(np), grads(np);
