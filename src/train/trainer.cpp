@@ -181,7 +181,8 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
 Trainer::~Trainer() = default;
 
 template <typename F>
-void Trainer::on_host(float* data, size_t n, bool write_back, F&& f) {
+void Trainer::collective_on_host(float* data, size_t n, bool write_back, F&& f) {
+  if (world_size_ == 1) return;
   if (backend_->host_accessible()) {
     f(data);
     return;
@@ -209,8 +210,9 @@ void Trainer::exchange_gradients() {
   if (config_.distributed.strategy != Strategy::kAllreduce) return;
   // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only.
   for (const ParamRange& r : trainable_) {
-    on_host(model_->grads() + r.offset, r.count, true,
-            [&](float* g) { comm_->allreduce_sum(g, r.count, config_.distributed.algorithm); });
+    collective_on_host(model_->grads() + r.offset, r.count, true, [&](float* g) {
+      comm_->allreduce_sum(g, r.count, config_.distributed.algorithm);
+    });
   }
 }
 
@@ -260,8 +262,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
       checkpoints_->wait_snapshot();
-      on_host(model_->params(), model_->param_count(), true,
-              [&](float* p) { average_parameters(*comm_, p, model_->param_count()); });
+      collective_on_host(model_->params(), model_->param_count(), true,
+                         [&](float* p) { average_parameters(*comm_, p, model_->param_count()); });
     }
     bool checkpoint_now = false;
     bool stop = false;
@@ -311,8 +313,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 void Trainer::sync_model_state() {
   if (!state_diverged_) return;
   WatchdogScope w(*watchdog_, "model state averaging", global_step_);
-  on_host(model_->state(), model_->state_count(), true,
-          [&](float* s) { average_parameters(*comm_, s, model_->state_count()); });
+  collective_on_host(model_->state(), model_->state_count(), true,
+                     [&](float* s) { average_parameters(*comm_, s, model_->state_count()); });
   state_diverged_ = false;
 }
 
@@ -357,10 +359,12 @@ int Trainer::run() {
   // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
   {
     WatchdogScope w(*watchdog_, "parameter broadcast", 0);
-    on_host(model_->params(), model_->param_count(), rank_ != 0,
-            [&](float* p) { comm_->broadcast(p, model_->param_count() * sizeof(float), 0); });
-    on_host(model_->state(), model_->state_count(), rank_ != 0,
-            [&](float* s) { comm_->broadcast(s, model_->state_count() * sizeof(float), 0); });
+    collective_on_host(model_->params(), model_->param_count(), rank_ != 0, [&](float* p) {
+      comm_->broadcast(p, model_->param_count() * sizeof(float), 0);
+    });
+    collective_on_host(model_->state(), model_->state_count(), rank_ != 0, [&](float* s) {
+      comm_->broadcast(s, model_->state_count() * sizeof(float), 0);
+    });
   }
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank

@@ -59,11 +59,12 @@ class Trainer {
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   void exchange_gradients();
-  // Runs f on n floats of model memory at `data` as host memory: in place when the
-  // backend's memory is host memory, else on a copy in stage_ (copied back to the device
-  // when write_back).
+  // Runs the collective f on n floats of model memory at `data` as host memory: in place
+  // when the backend's memory is host memory, else on a copy in stage_ (copied back to
+  // the device when write_back). Skipped on a single rank, where every collective is the
+  // identity (and the copies would cost a device round trip per step).
   template <typename F>
-  void on_host(float* data, size_t n, bool write_back, F&& f);
+  void collective_on_host(float* data, size_t n, bool write_back, F&& f);
   // A batch's images and labels where the backend reads them (copied to input_ and
   // labels_ for a device backend).
   const float* batch_images(const BatchBuffer& b);

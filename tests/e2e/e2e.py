@@ -507,19 +507,21 @@ def case_resnet_resume_eval():
 def case_staged_memory_matches():
     """The trainer's path for device memory (batches, collectives and checkpoints staged
     through host buffers, HPCTRAIN_STAGE_CPU=1 on the CPU backend) gives the parameters of
-    the in-place path: MLP with both strategies, and a ResNet with BatchNorm state."""
+    the in-place path: MLP with both strategies and on one rank (no collectives), and a
+    ResNet with BatchNorm state."""
     staged = {"HPCTRAIN_STAGE_CPU": "1"}
     mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
            "checkpoint.every_steps=20"]
-    for label, sets, config in [
-            ("mlp", mlp, "configs/fashion_mnist_mlp.yaml"),
-            ("avg", mlp + ["distributed.strategy=average", "distributed.every=4"],
+    for label, ranks, sets, config in [
+            ("mlp", 2, mlp, "configs/fashion_mnist_mlp.yaml"),
+            ("mlp1", 1, mlp, "configs/fashion_mnist_mlp.yaml"),
+            ("avg", 2, mlp + ["distributed.strategy=average", "distributed.every=4"],
              "configs/fashion_mnist_mlp.yaml"),
-            ("resnet", resnet_sets() + ["train.epochs=1"], RESNET)]:
+            ("resnet", 2, resnet_sets() + ["train.epochs=1"], RESNET)]:
         fresh(f"plain_{label}")
         fresh(f"staged_{label}")
-        a = expect_ok(f"plain_{label}", 2, sets, config=config)
-        b = expect_ok(f"staged_{label}", 2, sets, config=config, env=staged)
+        a = expect_ok(f"plain_{label}", ranks, sets, config=config)
+        b = expect_ok(f"staged_{label}", ranks, sets, config=config, env=staged)
         check(a["params_sha256"] == b["params_sha256"], f"{label}: staged run differs")
         check(a["test_accuracy"] == b["test_accuracy"], f"{label}: staged accuracy differs")
 
