@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/conv_shape.hpp"
 
@@ -19,6 +21,9 @@ struct LossStats {
   double correct = 0.0;   // samples whose arg-max equals the label
   double count = 0.0;     // samples seen
 };
+
+// Size of a device collective group's identifier (an NCCL unique id).
+inline constexpr size_t kCollectiveIdBytes = 128;
 
 struct SgdParams {
   float lr = 0.0f;
@@ -125,6 +130,23 @@ class Backend {
   // memory). If dlogits is not null, writes grad_scale * (softmax - onehot).
   virtual void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
                             float grad_scale, float* dlogits, LossStats* stats) = 0;
+
+  // Collectives on device memory across the ranks' backends (NCCL on the CUDA backend),
+  // in stream order with the other operations. A backend without them (the CPU: its
+  // memory is host memory, which MPI reaches directly) throws from these.
+  virtual bool has_device_collectives() const { return false; }
+  // Identifies the device (a GPU's PCI bus id; empty for the CPU), so that ranks can tell
+  // whether they share one.
+  virtual std::string device_id() const { return ""; }
+  // Rank 0 makes the group's identifier; the caller shares it (over MPI) and every rank
+  // joins with it. Collective over the ranks.
+  // kCollectiveIdBytes bytes.
+  virtual std::vector<std::byte> new_collective_id();
+  virtual void join_collectives(const std::vector<std::byte>& id, int rank, int size);
+  // In place: x = sum over ranks of x.
+  virtual void allreduce_sum(float* x, size_t n);
+  // x = root's x on every rank.
+  virtual void broadcast(float* x, size_t n, int root);
 
   // Fused SGD over n parameters (PyTorch semantics):
   //   g = grad + wd * p;  v = mu * v + g;  p -= lr * (nesterov ? g + mu * v : v)

@@ -36,6 +36,8 @@ Communicator::~Communicator() {
 }
 
 void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm) {
+  HT_REQUIRE(algorithm == AllreduceAlgorithm::kRing || algorithm == AllreduceAlgorithm::kMpi,
+             "host all-reduce: the algorithm must be ring or mpi");
   comm_time_.start();
   if (algorithm == AllreduceAlgorithm::kRing) {
     ring_.run(data, count);

@@ -25,7 +25,7 @@ class Communicator {
   int size() const { return size_; }
   MPI_Comm get() const { return comm_; }
 
-  // In-place sum across ranks with the chosen algorithm.
+  // In-place sum across ranks with the chosen algorithm (ring or mpi).
   void allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm);
   // Small reductions for metrics (MPI_Allreduce).
   void allreduce_sum(double* data, int count);

@@ -11,7 +11,9 @@ namespace hpctrain {
 
 enum class Device { kAuto, kCpu, kCuda };
 enum class Strategy { kAllreduce, kAverage };
-enum class AllreduceAlgorithm { kRing, kMpi };
+// Gradient all-reduce: auto = nccl when the backend has device collectives and no two
+// ranks share a GPU, else ring.
+enum class AllreduceAlgorithm { kAuto, kRing, kMpi, kNccl };
 enum class ScheduleType { kConstant, kStep, kCosine };
 
 struct RunConfig {
@@ -89,7 +91,7 @@ struct TrainConfig {
 
 struct DistributedConfig {
   Strategy strategy = Strategy::kAllreduce;
-  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kRing;
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
   int every = 8;                       // average: steps between parameter averages
   int64_t ring_chunk_bytes = 1 << 20;  // ring: pipelining unit of each segment
   double timeout_seconds = 600.0;      // watchdog: abort if one collective takes longer; 0 = off

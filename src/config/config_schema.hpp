@@ -43,7 +43,10 @@ inline constexpr EnumName<Device> kDeviceNames[] = {
 inline constexpr EnumName<Strategy> kStrategyNames[] = {{"allreduce", Strategy::kAllreduce},
                                                         {"average", Strategy::kAverage}};
 inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {
-    {"ring", AllreduceAlgorithm::kRing}, {"mpi", AllreduceAlgorithm::kMpi}};
+    {"auto", AllreduceAlgorithm::kAuto},
+    {"ring", AllreduceAlgorithm::kRing},
+    {"mpi", AllreduceAlgorithm::kMpi},
+    {"nccl", AllreduceAlgorithm::kNccl}};
 inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", ScheduleType::kConstant},
                                                             {"step", ScheduleType::kStep},
                                                             {"cosine", ScheduleType::kCosine}};

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
+#include "comm/mpi_check.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/param_average.hpp"
 #include "core/error.hpp"
@@ -114,6 +116,11 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
 
   // 2. Backend, model, optimizer.
   backend_ = make_backend(config_, threads_, env);
+  if (config_.distributed.algorithm == AllreduceAlgorithm::kNccl &&
+      !backend_->has_device_collectives()) {
+    throw UsageError(config_.source_file + ": distributed.algorithm: nccl needs the CUDA backend " +
+                     "with NCCL (this run uses the " + backend_->name() + " backend)");
+  }
   const Dims input_dims = {shape.c, shape.h, shape.w};
   model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
                                    input_dims, batch);
@@ -206,14 +213,69 @@ const int32_t* Trainer::batch_labels(const BatchBuffer& b) {
   return labels_.data();
 }
 
+void Trainer::choose_allreduce() {
+  const AllreduceAlgorithm requested = config_.distributed.algorithm;
+  host_algorithm_ =
+      requested == AllreduceAlgorithm::kMpi ? AllreduceAlgorithm::kMpi : AllreduceAlgorithm::kRing;
+  if (world_size_ == 1 || !backend_->has_device_collectives()) return;
+  if (requested != AllreduceAlgorithm::kAuto && requested != AllreduceAlgorithm::kNccl) return;
+  // NCCL refuses two ranks of one communicator on the same GPU (ranks may share one for
+  // testing): compare every rank's host and device.
+  char mine[160] = {};
+  char host[64] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::snprintf(mine, sizeof(mine), "%s/%s", host, backend_->device_id().c_str());
+  std::vector<char> all(sizeof(mine) * static_cast<size_t>(world_size_));
+  HT_CHECK_MPI(MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR,
+                             comm_->get()));
+  std::vector<std::string> ids;
+  for (int r = 0; r < world_size_; ++r) ids.emplace_back(all.data() + r * sizeof(mine));
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+    if (requested == AllreduceAlgorithm::kNccl) {
+      throw UsageError(config_.source_file +
+                       ": distributed.algorithm: nccl needs one GPU per rank, and some ranks "
+                       "share one (use ring or mpi, or fewer ranks per node)");
+    }
+    return;
+  }
+  std::vector<std::byte> id =
+      rank_ == 0 ? backend_->new_collective_id() : std::vector<std::byte>(kCollectiveIdBytes);
+  HT_REQUIRE(id.size() == kCollectiveIdBytes, "collective id of unexpected size");
+  comm_->broadcast(id.data(), id.size(), 0);
+  backend_->join_collectives(id, rank_, world_size_);
+  device_collectives_ = true;
+}
+
 void Trainer::exchange_gradients() {
   if (config_.distributed.strategy != Strategy::kAllreduce) return;
   // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only.
   for (const ParamRange& r : trainable_) {
-    collective_on_host(model_->grads() + r.offset, r.count, true, [&](float* g) {
-      comm_->allreduce_sum(g, r.count, config_.distributed.algorithm);
-    });
+    if (device_collectives_) {
+      backend_->allreduce_sum(model_->grads() + r.offset, r.count);
+      continue;
+    }
+    collective_on_host(model_->grads() + r.offset, r.count, true,
+                       [&](float* g) { comm_->allreduce_sum(g, r.count, host_algorithm_); });
   }
+}
+
+void Trainer::average_over_ranks(float* data, size_t n) {
+  if (device_collectives_) {
+    backend_->allreduce_sum(data, n);
+    backend_->scale(data, n, 1.0f / static_cast<float>(world_size_));
+    return;
+  }
+  collective_on_host(data, n, true, [&](float* p) { average_parameters(*comm_, p, n); });
+}
+
+void Trainer::broadcast_from_rank0(float* data, size_t n) {
+  if (device_collectives_) {
+    backend_->broadcast(data, n, 0);
+    return;
+  }
+  collective_on_host(data, n, rank_ != 0,
+                     [&](float* p) { comm_->broadcast(p, n * sizeof(float), 0); });
 }
 
 bool Trainer::agree_on_control(bool& checkpoint_now) {
@@ -262,8 +324,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
       checkpoints_->wait_snapshot();
-      collective_on_host(model_->params(), model_->param_count(), true,
-                         [&](float* p) { average_parameters(*comm_, p, model_->param_count()); });
+      average_over_ranks(model_->params(), model_->param_count());
     }
     bool checkpoint_now = false;
     bool stop = false;
@@ -313,8 +374,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 void Trainer::sync_model_state() {
   if (!state_diverged_) return;
   WatchdogScope w(*watchdog_, "model state averaging", global_step_);
-  collective_on_host(model_->state(), model_->state_count(), true,
-                     [&](float* s) { average_parameters(*comm_, s, model_->state_count()); });
+  average_over_ranks(model_->state(), model_->state_count());
   state_diverged_ = false;
 }
 
@@ -359,12 +419,9 @@ int Trainer::run() {
   // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
   {
     WatchdogScope w(*watchdog_, "parameter broadcast", 0);
-    collective_on_host(model_->params(), model_->param_count(), rank_ != 0, [&](float* p) {
-      comm_->broadcast(p, model_->param_count() * sizeof(float), 0);
-    });
-    collective_on_host(model_->state(), model_->state_count(), rank_ != 0, [&](float* s) {
-      comm_->broadcast(s, model_->state_count() * sizeof(float), 0);
-    });
+    choose_allreduce();
+    broadcast_from_rank0(model_->params(), model_->param_count());
+    broadcast_from_rank0(model_->state(), model_->state_count());
   }
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank
@@ -477,8 +534,8 @@ int Trainer::run() {
   summary.backend = backend_->name();
   summary.strategy = to_string(config_.distributed.strategy);
   summary.algorithm = config_.distributed.strategy == Strategy::kAllreduce
-                          ? to_string(config_.distributed.algorithm)
-                          : "reduce+bcast";
+                          ? (device_collectives_ ? "nccl" : to_string(host_algorithm_))
+                          : (device_collectives_ ? "nccl allreduce" : "reduce+bcast");
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
   summary.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;

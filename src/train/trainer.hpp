@@ -58,7 +58,14 @@ class Trainer {
   void save_checkpoint(bool wait);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
+  // Picks how gradients are summed: NCCL (device_collectives_) for `auto` or `nccl` when
+  // the backend has device collectives and no two ranks share a GPU, else the host
+  // algorithm (ring unless `mpi`). Collective.
+  void choose_allreduce();
   void exchange_gradients();
+  // Model memory averaged over, or broadcast from rank 0 to, the ranks. Collective.
+  void average_over_ranks(float* data, size_t n);
+  void broadcast_from_rank0(float* data, size_t n);
   // Runs the collective f on n floats of model memory at `data` as host memory: in place
   // when the backend's memory is host memory, else on a copy in stage_ (copied back to
   // the device when write_back). Skipped on a single rank, where every collective is the
@@ -91,7 +98,9 @@ class Trainer {
   int num_classes_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
-  bool state_diverged_ = false;  // see sync_model_state()
+  bool state_diverged_ = false;                                    // see sync_model_state()
+  AllreduceAlgorithm host_algorithm_ = AllreduceAlgorithm::kRing;  // see choose_allreduce()
+  bool device_collectives_ = false;
   // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
   std::vector<float> stage_;
   DeviceArray<float> input_;

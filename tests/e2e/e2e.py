@@ -152,6 +152,9 @@ def case_bad_config():
         rc, out, err = train("bad3", 2, ["device=cuda"])
         check(rc == 2, f"device: cuda without a GPU: exit {rc}, expected 2")
         one_error_line(err, "device: cuda")
+        rc, out, err = train("bad4", 2, ["distributed.algorithm=nccl"])
+        check(rc == 2, f"algorithm nccl on the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "distributed.algorithm: nccl")
 
 
 def case_missing_data():

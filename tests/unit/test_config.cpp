@@ -132,7 +132,7 @@ TEST(ConfigLoad, MinimalFileTakesDefaults) {
   EXPECT_EQ(c.train.epochs, d.train.epochs);
   EXPECT_EQ(c.train.batch_size, d.train.batch_size);
   EXPECT_EQ(c.distributed.strategy, Strategy::kAllreduce);
-  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kRing);
+  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kAuto);
   EXPECT_EQ(c.distributed.every, d.distributed.every);
   EXPECT_EQ(c.distributed.ring_chunk_bytes, d.distributed.ring_chunk_bytes);
 }
@@ -185,7 +185,7 @@ TEST(ConfigLoad, ShippedFashionMnistConfigIsValid) {
   EXPECT_EQ(c.train.epochs, 5);
   EXPECT_EQ(c.train.batch_size, 64);
   EXPECT_EQ(c.distributed.strategy, Strategy::kAllreduce);
-  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kRing);
+  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kAuto);
 }
 
 TEST(ConfigOverride, ScalarsReplaceFileValues) {
@@ -330,8 +330,8 @@ TEST(ConfigErrors, BadEnumValues) {
   const std::string head = "data:\n  train: t.h5\n";
   expect_error(head + "distributed:\n  strategy: foo\n",
                "FILE:4: distributed.strategy: expected one of allreduce, average, got 'foo'");
-  expect_error(head + "distributed:\n  algorithm: nccl\n",
-               "FILE:4: distributed.algorithm: expected one of ring, mpi, got 'nccl'");
+  expect_error(head + "distributed:\n  algorithm: gloo\n",
+               "FILE:4: distributed.algorithm: expected one of auto, ring, mpi, nccl, got 'gloo'");
   expect_error(head + "device: gpu\n",
                "FILE:3: device: expected one of auto, cpu, cuda, got 'gpu'");
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
@@ -610,7 +610,7 @@ TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {
                           "val_every: 1",
                           "progress_seconds: 5",
                           "strategy: allreduce",
-                          "algorithm: ring",
+                          "algorithm: auto",
                           "every: 8",
                           "ring_chunk_bytes: 1048576"}) {
     EXPECT_NE(yaml.find(key), std::string::npos) << key << " missing from:\n" << yaml;
@@ -625,6 +625,8 @@ TEST(ConfigEnums, ToStringNamesMatchTheYamlValues) {
   EXPECT_STREQ(to_string(Strategy::kAverage), "average");
   EXPECT_STREQ(to_string(AllreduceAlgorithm::kRing), "ring");
   EXPECT_STREQ(to_string(AllreduceAlgorithm::kMpi), "mpi");
+  EXPECT_STREQ(to_string(AllreduceAlgorithm::kAuto), "auto");
+  EXPECT_STREQ(to_string(AllreduceAlgorithm::kNccl), "nccl");
   EXPECT_STREQ(to_string(ScheduleType::kConstant), "constant");
   EXPECT_STREQ(to_string(ScheduleType::kStep), "step");
   EXPECT_STREQ(to_string(ScheduleType::kCosine), "cosine");

@@ -92,6 +92,9 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
   }
   ~CudaBackend() override {
+#ifdef HT_HAVE_NCCL
+    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+#endif
     conv_plans_.clear();
     cudnnDestroy(cudnn_);
     cublasDestroy(cublas_);
@@ -99,6 +102,11 @@ class CudaBackend final : public Backend {
   }
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
+  std::string device_id() const override {
+    char bus[32] = {};
+    HT_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), options_.device));
+    return bus;
+  }
 
   void* alloc_bytes(size_t bytes) override {
     void* p = nullptr;
@@ -275,6 +283,34 @@ class CudaBackend final : public Backend {
     kernels::softmax_xent(logits, labels, rows, cols, grad_scale, dlogits, stats, stream_);
     done("softmax_xent");
   }
+#ifdef HT_HAVE_NCCL
+  // NCCL on the backend's stream: in order with the kernels before and after, no host wait.
+  bool has_device_collectives() const override { return true; }
+  std::vector<std::byte> new_collective_id() override {
+    static_assert(sizeof(ncclUniqueId) == kCollectiveIdBytes);
+    ncclUniqueId id;
+    HT_CUDA(ncclGetUniqueId(&id));
+    const auto* p = reinterpret_cast<const std::byte*>(&id);
+    return {p, p + sizeof(id)};
+  }
+  void join_collectives(const std::vector<std::byte>& id, int rank, int size) override {
+    HT_REQUIRE(id.size() == sizeof(ncclUniqueId), "NCCL: malformed unique id");
+    ncclUniqueId uid;
+    std::memcpy(&uid, id.data(), sizeof(uid));
+    HT_CUDA(ncclCommInitRank(&nccl_, size, uid, rank));
+  }
+  void allreduce_sum(float* x, size_t n) override {
+    HT_REQUIRE(nccl_ != nullptr, "NCCL: join_collectives() first");
+    HT_CUDA(ncclAllReduce(x, x, n, ncclFloat, ncclSum, nccl_, stream_));
+    done("allreduce_sum");
+  }
+  void broadcast(float* x, size_t n, int root) override {
+    HT_REQUIRE(nccl_ != nullptr, "NCCL: join_collectives() first");
+    HT_CUDA(ncclBroadcast(x, x, n, ncclFloat, root, nccl_, stream_));
+    done("broadcast");
+  }
+#endif
+
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,
                   const SgdParams& sgd) override {
     kernels::sgd_update(params, grads, velocity, n, sgd, stream_);
@@ -359,6 +395,9 @@ class CudaBackend final : public Backend {
   size_t max_workspace_ = 0;
   TensorDesc a_, b_, bn_;
   PoolDesc pool_;
+#ifdef HT_HAVE_NCCL
+  ncclComm_t nccl_ = nullptr;
+#endif
 };
 
 }  // namespace

@@ -5,6 +5,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#ifdef HT_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 #include <string>
 
@@ -26,6 +29,11 @@ inline void check(cublasStatus_t s, const char* call, const char* file, int line
 inline void check(cudnnStatus_t s, const char* call, const char* file, int line) {
   if (s != CUDNN_STATUS_SUCCESS) fail(call, cudnnGetErrorString(s), file, line);
 }
+#ifdef HT_HAVE_NCCL
+inline void check(ncclResult_t r, const char* call, const char* file, int line) {
+  if (r != ncclSuccess) fail(call, ncclGetErrorString(r), file, line);
+}
+#endif
 
 }  // namespace hpctrain::cuda
 
