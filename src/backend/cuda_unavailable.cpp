@@ -1,5 +1,5 @@
 // The CUDA backend entry points of a build without CUDA (no nvcc found at configure time,
-// or -DHPCTRAIN_CUDA=OFF): no devices, and a clear refusal.
+// or -DHPCTRAIN_WITH_CUDA=OFF): no devices, and a clear refusal.
 #include "backend/cuda_backend.hpp"
 #include "core/error.hpp"
 
