@@ -6,7 +6,6 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "nn/avgpool2d.hpp"
 #include "nn/basic_block.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"
@@ -14,7 +13,7 @@
 #include "nn/dropout.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avgpool.hpp"
-#include "nn/maxpool2d.hpp"
+#include "nn/pool2d.hpp"
 #include "nn/relu.hpp"
 
 namespace hpctrain {
@@ -35,10 +34,12 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& name
   if (spec.type == "relu") return std::make_unique<Relu>(name);
   if (spec.type == "conv2d") return std::make_unique<Conv2d>(name, conv_options(spec));
   if (spec.type == "maxpool") {
-    return std::make_unique<MaxPool2d>(name, spec.kernel, spec.stride, spec.padding);
+    return std::make_unique<Pool2d>(name, Pool2d::Kind::kMax, spec.kernel, spec.stride,
+                                    spec.padding);
   }
   if (spec.type == "avgpool") {
-    return std::make_unique<AvgPool2d>(name, spec.kernel, spec.stride, spec.padding);
+    return std::make_unique<Pool2d>(name, Pool2d::Kind::kAvg, spec.kernel, spec.stride,
+                                    spec.padding);
   }
   if (spec.type == "global_avgpool") return std::make_unique<GlobalAvgPool>(name);
   if (spec.type == "flatten") return std::make_unique<Flatten>(name);
@@ -59,7 +60,7 @@ void add_cnn(std::vector<std::unique_ptr<Layer>>& layers) {
     const std::string n = std::to_string(i);
     layers.push_back(std::make_unique<Conv2d>("conv" + n, Conv2d::Options{filters[i], 3, 1, 1}));
     layers.push_back(std::make_unique<Relu>("relu" + n));
-    layers.push_back(std::make_unique<MaxPool2d>("pool" + n, 2, 2));
+    layers.push_back(std::make_unique<Pool2d>("pool" + n, Pool2d::Kind::kMax, 2, 2));
   }
   layers.push_back(std::make_unique<Flatten>("flatten"));
   layers.push_back(std::make_unique<Dense>("dense0", 128));
@@ -86,7 +87,7 @@ void add_resnet(std::vector<std::unique_ptr<Layer>>& layers, const ModelConfig& 
   }
   layers.push_back(std::make_unique<BatchNorm>("stem_bn"));
   layers.push_back(std::make_unique<Relu>("stem_relu"));
-  if (!small) layers.push_back(std::make_unique<MaxPool2d>("stem_pool", 3, 2, 1));
+  if (!small) layers.push_back(std::make_unique<Pool2d>("stem_pool", Pool2d::Kind::kMax, 3, 2, 1));
   for (int stage = 0; stage < 4; ++stage) {
     for (int b = 0; b < blocks[stage]; ++b) {
       const int stride = stage > 0 && b == 0 ? 2 : 1;

@@ -13,12 +13,11 @@
 #include "backend/cpu_backend.hpp"
 #include "core/error.hpp"
 #include "gradient_check.hpp"
-#include "nn/avgpool2d.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avgpool.hpp"
-#include "nn/maxpool2d.hpp"
 #include "nn/model.hpp"
+#include "nn/pool2d.hpp"
 #include "nn/presets.hpp"
 
 namespace hpctrain {
@@ -221,7 +220,7 @@ TEST(Conv2dLayer, ShapesCountsAndAttributes) {
   EXPECT_EQ(strided.output_dims({2, 7, 5}), (Dims{4, 4, 3}));
   EXPECT_EQ(strided.param_count(), size_t{4 * 18});
   EXPECT_EQ(strided.attributes(), "k=3x3 s=2x2 p=1x1 nobias");
-  MaxPool2d m("pool", 2, 2);
+  Pool2d m("pool", Pool2d::Kind::kMax, 2, 2);
   EXPECT_EQ(m.output_dims({32, 7, 5}), (Dims{32, 3, 2}));
   EXPECT_EQ(m.param_count(), 0u);
   EXPECT_EQ(m.attributes(), "k=2x2 s=2x2 p=0x0");
@@ -252,12 +251,12 @@ TEST(Conv2dLayer, InputsThatDoNotFitAreUsageErrors) {
               Conv2d bad("c", Conv2d::Options{0, 3, 1, 0, true});
             }).find("filters >= 1"),
             std::string::npos);
-  MaxPool2d m("pool0", 3, 3);
+  Pool2d m("pool0", Pool2d::Kind::kMax, 3, 3);
   EXPECT_EQ(usage_error([&] {
               m.output_dims({4, 2, 7});
             }),
             "layer pool0: maxpool: input 2x7 with padding 0 is smaller than the 3x3 window");
-  AvgPool2d a("avg", 2, 2, 2);
+  Pool2d a("avg", Pool2d::Kind::kAvg, 2, 2, 2);
   EXPECT_NE(usage_error([&] {
               a.output_dims({4, 8, 8});
             }).find("padding <= kernel / 2"),

@@ -1,6 +1,6 @@
 // Pooling on the CPU backend: max and average pooling against direct-loop references
 // (padding, overlapping and tiled windows, ties), and numerical gradient checks of
-// MaxPool2d, AvgPool2d and GlobalAvgPool with batch > 1 and odd, non-square sizes.
+// Pool2d (max and average) and GlobalAvgPool with batch > 1 and odd, non-square sizes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +10,8 @@
 
 #include "backend/cpu_backend.hpp"
 #include "gradient_check.hpp"
-#include "nn/avgpool2d.hpp"
 #include "nn/global_avgpool.hpp"
-#include "nn/maxpool2d.hpp"
+#include "nn/pool2d.hpp"
 
 namespace hpctrain {
 namespace {
@@ -116,20 +115,20 @@ TEST(GradientCheck, MaxPool2d) {
   GradCheckOptions opt;
   opt.distinct_inputs = true;
   opt.max_checks = 1000;
-  MaxPool2d plain("p", 2, 2);
+  Pool2d plain("p", Pool2d::Kind::kMax, 2, 2);
   check_layer_gradients(plain, {2, 7, 5}, 3, opt);
-  MaxPool2d padded("p", 3, 2, 1);
+  Pool2d padded("p", Pool2d::Kind::kMax, 3, 2, 1);
   check_layer_gradients(padded, {2, 7, 5}, 3, opt);
-  MaxPool2d tiles3("p", 3, 3);
+  Pool2d tiles3("p", Pool2d::Kind::kMax, 3, 3);
   check_layer_gradients(tiles3, {2, 7, 5}, 3, opt);
 }
 
 TEST(GradientCheck, AvgPool2d) {
   GradCheckOptions opt;
   opt.max_checks = 1000;
-  AvgPool2d plain("a", 2, 2);
+  Pool2d plain("a", Pool2d::Kind::kAvg, 2, 2);
   check_layer_gradients(plain, {2, 7, 5}, 3, opt);
-  AvgPool2d padded("a", 3, 2, 1);
+  Pool2d padded("a", Pool2d::Kind::kAvg, 3, 2, 1);
   check_layer_gradients(padded, {2, 7, 5}, 3, opt);
 }
 
