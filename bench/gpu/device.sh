@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Runs hpctrain's GPU checks and benchmarks on a GPU machine that has no Debian
+# packages of its own (the lent H100/H200 image: CUDA, cuDNN and NCCL come from
+# PyTorch's Python packages there). Binaries and the Debian libraries they need are
+# built and packed on the Debian machine by bench/gpu/make_kit.sh into KIT:
+#   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,mpiexec.hydra,hydra_pmi_proxy}
+#   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
+#   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
+#
+#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet
+# Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
+# (OUT/table.txt) is printed last.
+set -uo pipefail
+KIT=${KIT:-.dev}
+OUT=${OUT:-/tmp/hpctrain-gpu-out}
+WORK=${WORK:-/tmp/hpctrain-gpu}
+mkdir -p "$OUT/logs" "$WORK"
+TABLE=$OUT/table.txt
+KIT=$(cd "$KIT" && pwd)
+REPO=$(pwd)
+
+note() { echo "$*" | tee -a "$TABLE"; }
+
+setup() {
+  if [[ ! -d $WORK/lib ]]; then tar xJf "$KIT/libs.tar.xz" -C "$WORK"; fi
+  local nv cuda_dirs
+  nv=$(python3 -c 'import nvidia, os; print(list(nvidia.__path__)[0])')
+  cuda_dirs=$(find "$nv" -name 'lib*.so*' -printf '%h\n' | sort -u | paste -sd:)
+  export LD_LIBRARY_PATH=$cuda_dirs:$WORK/lib
+  export PATH=$KIT/bin:$PATH
+  export OPENBLAS_NUM_THREADS=1
+}
+
+stage_env() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee -a "$TABLE"
+  note "host: $(nproc) cores, $(uname -r)"
+  ldd "$KIT/bin/hpctrain" | grep -E 'not found|cudnn|cublas|nccl|cudart' | tee -a "$TABLE"
+  hpctrain --version 2>&1 | tee -a "$TABLE"
+  python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' |
+    tee -a "$TABLE"
+}
+
+stage_tests() {
+  timeout 300 ht_gpu_tests --gtest_color=no >"$OUT/logs/gpu_tests.log" 2>&1
+  local rc=$?
+  grep -E '^\[  (FAILED|PASSED) |tests ran' "$OUT/logs/gpu_tests.log" | sort -u | tee -a "$TABLE"
+  note "ht_gpu_tests exit $rc"
+  grep -B2 -A12 'Failure' "$OUT/logs/gpu_tests.log" | head -80
+}
+
+# One training run: NAME RANKS CONFIG [--set ...]; the summary lands in OUT/logs.
+train() {
+  local name=$1 ranks=$2 config=$3
+  shift 3
+  local dir=$WORK/runs/$name
+  rm -rf "$dir"
+  local t0=$SECONDS
+  timeout 400 mpiexec.hydra -n "$ranks" hpctrain train "$config" --set run.dir="$dir" \
+    --set checkpoint.every_seconds=0 --set checkpoint.at_epoch_end=false --resume never "$@" \
+    >"$OUT/logs/$name.log" 2>&1
+  local rc=$?
+  tail -n 4 "$OUT/logs/$name.log"
+  cp "$dir/summary.json" "$OUT/logs/$name.summary.json" 2>/dev/null
+  cp "$dir/metrics.csv" "$OUT/logs/$name.metrics.csv" 2>/dev/null
+  python3 - "$dir" "$name" "$rc" "$((SECONDS - t0))" <<'EOF' | tee -a "$TABLE"
+import csv, json, sys
+run, name, rc, wall = sys.argv[1:]
+try:
+    s = json.load(open(f"{run}/summary.json"))
+    last = list(csv.DictReader(open(f"{run}/metrics.csv")))[-1]
+except (OSError, IndexError):
+    print(f"{name}: exit {rc}, no summary ({wall} s)")
+    sys.exit()
+print(f"{name}: exit {rc}, {s['backend']} x{s['world_size']}, test acc {s['test_accuracy']}, "
+      f"last epoch {float(last['samples_per_second']):.0f} samples/s, data wait "
+      f"{float(last['data_wait_s']):.3f} of {float(last['time_train_s']):.2f} s, {wall} s wall")
+EOF
+}
+
+stage_fmnist() {
+  if [[ ! -f data/fashion-mnist/test.h5 ]]; then
+    hpctrain-data fashion-mnist --out data/fashion-mnist --src "$KIT/fmnist" >/dev/null
+  fi
+  train mlp_1gpu 1 configs/fashion_mnist_mlp.yaml --set device=cuda
+  train cnn_1gpu 1 configs/fashion_mnist_cnn.yaml --set device=cuda
+  train mlp_2ranks_1gpu 2 configs/fashion_mnist_mlp.yaml --set device=cuda
+  train cnn_2ranks_1gpu 2 configs/fashion_mnist_cnn.yaml --set device=cuda
+}
+
+# ResNet-34 training images/s: hpctrain (epochs 2..E of a synth set, read from HDF5
+# through the prefetch queue) and PyTorch (batches already on the GPU), same GPU.
+resnet_pair() {
+  local shape=$1 classes=$2 n=$3
+  local file=$WORK/synth-${shape}.h5
+  [[ -f $file ]] || hpctrain-data synth --out "$file" --n "$n" --shape "$shape" \
+    --classes "$classes" --dtype uint8 --threads 16 >/dev/null
+  train "resnet34_${shape}_fp32" 1 configs/seed_resnet34.yaml --set device=cuda \
+    --set data.train="$file" --set 'data.val=""' --set 'data.test=""' --set train.epochs=3 \
+    --set optimizer.momentum=0.9 --set data.prefetch_threads=8 --set run.threads=8
+  for p in fp32 tf32 bf16; do
+    timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
+      --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 | tee -a "$TABLE"
+  done
+}
+
+stage_resnet() {
+  resnet_pair 3x224x224 1000 3200
+  resnet_pair 1x148x197 9 3200
+}
+
+setup
+for s in "$@"; do
+  note "== $s ($(date -u +%FT%TZ))"
+  "stage_$s"
+done
+echo "----- table -----"
+cat "$TABLE"
+# At most 8 files come back from a lent machine: the logs travel as one archive.
+tar czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Packs what bench/gpu/device.sh needs on a GPU machine without Debian packages into
+# KIT (default .dev, ignored by git): the stripped binaries of BUILD (default build),
+# MPICH's launcher, the Debian shared libraries they load (all but glibc, libstdc++
+# and CUDA's, which the GPU machine has), xz-compressed, and the Fashion-MNIST files.
+set -euo pipefail
+BUILD=${BUILD:-build}
+KIT=${KIT:-.dev}
+mkdir -p "$KIT/bin" "$KIT/fmnist"
+bins=("$BUILD/hpctrain" "$BUILD/hpctrain-data" "$BUILD/ht_gpu_tests" /usr/bin/mpiexec.hydra
+  /usr/bin/hydra_pmi_proxy)
+cp "${bins[@]}" "$KIT/bin/"
+strip "$KIT"/bin/*
+staging=$(mktemp -d)
+trap 'rm -rf "$staging"' EXIT
+mkdir "$staging/lib"
+for b in "${bins[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u |
+  grep -v -E '/usr/local/cuda|/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s)\.so' |
+  xargs -I{} cp -L {} "$staging/lib/"
+tar cf - -C "$staging" lib | xz -T0 -6 >"$KIT/libs.tar.xz"
+cp /usr/share/datasets/fashion-mnist/*.gz "$KIT/fmnist/"
+du -sh "$KIT"
