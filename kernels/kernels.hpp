@@ -40,6 +40,10 @@ void batchnorm_param_grads(const float* x, const float* dy, float* dgamma, float
 void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                   float* dlogits, LossStats* stats, cudaStream_t stream);
 
+// Phase clock (clock.cu): stamps[marks + 1] and sums[marks] as Backend::phase_mark uses
+// them (zeroed to start).
+void phase_mark(unsigned long long* stamps, double* sums, int i, int marks, cudaStream_t stream);
+
 // Average pooling (pool.cu): the window clipped to the input, divided by kh * kw.
 void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream);
 void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream);

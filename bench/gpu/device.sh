@@ -3,7 +3,7 @@
 # packages of its own (the lent H100/H200 image: CUDA, cuDNN and NCCL come from
 # PyTorch's Python packages there). Binaries and the Debian libraries they need are
 # built and packed on the Debian machine by bench/gpu/make_kit.sh into KIT:
-#   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,mpiexec.hydra,hydra_pmi_proxy}
+#   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,mpiexec.hydra,h5dump,hydra_pmi_proxy}
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
 #
@@ -74,6 +74,11 @@ except (OSError, IndexError):
 print(f"{name}: exit {rc}, {s['backend']} x{s['world_size']}, test acc {s['test_accuracy']}, "
       f"last epoch {float(last['samples_per_second']):.0f} samples/s, data wait "
       f"{float(last['data_wait_s']):.3f} of {float(last['time_train_s']):.2f} s, {wall} s wall")
+ph = s.get("step_phases_s")
+if ph:
+    total = sum(ph.values())
+    print("  step phases (all epochs): " + ", ".join(
+        f"{k} {100 * v / total:.1f}%" for k, v in ph.items()) + f" of {total:.2f} s")
 EOF
 }
 
@@ -87,19 +92,56 @@ stage_fmnist() {
   train cnn_2ranks_1gpu 2 configs/fashion_mnist_cnn.yaml --set device=cuda
 }
 
-# ResNet-34 training images/s: hpctrain (epochs 2..E of a synth set, read from HDF5
-# through the prefetch queue) and PyTorch (batches already on the GPU), same GPU.
+# ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
+# from HDF5 through the prefetch queue; REPS runs per precision, interleaved) and PyTorch
+# (batches already on the GPU; one process per precision, 5 timed windows), same GPU.
+# One more hpctrain tf32 run with train.step_timing gives the step breakdown.
 resnet_pair() {
   local shape=$1 classes=$2 n=$3
   local file=$WORK/synth-${shape}.h5
   [[ -f $file ]] || hpctrain-data synth --out "$file" --n "$n" --shape "$shape" \
     --classes "$classes" --dtype uint8 --threads 16 >/dev/null
-  train "resnet34_${shape}_fp32" 1 configs/seed_resnet34.yaml --set device=cuda \
-    --set data.train="$file" --set 'data.val=""' --set 'data.test=""' --set train.epochs=3 \
-    --set optimizer.momentum=0.9 --set data.prefetch_threads=8 --set run.threads=8
+  local sets=(--set device=cuda --set data.train="$file" --set 'data.val=""'
+    --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
+    --set data.prefetch_threads=8 --set run.threads=8)
+  for rep in $(seq "${REPS:-3}"); do
+    for p in fp32 tf32; do
+      train "resnet34_${shape}_${p}_rep$rep" 1 configs/seed_resnet34.yaml "${sets[@]}" \
+        --set precision=$p
+    done
+  done
+  train "resnet34_${shape}_tf32_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
+    --set precision=tf32 --set train.step_timing=true
   for p in fp32 tf32 bf16; do
     timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
-      --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 | tee -a "$TABLE"
+      --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |
+      tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
+  done
+}
+
+# The MLP's accuracy over seeds, 2 ranks sharing the GPU against 2 CPU ranks.
+stage_seeds() {
+  for seed in 1 2 3 4; do
+    train "mlp_2ranks_1gpu_seed$seed" 2 configs/fashion_mnist_mlp.yaml --set device=cuda \
+      --set run.seed=$seed
+    train "mlp_2ranks_cpu_seed$seed" 2 configs/fashion_mnist_mlp.yaml --set device=cpu \
+      --set run.seed=$seed --set run.threads=1
+  done
+}
+
+# End-to-end cases of tests/e2e/e2e.py on this machine: device auto picks the GPU, so
+# determinism, kill -9 and resume, signals and ResNet evaluation run on the CUDA backend
+# (2 and 3 ranks sharing it). Needs the fmnist stage's data.
+stage_e2e() {
+  ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
+  ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
+  ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
+  for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
+    signal_stop_resume resnet_resume_eval eval_checkpoint}; do
+    local t0=$SECONDS
+    timeout 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
+      >"$OUT/logs/e2e_$c.log" 2>&1
+    note "e2e.$c: exit $? ($((SECONDS - t0)) s) $(tail -n 1 "$OUT/logs/e2e_$c.log")"
   done
 }
 

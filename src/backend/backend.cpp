@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/timer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -20,5 +21,20 @@ void Backend::join_collectives(const std::vector<std::byte>& /*id*/, int /*rank*
 }
 void Backend::allreduce_sum(float* /*x*/, size_t /*n*/) { no_collectives(*this); }
 void Backend::broadcast(float* /*x*/, size_t /*n*/, int /*root*/) { no_collectives(*this); }
+
+void Backend::phase_mark(int i) {
+  const double t = now_seconds();
+  const int prev = i == 0 ? kPhaseMarks - 1 : i - 1;
+  if (i > 0 || phase_started_) phase_sums_[prev] += t - phase_stamp_[prev];
+  phase_stamp_[i] = t;
+  phase_started_ = true;
+}
+
+PhaseSeconds Backend::take_phases() {
+  const PhaseSeconds sums = phase_sums_;
+  phase_sums_ = {};
+  phase_started_ = false;
+  return sums;
+}
 
 }  // namespace hpctrain

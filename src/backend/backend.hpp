@@ -4,6 +4,7 @@
 // A Backend is used from the training thread only (not thread-safe).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,10 @@ struct LossStats {
 
 // Size of a device collective group's identifier (an NCCL unique id).
 inline constexpr size_t kCollectiveIdBytes = 128;
+
+// Marks per step of the phase clock (Backend::phase_mark).
+inline constexpr int kPhaseMarks = 5;
+using PhaseSeconds = std::array<double, kPhaseMarks>;
 
 struct SgdParams {
   float lr = 0.0f;
@@ -51,6 +56,34 @@ class Backend {
   virtual void copy(const float* src, float* dst, size_t n) = 0;
   // Waits for all work issued so far (no-op on the CPU).
   virtual void synchronize() = 0;
+
+  // Input batches of a device backend, copied beside the computation. The caller keeps
+  // two input slots in device memory and, per batch:
+  //   upload(slot, dst, src, bytes)...  copies from host memory (pinned by pin_host) once
+  //                                     the computation has finished with `slot`'s last
+  //                                     batch (see input_consumed);
+  //   uploads_ready()                   computation issued later waits for those copies;
+  //   input_consumed(slot)              after the last operation that reads the batch;
+  //   wait_uploads()                    the host waits for the copies, after which it
+  //                                     may reuse the host memory.
+  // The defaults copy synchronously (copy_to_device) and wait for nothing.
+  virtual void pin_host(void* /*p*/, size_t /*bytes*/) {}
+  virtual void unpin_host(void* /*p*/) {}
+  virtual void upload(int /*slot*/, void* dst, const void* host_src, size_t bytes) {
+    copy_to_device(dst, host_src, bytes);
+  }
+  virtual void uploads_ready() {}
+  virtual void input_consumed(int /*slot*/) {}
+  virtual void wait_uploads() {}
+
+  // A clock for the phases of the step loop, read in the backend's order of execution
+  // (a GPU stamps its own timer, so the loop never waits for the device to time it):
+  // phase_mark(i) for i = 0 .. kPhaseMarks - 1, in order, once per step. take_phases()
+  // returns the summed seconds from mark i to mark i + 1 and, last, from a step's final
+  // mark to the next step's mark 0, and starts new sums. The default uses the host clock
+  // (right for a backend whose operations finish before they return).
+  virtual void phase_mark(int i);
+  virtual PhaseSeconds take_phases();
 
   // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C, op(A) is m x k.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
@@ -154,6 +187,10 @@ class Backend {
                           const SgdParams& sgd) = 0;
   // x *= alpha
   virtual void scale(float* x, size_t n, float alpha) = 0;
+
+ private:
+  PhaseSeconds phase_stamp_{}, phase_sums_{};  // the host-clock phase_mark
+  bool phase_started_ = false;
 };
 
 // Owns one device allocation of `n` elements of T. Move-only; not thread-safe.

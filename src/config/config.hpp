@@ -10,6 +10,9 @@
 namespace hpctrain {
 
 enum class Device { kAuto, kCpu, kCuda };
+// Arithmetic of matrix products and convolutions on a GPU: fp32 exactly, or tf32 (float32
+// data, tensor cores rounding the operands to a 10-bit mantissa). The CPU computes fp32.
+enum class Precision { kFp32, kTf32 };
 enum class Strategy { kAllreduce, kAverage };
 // Gradient all-reduce: auto = nccl when the backend has device collectives and no two
 // ranks share a GPU, else ring.
@@ -87,6 +90,9 @@ struct TrainConfig {
   int batch_size = 64;            // per rank
   int val_every = 1;              // validate every N epochs (and after the last)
   double progress_seconds = 5.0;  // rank 0 prints progress at most this often
+  // Time each step's phases on the backend's clock (summary.json "step_phases_s"); costs
+  // a few tiny kernel launches per step on a GPU.
+  bool step_timing = false;
 };
 
 struct DistributedConfig {
@@ -109,6 +115,7 @@ struct Config {
   std::string source_file;  // the YAML file it was read from
   RunConfig run;
   Device device = Device::kAuto;
+  Precision precision = Precision::kFp32;
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -127,6 +134,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 std::string config_to_yaml(const Config& config);
 
 const char* to_string(Device d);
+const char* to_string(Precision p);
 const char* to_string(Strategy s);
 const char* to_string(AllreduceAlgorithm a);
 const char* to_string(ScheduleType t);

@@ -39,6 +39,7 @@ int layer_int(const LayerSpec& layer, std::string_view key) {
 }  // namespace
 
 const char* to_string(Device d) { return enum_name(config_schema::kDeviceNames, d); }
+const char* to_string(Precision p) { return enum_name(config_schema::kPrecisionNames, p); }
 const char* to_string(Strategy s) { return enum_name(config_schema::kStrategyNames, s); }
 const char* to_string(AllreduceAlgorithm a) { return enum_name(config_schema::kAlgorithmNames, a); }
 const char* to_string(ScheduleType t) { return enum_name(config_schema::kScheduleNames, t); }
@@ -58,6 +59,7 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::EndMap;
 
   out << YAML::Key << "device" << YAML::Value << to_string(c.device);
+  out << YAML::Key << "precision" << YAML::Value << to_string(c.precision);
 
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "train" << YAML::Value << c.data.train;
@@ -124,6 +126,7 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "batch_size" << YAML::Value << c.train.batch_size;
   out << YAML::Key << "val_every" << YAML::Value << c.train.val_every;
   number(out, "progress_seconds", c.train.progress_seconds);
+  out << YAML::Key << "step_timing" << YAML::Value << c.train.step_timing;
   out << YAML::EndMap;
 
   out << YAML::Key << "distributed" << YAML::Value << YAML::BeginMap;

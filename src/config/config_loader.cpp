@@ -305,6 +305,7 @@ void read_train(const Section& s, TrainConfig& train) {
   s.get("batch_size", train.batch_size, 1);
   s.get("val_every", train.val_every, 1);
   s.get("progress_seconds", train.progress_seconds, NumberRange::at_least(0));
+  s.get("step_timing", train.step_timing);
 }
 
 void read_distributed(const Section& s, DistributedConfig& dist) {
@@ -336,6 +337,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   const Section top(origins, Value{"", root, root.Mark()}, "");
   read_run(origins, top.section("run"), config.run);
   top.get("device", config.device, schema::kDeviceNames);
+  top.get("precision", config.precision, schema::kPrecisionNames);
   read_data(origins, top.section("data"), config.data);
   read_model(origins, top.section("model"), config.model);
   read_optimizer(origins, top.section("optimizer"), config.optimizer);

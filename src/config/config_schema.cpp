@@ -15,7 +15,9 @@ using KeyList = std::vector<std::string_view>;
 // "<section>.<key>" is a nested section, every other key holds a value.
 const std::vector<std::pair<std::string_view, KeyList>>& sections() {
   static const std::vector<std::pair<std::string_view, KeyList>> table = {
-      {"", {"run", "device", "data", "model", "optimizer", "train", "distributed", "checkpoint"}},
+      {"",
+       {"run", "device", "precision", "data", "model", "optimizer", "train", "distributed",
+        "checkpoint"}},
       {"run", {"name", "dir", "seed", "deterministic", "threads"}},
       {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
       {"model", {"preset", "hidden", "width", "stem", "layers", "init_from", "freeze"}},
@@ -23,7 +25,7 @@ const std::vector<std::pair<std::string_view, KeyList>>& sections() {
        {"type", "name", "units", "filters", "kernel", "stride", "padding", "bias", "rate"}},
       {"optimizer", {"name", "lr", "momentum", "nesterov", "weight_decay", "schedule"}},
       {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
-      {"train", {"epochs", "batch_size", "val_every", "progress_seconds"}},
+      {"train", {"epochs", "batch_size", "val_every", "progress_seconds", "step_timing"}},
       {"distributed", {"strategy", "algorithm", "every", "ring_chunk_bytes", "timeout_seconds"}},
       {"checkpoint", {"dir", "every_steps", "every_seconds", "at_epoch_end", "keep"}},
   };

@@ -40,6 +40,8 @@ struct EnumName {
 
 inline constexpr EnumName<Device> kDeviceNames[] = {
     {"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
+inline constexpr EnumName<Precision> kPrecisionNames[] = {{"fp32", Precision::kFp32},
+                                                          {"tf32", Precision::kTf32}};
 inline constexpr EnumName<Strategy> kStrategyNames[] = {{"allreduce", Strategy::kAllreduce},
                                                         {"average", Strategy::kAverage}};
 inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {

@@ -21,7 +21,8 @@ Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& option
   const int64_t end_seq = sampler_.batches_per_epoch() * options.epochs;
   queue_ = std::make_unique<PrefetchQueue>(
       options.threads, options.depth, static_cast<size_t>(shape_.sample_elems()), options.batch,
-      options.first_seq, end_seq, [this](int64_t seq, BatchBuffer& b) { fill(seq, b); });
+      options.first_seq, end_seq, [this](int64_t seq, BatchBuffer& b) { fill(seq, b); },
+      options.hooks);
 }
 
 std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {

@@ -26,6 +26,7 @@ struct LoaderOptions {
   int rank = 0;
   int threads = 2;
   int depth = 4;
+  BufferHooks hooks;  // for the batch buffers (a device backend pins them)
 };
 
 class Loader {

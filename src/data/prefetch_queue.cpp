@@ -7,14 +7,22 @@
 namespace hpctrain {
 
 PrefetchQueue::PrefetchQueue(int threads, int depth, size_t sample_elems, int64_t max_batch,
-                             int64_t first_seq, int64_t end_seq, FillFn fill)
-    : fill_(std::move(fill)), next_to_fill_(first_seq), next_to_pop_(first_seq), end_seq_(end_seq) {
+                             int64_t first_seq, int64_t end_seq, FillFn fill, BufferHooks hooks)
+    : fill_(std::move(fill)),
+      hooks_(std::move(hooks)),
+      next_to_fill_(first_seq),
+      next_to_pop_(first_seq),
+      end_seq_(end_seq) {
   HT_REQUIRE(threads >= 1 && depth >= 1, "prefetch needs >= 1 thread and depth >= 1");
   // depth buffers ready ahead plus the one the consumer holds.
   buffers_.resize(static_cast<size_t>(depth) + 1);
   for (auto& b : buffers_) {
     b.images.resize(sample_elems * static_cast<size_t>(max_batch));
     b.labels.resize(static_cast<size_t>(max_batch));
+    if (hooks_.acquire) {
+      hooks_.acquire(b.images.data(), b.images.size() * sizeof(float));
+      hooks_.acquire(b.labels.data(), b.labels.size() * sizeof(int32_t));
+    }
   }
   state_.assign(buffers_.size(), SlotState::kFree);
   for (int t = 0; t < threads; ++t) threads_.emplace_back([this] { reader_loop(); });
@@ -27,6 +35,12 @@ PrefetchQueue::~PrefetchQueue() {
   }
   slot_freed_.notify_all();
   for (auto& t : threads_) t.join();
+  if (hooks_.release) {
+    for (auto& b : buffers_) {
+      hooks_.release(b.images.data());
+      hooks_.release(b.labels.data());
+    }
+  }
 }
 
 void PrefetchQueue::reader_loop() {

@@ -22,6 +22,13 @@ struct BatchBuffer {
   int64_t seq = -1;             // which batch of the sequence this is
 };
 
+// Called for each buffer's memory block once after it is allocated (acquire) and once
+// before it is freed (release), e.g. to pin it for DMA; either may be empty.
+struct BufferHooks {
+  std::function<void(void* p, size_t bytes)> acquire;
+  std::function<void(void* p)> release;
+};
+
 class PrefetchQueue {
  public:
   // fill(seq, buffer) must set buffer.size and fill the first size samples.
@@ -30,7 +37,7 @@ class PrefetchQueue {
   // Produces batches first_seq .. end_seq - 1 with `threads` readers keeping up
   // to `depth` batches ready.
   PrefetchQueue(int threads, int depth, size_t sample_elems, int64_t max_batch, int64_t first_seq,
-                int64_t end_seq, FillFn fill);
+                int64_t end_seq, FillFn fill, BufferHooks hooks = {});
   ~PrefetchQueue();
   PrefetchQueue(const PrefetchQueue&) = delete;
   PrefetchQueue& operator=(const PrefetchQueue&) = delete;
@@ -46,6 +53,7 @@ class PrefetchQueue {
   void reader_loop();
 
   FillFn fill_;
+  BufferHooks hooks_;
   std::vector<BatchBuffer> buffers_;
   std::mutex mutex_;
   std::condition_variable slot_freed_;    // readers wait on it (GUARDED_BY mutex_)

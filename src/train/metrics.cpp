@@ -100,6 +100,15 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"checkpoint_blocked_s\": " << num(s.checkpoint_blocked_s) << ",\n";
   o << "  \"resumed_from\": " << (s.resumed_from ? std::to_string(*s.resumed_from) : "null")
     << ",\n";
+  o << "  \"step_phases_s\": ";
+  if (s.step_phases_s) {
+    const auto& p = *s.step_phases_s;
+    o << "{\"forward\": " << num(p[0]) << ", \"backward\": " << num(p[1])
+      << ", \"exchange\": " << num(p[2]) << ", \"optimizer\": " << num(p[3])
+      << ", \"between_steps\": " << num(p[4]) << "},\n";
+  } else {
+    o << "null,\n";
+  }
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
   o << "}\n";
   return o.str();

@@ -2,6 +2,7 @@
 // (DESIGN.md, "Run directory"). Written by rank 0 only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <fstream>
 #include <optional>
@@ -43,6 +44,9 @@ struct RunSummary {
   int checkpoints_written = 0;
   double checkpoint_write_s = 0, checkpoint_blocked_s = 0;
   std::string params_sha256;
+  // train.step_timing: seconds in forward (with the loss), backward, gradient exchange,
+  // optimizer, and between steps (input, control, averaging, launch gaps).
+  std::optional<std::array<double, 5>> step_phases_s;
 };
 
 std::string summary_to_json(const RunSummary& s);

@@ -82,6 +82,7 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, const M
     CudaBackendOptions options;
     options.device = devices > 0 ? env.local_rank() % devices : 0;
     options.deterministic = config.run.deterministic;
+    options.tf32 = config.precision == Precision::kTf32;
     return make_cuda_backend(options);
   }
   const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
@@ -136,8 +137,11 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   stats_ = DeviceArray<LossStats>(*backend_, 1);
   if (!backend_->host_accessible()) {
     stage_.resize(std::max(model_->param_count(), model_->state_count()));
-    input_ = DeviceArray<float>(*backend_, static_cast<size_t>(batch * shape.sample_elems()));
-    labels_ = DeviceArray<int32_t>(*backend_, static_cast<size_t>(batch));
+    for (int slot = 0; slot < 2; ++slot) {
+      input_[slot] =
+          DeviceArray<float>(*backend_, static_cast<size_t>(batch * shape.sample_elems()));
+      labels_[slot] = DeviceArray<int32_t>(*backend_, static_cast<size_t>(batch));
+    }
   }
   checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, rank_, world_size_,
                                                        steps_per_epoch_);
@@ -159,6 +163,7 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
   train_opts.rank = rank_;
   train_opts.threads = config_.data.prefetch_threads;
   train_opts.depth = config_.data.prefetch_depth;
+  train_opts.hooks = loader_hooks();
   if (training) {
     train_loader_ = std::make_unique<Loader>(
         *train_file_, shard_for_rank(shape.n, rank_, world_size_), train_opts);
@@ -199,18 +204,28 @@ void Trainer::collective_on_host(float* data, size_t n, bool write_back, F&& f) 
   if (write_back) backend_->copy_to_device(data, stage_.data(), n * sizeof(float));
 }
 
-const float* Trainer::batch_images(const BatchBuffer& b) {
-  if (backend_->host_accessible()) return b.images.data();
+Trainer::BatchInput Trainer::stage_batch(const BatchBuffer& b) {
+  if (backend_->host_accessible()) return {b.images.data(), b.labels.data()};
+  const int slot = input_slot_ ^= 1;
   const size_t n = static_cast<size_t>(b.size) * train_file_->shape().sample_elems();
-  backend_->copy_to_device(input_.data(), b.images.data(), n * sizeof(float));
-  return input_.data();
+  backend_->upload(slot, input_[slot].data(), b.images.data(), n * sizeof(float));
+  backend_->upload(slot, labels_[slot].data(), b.labels.data(),
+                   static_cast<size_t>(b.size) * sizeof(int32_t));
+  backend_->uploads_ready();
+  return {input_[slot].data(), labels_[slot].data()};
 }
 
-const int32_t* Trainer::batch_labels(const BatchBuffer& b) {
-  if (backend_->host_accessible()) return b.labels.data();
-  backend_->copy_to_device(labels_.data(), b.labels.data(),
-                           static_cast<size_t>(b.size) * sizeof(int32_t));
-  return labels_.data();
+void Trainer::release_batch() {
+  if (backend_->host_accessible()) return;
+  backend_->input_consumed(input_slot_);
+  backend_->wait_uploads();  // the loader may refill the host buffer after this
+}
+
+BufferHooks Trainer::loader_hooks() {
+  if (backend_->host_accessible()) return {};
+  Backend* b = backend_.get();
+  return {[b](void* p, size_t bytes) { b->pin_host(p, bytes); },
+          [b](void* p) { b->unpin_host(p); }};
 }
 
 void Trainer::choose_allreduce() {
@@ -295,6 +310,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   // over the global batch: N ranks with batch b train like one rank with N*b.
   const float grad_scale = 1.0f / static_cast<float>(batch * (allreduce ? world_size_ : 1));
   const int classes = num_classes_;
+  const bool timing = config_.train.step_timing;
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
@@ -306,18 +322,25 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
-    const Tensor& logits = model_->forward(batch_images(b), b.size, /*training=*/true,
+    const BatchInput in = stage_batch(b);
+    if (timing) backend_->phase_mark(0);
+    const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
-    backend_->softmax_xent(logits.data, batch_labels(b), static_cast<int>(b.size), classes,
-                           grad_scale, model_->dlogits(), stats_.data());
+    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
+                           model_->dlogits(), stats_.data());
+    if (timing) backend_->phase_mark(1);
     model_->backward();
+    release_batch();
+    if (timing) backend_->phase_mark(2);
     {
       WatchdogScope w(*watchdog_, "gradient all-reduce", global_step_);
       exchange_gradients();
     }
+    if (timing) backend_->phase_mark(3);
     lr = schedule_->at(global_step_);
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
     sgd_->step(model_->params(), model_->grads(), lr);
+    if (timing) backend_->phase_mark(4);
     ++global_step_;
     state_diverged_ = world_size_ > 1 && model_->state_count() > 0;
     if (!allreduce && (global_step_ % every == 0 || step + 1 == steps_per_epoch_)) {
@@ -350,16 +373,22 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     }
   }
   backend_->synchronize();
-  double times[3] = {now_seconds() - t0, train_loader_->wait_seconds() - wait0,
-                     comm_->comm_seconds()};
+  // Wall, data wait and communication seconds, then the step phases.
+  double times[3 + kPhaseMarks] = {now_seconds() - t0, train_loader_->wait_seconds() - wait0,
+                                   comm_->comm_seconds()};
+  if (timing) {
+    const PhaseSeconds phases = backend_->take_phases();
+    std::copy(phases.begin(), phases.end(), times + 3);
+  }
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));
   double sums[3] = {s.loss_sum, s.correct, s.count};
   {
     WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
-    comm_->allreduce_max(times, 3);  // the slowest rank sets the pace
+    comm_->allreduce_max(times, 3 + kPhaseMarks);  // the slowest rank sets the pace
     comm_->allreduce_sum(sums, 3);
   }
+  for (int i = 0; i < kPhaseMarks; ++i) phase_totals_[i] += times[3 + i];
   m.epoch = epoch;
   m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
@@ -390,9 +419,11 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
     const BatchBuffer& b = loader.next();
-    const Tensor& logits = model_->forward(batch_images(b), b.size, /*training=*/false);
-    backend_->softmax_xent(logits.data, batch_labels(b), static_cast<int>(b.size), num_classes_,
-                           0.0f, nullptr, stats_.data());
+    const BatchInput in = stage_batch(b);
+    const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
+    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_, 0.0f,
+                           nullptr, stats_.data());
+    release_batch();
   }
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));
@@ -550,6 +581,7 @@ int Trainer::run() {
   summary.checkpoint_write_s = ck.write_seconds;
   summary.checkpoint_blocked_s = ck.blocked_seconds;
   summary.params_sha256 = model_->params_sha256();
+  if (config_.train.step_timing) summary.step_phases_s = phase_totals_;
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);
   return kExitOk;

@@ -72,10 +72,17 @@ class Trainer {
   // identity (and the copies would cost a device round trip per step).
   template <typename F>
   void collective_on_host(float* data, size_t n, bool write_back, F&& f);
-  // A batch's images and labels where the backend reads them (copied to input_ and
-  // labels_ for a device backend).
-  const float* batch_images(const BatchBuffer& b);
-  const int32_t* batch_labels(const BatchBuffer& b);
+  // A batch's images and labels where the backend reads them: in place for host memory;
+  // for a device backend, uploaded into the next of two input slots beside the
+  // computation. release_batch() follows the batch's last use, before the next pop.
+  struct BatchInput {
+    const float* images;
+    const int32_t* labels;
+  };
+  BatchInput stage_batch(const BatchBuffer& b);
+  void release_batch();
+  // Pins a loader's batch buffers for a device backend's uploads.
+  BufferHooks loader_hooks();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now);
   void write_summary(const RunSummary& summary);
@@ -101,10 +108,12 @@ class Trainer {
   bool state_diverged_ = false;                                    // see sync_model_state()
   AllreduceAlgorithm host_algorithm_ = AllreduceAlgorithm::kRing;  // see choose_allreduce()
   bool device_collectives_ = false;
+  PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
   // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
   std::vector<float> stage_;
-  DeviceArray<float> input_;
-  DeviceArray<int32_t> labels_;
+  DeviceArray<float> input_[2];
+  DeviceArray<int32_t> labels_[2];
+  int input_slot_ = 0;  // the slot of the batch in use
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

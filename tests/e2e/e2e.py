@@ -511,7 +511,8 @@ def case_staged_memory_matches():
     """The trainer's path for device memory (batches, collectives and checkpoints staged
     through host buffers, HPCTRAIN_STAGE_CPU=1 on the CPU backend) gives the parameters of
     the in-place path: MLP with both strategies and on one rank (no collectives), and a
-    ResNet with BatchNorm state."""
+    ResNet with BatchNorm state. The staged runs time their step phases
+    (train.step_timing), which must leave the parameters alone."""
     staged = {"HPCTRAIN_STAGE_CPU": "1"}
     mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
            "checkpoint.every_steps=20"]
@@ -524,9 +525,19 @@ def case_staged_memory_matches():
         fresh(f"plain_{label}")
         fresh(f"staged_{label}")
         a = expect_ok(f"plain_{label}", ranks, sets, config=config)
-        b = expect_ok(f"staged_{label}", ranks, sets, config=config, env=staged)
+        # The staged run also times its step phases: the marks must not change the result.
+        b = expect_ok(f"staged_{label}", ranks, sets + ["train.step_timing=true"],
+                      config=config, env=staged)
         check(a["params_sha256"] == b["params_sha256"], f"{label}: staged run differs")
         check(a["test_accuracy"] == b["test_accuracy"], f"{label}: staged accuracy differs")
+        phases = b["step_phases_s"]
+        check(a["step_phases_s"] is None and sorted(phases) == sorted(
+            ["forward", "backward", "exchange", "optimizer", "between_steps"]),
+            f"{label}: step_phases_s {a['step_phases_s']} / {phases}")
+        # Each phase is the slowest rank's, so only each one is bounded by the train time.
+        check(phases["forward"] > 0 and phases["backward"] > 0 and
+              max(phases.values()) <= b["time_train_s"],
+              f"{label}: step phases {phases} vs time_train_s {b['time_train_s']}")
 
 
 def case_eval_checkpoint():

@@ -5,6 +5,7 @@
 // The binary exits 77 (ctest: skipped) when no CUDA device is visible.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -275,6 +276,100 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   resnet.hidden.clear();
   resnet.width = 8;
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+}
+
+// Uploads through both input slots from pinned memory: each batch arrives intact, also
+// when the host rewrites its buffer right after wait_uploads().
+TEST_F(CudaVsCpu, InputUploadsThroughTwoSlots) {
+  const size_t n = 3 * 1000 + 7;
+  std::vector<float> host(n);
+  gpu_->pin_host(host.data(), n * sizeof(float));
+  DeviceArray<float> slot[2] = {DeviceArray<float>(*gpu_, n), DeviceArray<float>(*gpu_, n)};
+  DeviceArray<float> sum(*gpu_, n);
+  std::vector<float> want(n, 0.0f);
+  for (int batch = 0; batch < 6; ++batch) {
+    for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(batch * 10000 + i);
+    for (size_t i = 0; i < n; ++i) want[i] += host[i];
+    const int s = batch % 2;
+    gpu_->upload(s, slot[s].data(), host.data(), n * sizeof(float));
+    gpu_->uploads_ready();
+    gpu_->add(sum.data(), slot[s].data(), sum.data(), n);  // the computation reads the slot
+    gpu_->input_consumed(s);
+    gpu_->wait_uploads();
+    std::fill(host.begin(), host.end(), -1.0f);  // the host reuses its buffer at once
+  }
+  expect_close(down(sum.data(), n), want, kElementwise, "sum of uploaded batches");
+  gpu_->unpin_host(host.data());
+}
+
+// The device phase clock: every phase is timed, the long one longest, and take_phases()
+// starts new sums.
+TEST_F(CudaVsCpu, PhaseClockTimesStreamOrder) {
+  const int m = 1024;
+  auto a = random_vector(size_t(m) * m, 1);
+  float *da = up(a), *dc = up(std::vector<float>(size_t(m) * m));
+  for (int step = 0; step < 3; ++step) {
+    for (int i = 0; i < kPhaseMarks; ++i) {
+      gpu_->phase_mark(i);
+      if (i == 1) {
+        for (int r = 0; r < 20; ++r) gpu_->gemm(false, false, m, m, m, 1.0f, da, da, 0.0f, dc);
+      }
+    }
+  }
+  const PhaseSeconds p = gpu_->take_phases();
+  for (int i = 0; i < kPhaseMarks; ++i) EXPECT_GT(p[i], 0.0) << "phase " << i;
+  EXPECT_GT(p[1], 10 * p[0]) << "the GEMMs run between marks 1 and 2";
+  const PhaseSeconds again = gpu_->take_phases();
+  for (double v : again) EXPECT_EQ(v, 0.0);
+}
+
+// ||got - want|| / ||want||.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double d = 0.0, w = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    d += (double(got[i]) - want[i]) * (double(got[i]) - want[i]);
+    w += double(want[i]) * want[i];
+  }
+  return std::sqrt(d / w);
+}
+
+// precision tf32: matrix products and convolutions within TF32's rounding of the CPU's
+// float32 result (operands rounded to a 10-bit mantissa: about 3e-4 relative).
+TEST(CudaTf32, GemmAndConvolutionWithinTf32Rounding) {
+  CudaBackendOptions o;
+  o.tf32 = true;
+  auto gpu = make_cuda_backend(o);
+  CpuBackend cpu(1);
+  const int m = 256, n = 192, k = 512;
+  auto a = random_vector(size_t(m) * k, 1), b = random_vector(size_t(k) * n, 2);
+  std::vector<float> want(size_t(m) * n), got(want.size());
+  cpu.gemm(false, false, m, n, k, 1.0f, a.data(), b.data(), 0.0f, want.data());
+  DeviceArray<float> ga(*gpu, a.size()), gb(*gpu, b.size()), gc(*gpu, want.size());
+  gpu->copy_to_device(ga.data(), a.data(), a.size() * sizeof(float));
+  gpu->copy_to_device(gb.data(), b.data(), b.size() * sizeof(float));
+  gpu->gemm(false, false, m, n, k, 1.0f, ga.data(), gb.data(), 0.0f, gc.data());
+  gpu->copy_to_host(got.data(), gc.data(), got.size() * sizeof(float));
+  const double gemm_error = relative_error(got, want);
+  std::printf("tf32 gemm: relative error %.2e\n", gemm_error);
+  EXPECT_LT(gemm_error, 2e-3);
+
+  Conv2dShape s;
+  s.n = 4, s.c_in = 16, s.h = 15, s.w = 17, s.c_out = 32, s.kh = s.kw = 3;
+  s.stride_h = s.stride_w = 1, s.pad_h = s.pad_w = 1;
+  auto x = random_vector(size_t(s.n) * s.c_in * s.h * s.w, 3);
+  auto w = random_vector(size_t(s.c_out) * s.c_in * s.kh * s.kw, 4);
+  std::vector<float> y(size_t(s.n) * s.c_out * s.out_h() * s.out_w()), gy_host(y.size());
+  std::vector<float> cpu_ws(cpu.conv2d_workspace_bytes(s) / sizeof(float) + 1);
+  cpu.conv2d_forward(s, x.data(), w.data(), y.data(), cpu_ws.data());
+  DeviceArray<float> gx(*gpu, x.size()), gw(*gpu, w.size()), gy(*gpu, y.size());
+  DeviceArray<std::byte> ws(*gpu, gpu->conv2d_workspace_bytes(s) + 1);
+  gpu->copy_to_device(gx.data(), x.data(), x.size() * sizeof(float));
+  gpu->copy_to_device(gw.data(), w.data(), w.size() * sizeof(float));
+  gpu->conv2d_forward(s, gx.data(), gw.data(), gy.data(), ws.data());
+  gpu->copy_to_host(gy_host.data(), gy.data(), y.size() * sizeof(float));
+  const double conv_error = relative_error(gy_host, y);
+  std::printf("tf32 convolution: relative error %.2e\n", conv_error);
+  EXPECT_LT(conv_error, 2e-3);
 }
 
 }  // namespace

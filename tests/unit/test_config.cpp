@@ -31,6 +31,7 @@ const char* const kFull = R"(run:
   deterministic: true
   threads: 3
 device: cuda
+precision: tf32
 data:
   train: a/train.h5
   val: a/val.h5
@@ -60,6 +61,7 @@ train:
   batch_size: 128
   val_every: 2
   progress_seconds: 0
+  step_timing: true
 distributed:
   strategy: average
   algorithm: mpi
@@ -77,6 +79,7 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_TRUE(c.run.deterministic);
   EXPECT_EQ(c.run.threads, 3);
   EXPECT_EQ(c.device, Device::kCuda);
+  EXPECT_EQ(c.precision, Precision::kTf32);
   EXPECT_EQ(c.data.train, "a/train.h5");
   EXPECT_EQ(c.data.val, "a/val.h5");
   EXPECT_EQ(c.data.test, "a/test.h5");
@@ -100,6 +103,7 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_EQ(c.train.val_every, 2);
   EXPECT_DOUBLE_EQ(c.train.progress_seconds, 0.0);
+  EXPECT_TRUE(c.train.step_timing);
   EXPECT_EQ(c.distributed.strategy, Strategy::kAverage);
   EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kMpi);
   EXPECT_EQ(c.distributed.every, 4);
@@ -115,6 +119,8 @@ TEST(ConfigLoad, MinimalFileTakesDefaults) {
   EXPECT_EQ(c.run.deterministic, d.run.deterministic);
   EXPECT_EQ(c.run.threads, d.run.threads);
   EXPECT_EQ(c.device, Device::kAuto);
+  EXPECT_EQ(c.precision, Precision::kFp32);
+  EXPECT_FALSE(c.train.step_timing);
   EXPECT_EQ(c.data.train, "train.h5");
   EXPECT_EQ(c.data.val, "");
   EXPECT_EQ(c.data.test, "");
@@ -334,6 +340,8 @@ TEST(ConfigErrors, BadEnumValues) {
                "FILE:4: distributed.algorithm: expected one of auto, ring, mpi, nccl, got 'gloo'");
   expect_error(head + "device: gpu\n",
                "FILE:3: device: expected one of auto, cpu, cuda, got 'gpu'");
+  expect_error(head + "precision: bf16\n",
+               "FILE:3: precision: expected one of fp32, tf32, got 'bf16'");
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");
@@ -589,6 +597,8 @@ TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {
                           "deterministic: false",
                           "threads: 0",
                           "device: auto",
+                          "precision: fp32",
+                          "step_timing: false",
                           "train: train.h5",
                           "val: \"\"",
                           "prefetch_threads: 2",
@@ -621,6 +631,8 @@ TEST(ConfigEnums, ToStringNamesMatchTheYamlValues) {
   EXPECT_STREQ(to_string(Device::kAuto), "auto");
   EXPECT_STREQ(to_string(Device::kCpu), "cpu");
   EXPECT_STREQ(to_string(Device::kCuda), "cuda");
+  EXPECT_STREQ(to_string(Precision::kFp32), "fp32");
+  EXPECT_STREQ(to_string(Precision::kTf32), "tf32");
   EXPECT_STREQ(to_string(Strategy::kAllreduce), "allreduce");
   EXPECT_STREQ(to_string(Strategy::kAverage), "average");
   EXPECT_STREQ(to_string(AllreduceAlgorithm::kRing), "ring");

@@ -2,7 +2,9 @@
 // odd sizes, random non-zero inputs) and arena bookkeeping.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
@@ -102,6 +104,32 @@ TEST(Model, UnknownLayerTypeIsUsageError) {
   mc.preset = "layers";
   mc.layers = {LayerSpec{"conv9", "", 0}};
   EXPECT_THROW(build_layers(mc, 10, {784}), UsageError);
+}
+
+// The host-clock phase marks of a CPU backend: each phase gets the time between its
+// marks, the gap after the last mark counts from the second step on, and take_phases()
+// starts new sums.
+TEST(BackendPhases, HostClockSumsTheTimeBetweenMarks) {
+  CpuBackend b(1);
+  const auto sleep_ms = [](int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); };
+  for (int step = 0; step < 2; ++step) {
+    for (int i = 0; i < kPhaseMarks; ++i) {
+      b.phase_mark(i);
+      sleep_ms(i == 1 ? 30 : 2);
+    }
+  }
+  const PhaseSeconds p = b.take_phases();
+  EXPECT_GE(p[1], 0.060);  // two steps of 30 ms
+  for (int i = 0; i < kPhaseMarks; ++i) {
+    if (i != 1) {
+      EXPECT_LT(p[i], p[1]) << "phase " << i;
+    }
+  }
+  EXPECT_GE(p[kPhaseMarks - 1], 0.002);  // one gap between the steps (the final one is open)
+  EXPECT_LT(p[kPhaseMarks - 1], 0.025);
+  b.phase_mark(0);  // after take_phases, mark 0 closes nothing
+  const PhaseSeconds again = b.take_phases();
+  for (double v : again) EXPECT_EQ(v, 0.0);
 }
 
 }  // namespace

@@ -108,6 +108,33 @@ TEST(PrefetchQueue, DestructorStopsBlockedReaders) {
   EXPECT_LE(filled.load(), 4);
 }
 
+TEST(PrefetchQueue, HooksSeeEveryBufferOnceEachWay) {
+  std::vector<std::pair<void*, size_t>> acquired;
+  std::vector<void*> released;
+  {
+    PrefetchQueue q(2, 3, 6, 5, 0, 10, [](int64_t, BatchBuffer& b) { b.size = 5; },
+                    {[&](void* p, size_t bytes) { acquired.emplace_back(p, bytes); },
+                     [&](void* p) { released.push_back(p); }});
+    for (int i = 0; i < 10; ++i) {
+      const BatchBuffer& b = q.pop();
+      // The batch lives in memory the hooks were given.
+      EXPECT_TRUE(std::any_of(acquired.begin(), acquired.end(),
+                              [&](const auto& a) { return a.first == b.images.data(); }));
+    }
+    EXPECT_TRUE(released.empty());
+  }
+  // depth + 1 buffers, each with an image block (5 x 6 floats) and a label block (5 ints).
+  ASSERT_EQ(acquired.size(), 8u);
+  for (size_t i = 0; i < acquired.size(); ++i) {
+    EXPECT_EQ(acquired[i].second, i % 2 == 0 ? 5 * 6 * sizeof(float) : 5 * sizeof(int32_t));
+  }
+  std::vector<void*> a;
+  for (const auto& x : acquired) a.push_back(x.first);
+  std::sort(a.begin(), a.end());
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, a);
+}
+
 TEST(PrefetchQueue, CountsWaitTime) {
   PrefetchQueue q(1, 1, 1, 1, 0, 3, [](int64_t, BatchBuffer& b) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -84,10 +84,16 @@ class CudaBackend final : public Backend {
     if (env != nullptr && std::strcmp(env, "1") == 0) options_.sync_each_call = true;
     HT_CUDA(cudaSetDevice(o.device));
     HT_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    HT_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    HT_CUDA(cudaEventCreateWithFlags(&copied_, cudaEventDisableTiming));
+    for (cudaEvent_t& e : slot_free_) HT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    HT_CUDA(cudaMalloc(&phase_stamps_, (kPhaseMarks + 1) * sizeof(unsigned long long)));
+    HT_CUDA(cudaMalloc(&phase_sums_, kPhaseMarks * sizeof(double)));
+    reset_phases();
     HT_CUDA(cublasCreate(&cublas_));
     HT_CUDA(cublasSetStream(cublas_, stream_));
-    // fp32 means fp32: no TF32 tensor-core rounding unless a precision option asks for it.
-    HT_CUDA(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    // fp32 means fp32: no TF32 tensor-core rounding unless precision tf32 asks for it.
+    HT_CUDA(cublasSetMathMode(cublas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     HT_CUDA(cudnnCreate(&cudnn_));
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
   }
@@ -98,6 +104,11 @@ class CudaBackend final : public Backend {
     conv_plans_.clear();
     cudnnDestroy(cudnn_);
     cublasDestroy(cublas_);
+    cudaFree(phase_sums_);
+    cudaFree(phase_stamps_);
+    for (cudaEvent_t e : slot_free_) cudaEventDestroy(e);
+    cudaEventDestroy(copied_);
+    cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
   }
   const char* name() const override { return "cuda"; }
@@ -137,6 +148,42 @@ class CudaBackend final : public Backend {
     done("copy");
   }
   void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
+
+  // Input on copy_stream_: batch k+1 moves while batch k computes (see Backend).
+  void pin_host(void* p, size_t bytes) override {
+    HT_CUDA(cudaHostRegister(p, bytes, cudaHostRegisterDefault));
+  }
+  void unpin_host(void* p) override { cudaHostUnregister(p); }
+  void upload(int slot, void* dst, const void* host_src, size_t bytes) override {
+    if (slot_busy_[slot]) {
+      HT_CUDA(cudaStreamWaitEvent(copy_stream_, slot_free_[slot], 0));
+      slot_busy_[slot] = false;
+    }
+    if (bytes > 0) {
+      HT_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    }
+  }
+  void uploads_ready() override {
+    HT_CUDA(cudaEventRecord(copied_, copy_stream_));
+    HT_CUDA(cudaStreamWaitEvent(stream_, copied_, 0));
+    done("upload");
+  }
+  void input_consumed(int slot) override {
+    HT_CUDA(cudaEventRecord(slot_free_[slot], stream_));
+    slot_busy_[slot] = true;
+  }
+  void wait_uploads() override { HT_CUDA(cudaEventSynchronize(copied_)); }
+
+  void phase_mark(int i) override {
+    kernels::phase_mark(phase_stamps_, phase_sums_, i, kPhaseMarks, stream_);
+    done("phase_mark");
+  }
+  PhaseSeconds take_phases() override {
+    PhaseSeconds sums;
+    copy_to_host(sums.data(), phase_sums_, sizeof(sums));
+    reset_phases();
+    return sums;
+  }
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             const float* b, float beta, float* c) override {
@@ -322,6 +369,12 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  void reset_phases() {
+    HT_CUDA(
+        cudaMemsetAsync(phase_stamps_, 0, (kPhaseMarks + 1) * sizeof(unsigned long long), stream_));
+    HT_CUDA(cudaMemsetAsync(phase_sums_, 0, kPhaseMarks * sizeof(double), stream_));
+  }
+
   // With sync_each_call, waits for the operation and reports its error by name.
   void done(const char* op) {
     if (!options_.sync_each_call) return;
@@ -343,30 +396,76 @@ class CudaBackend final : public Backend {
                                        s.c_in, s.kh, s.kw));
     HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
                                             1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    // fp32: plain FMA arithmetic, no TF32 tensor cores (the CPU backend's results).
-    HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), CUDNN_FMA_MATH));
-    int count = 0;
-    cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed.
+    HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(),
+                                        options_.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    // Deterministic runs take the heuristics' ranking (the same choice every run); others
+    // time the candidates on this GPU (cuDNN's Find, what PyTorch's cudnn.benchmark does).
+    const bool measure = !options_.deterministic;
+    constexpr int kFwd = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    constexpr int kBwdData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    constexpr int kBwdFilter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+    cudnnConvolutionFwdAlgoPerf_t fwd[kFwd];
+    cudnnConvolutionBwdDataAlgoPerf_t bd[kBwdData];
+    cudnnConvolutionBwdFilterAlgoPerf_t bf[kBwdFilter];
+    int nf = 0, nd = 0, ng = 0;
     HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), p.conv.get(),
-                                                   p.y.get(), CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                   &count, fwd));
-    const auto& f = pick(fwd, count, limit, options_.deterministic, "convolution forward");
-    cudnnConvolutionBwdDataAlgoPerf_t bd[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-        cudnn_, p.w.get(), p.y.get(), p.conv.get(), p.x.get(),
-        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, bd));
-    const auto& d = pick(bd, count, limit, options_.deterministic, "convolution backward data");
-    cudnnConvolutionBwdFilterAlgoPerf_t bf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+                                                   p.y.get(), kFwd, &nf, fwd));
+    HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w.get(), p.y.get(), p.conv.get(),
+                                                        p.x.get(), kBwdData, &nd, bd));
     HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(),
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, bf));
-    const auto& g = pick(bf, count, limit, options_.deterministic, "convolution backward filter");
+        cudnn_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kBwdFilter, &ng, bf));
+    if (measure) {
+      // Scratch tensors and the largest workspace any candidate within the limit asks for.
+      size_t ws = 0;
+      auto widen = [&](const auto* perf, int count) {
+        for (int i = 0; i < count; ++i) {
+          if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+            ws = std::max(ws, perf[i].memory);
+          }
+        }
+      };
+      widen(fwd, nf);
+      widen(bd, nd);
+      widen(bf, ng);
+      const size_t nx = size_t(s.n) * s.c_in * s.h * s.w;
+      const size_t ny = size_t(s.n) * s.c_out * s.out_h() * s.out_w();
+      const size_t nw = size_t(s.c_out) * s.c_in * s.kh * s.kw;
+      Scratch x(nx * sizeof(float), stream_), y(ny * sizeof(float), stream_),
+          w(nw * sizeof(float), stream_), work(ws, nullptr);
+      HT_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x.get(), x.p, p.w.get(), w.p,
+                                                     p.conv.get(), p.y.get(), y.p, kFwd, &nf, fwd,
+                                                     work.p, ws));
+      HT_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w.get(), w.p, p.y.get(), y.p,
+                                                          p.conv.get(), p.x.get(), x.p, kBwdData,
+                                                          &nd, bd, work.p, ws));
+      HT_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x.get(), x.p, p.y.get(), y.p,
+                                                            p.conv.get(), p.w.get(), w.p,
+                                                            kBwdFilter, &ng, bf, work.p, ws));
+    }
+    const auto& f = pick(fwd, nf, limit, options_.deterministic, "convolution forward");
+    const auto& d = pick(bd, nd, limit, options_.deterministic, "convolution backward data");
+    const auto& g = pick(bf, ng, limit, options_.deterministic, "convolution backward filter");
     p.fwd = f.algo;
     p.bwd_data = d.algo;
     p.bwd_filter = g.algo;
     p.workspace = std::max({f.memory, d.memory, g.memory});
     return p;
   }
+
+  // Device memory for algorithm timing, freed when the plan is made. Tensors (given a
+  // stream) hold 0x3c3c3c3c = 0.0115f everywhere: timing on zeros can flatter an algorithm.
+  struct Scratch {
+    Scratch(size_t bytes, cudaStream_t fill_on) {
+      if (bytes == 0) return;
+      HT_CUDA(cudaMalloc(&p, bytes));
+      if (fill_on != nullptr) HT_CUDA(cudaMemsetAsync(p, 0x3c, bytes, fill_on));
+    }
+    ~Scratch() { cudaFree(p); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    void* p = nullptr;
+  };
 
   // a_ = input [n, c, h, w], b_ = pooled output.
   void set_pool(const Pool2dShape& s) {
@@ -389,6 +488,12 @@ class CudaBackend final : public Backend {
 
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;          // input uploads
+  cudaEvent_t copied_ = nullptr;                // the uploads enqueued so far
+  cudaEvent_t slot_free_[2] = {};               // the computation is done with an input slot
+  bool slot_busy_[2] = {};                      // slot_free_ recorded and not yet waited for
+  unsigned long long* phase_stamps_ = nullptr;  // kernels::phase_mark's state
+  double* phase_sums_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   std::map<decltype(shape_key(Conv2dShape{})), ConvPlan> conv_plans_;

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Turns the logs of `bench/gpu/device.sh resnet` (the logs.tar.gz a lent machine sends
+back, unpacked) into one JSON record: per shape and precision, hpctrain's images/s
+(last epoch of each run; median over the runs) against PyTorch's (median window), the
+ratio, and the step breakdown of the timed tf32 run.
+
+  python3 bench/gpu/summarize.py LOGS_DIR --device "NVIDIA H100 80GB HBM3" \
+      --command "bench/gpu/device.sh env tests resnet" --out bench/results/x.json
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import statistics
+import subprocess
+import time
+
+
+def last_epoch_rate(run):
+    with open(run + ".metrics.csv") as f:
+        return float(list(csv.DictReader(f))[-1]["samples_per_second"])
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("logs")
+    p.add_argument("--device", required=True)
+    p.add_argument("--command", required=True)
+    p.add_argument("--date", default=time.strftime("%Y-%m-%d"))
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+
+    pytorch = {}
+    with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
+        for line in f:
+            r = json.loads(line)
+            pytorch[(r["shape"], r["precision"])] = r
+    results = []
+    for shape in sorted({s for s, _ in pytorch}):
+        for precision in ("fp32", "tf32", "bf16"):
+            runs = sorted(glob.glob(os.path.join(
+                a.logs, f"resnet34_{shape}_{precision}_rep*.metrics.csv")))
+            rates = [last_epoch_rate(r[: -len(".metrics.csv")]) for r in runs]
+            ref = pytorch.get((shape, precision))
+            entry = {"shape": shape, "precision": precision, "batch": 128,
+                     "hpctrain_images_per_second": statistics.median(rates) if rates else None,
+                     "hpctrain_runs": [round(v, 1) for v in rates],
+                     "pytorch_images_per_second": ref and round(ref["images_per_second"], 1),
+                     "pytorch_windows": ref and ref["windows"],
+                     "pytorch_channels_last": ref and ref["channels_last"]}
+            if rates and ref:
+                entry["ratio"] = round(statistics.median(rates) / ref["images_per_second"], 3)
+            elif not rates:
+                entry["note"] = "hpctrain has no such precision yet"
+            results.append(entry)
+        timed = os.path.join(a.logs, f"resnet34_{shape}_tf32_timed.summary.json")
+        if os.path.exists(timed):
+            with open(timed) as f:
+                phases = json.load(f)["step_phases_s"]
+            total = sum(phases.values())
+            results.append({"shape": shape, "precision": "tf32",
+                            "step_phases_fraction": {k: round(v / total, 4)
+                                                     for k, v in phases.items()},
+                            "step_phases_s": phases})
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    any_ref = next(iter(pytorch.values()))
+    record = {
+        "benchmark": "ResNet-34 training throughput, one GPU, hpctrain vs PyTorch",
+        "device": a.device, "date": a.date, "command": a.command, "commit": commit,
+        "pytorch": any_ref["torch"], "cudnn_pytorch": any_ref["cudnn"],
+        "method": "hpctrain: 3 epochs of 25 steps on synth uint8 data read from HDF5 "
+                  "through the prefetch queue, images/s of the last epoch, median over runs "
+                  "(precisions interleaved); PyTorch: torchvision resnet34, batches resident "
+                  "on the GPU, cudnn.benchmark, 15 warm-up steps then the median of 5 "
+                  "windows of 20 steps; SGD momentum 0.9 on both sides",
+        "results": results}
+    with open(a.out, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    for r in results:
+        if "ratio" in r or "note" in r:
+            print(f"{r['shape']:>10} {r['precision']}: hpctrain {r['hpctrain_images_per_second']}"
+                  f" vs PyTorch {r['pytorch_images_per_second']} -> {r.get('ratio', '-')}")
+
+
+if __name__ == "__main__":
+    main()
