@@ -145,6 +145,36 @@ stage_e2e() {
   done
 }
 
+# One rank with distributed.algorithm nccl (a one-rank communicator): the bucketed
+# exchange that overlaps backward gives the parameters of the plain path (deterministic
+# CNN; needs the fmnist stage's data), and timed ResNet-34 runs, ring and nccl
+# interleaved, show what the buckets cost and what is left exposed after backward.
+stage_nccl() {
+  local sets=(--set device=cuda --set run.deterministic=true --set train.epochs=1)
+  train cnn_det_ring 1 configs/fashion_mnist_cnn.yaml "${sets[@]}" --set distributed.algorithm=ring
+  train cnn_det_nccl 1 configs/fashion_mnist_cnn.yaml "${sets[@]}" --set distributed.algorithm=nccl \
+    --set distributed.bucket_bytes=65536
+  python3 - "$WORK/runs" <<'EOF' | tee -a "$TABLE"
+import json, sys
+sha = [json.load(open(f"{sys.argv[1]}/cnn_det_{a}/summary.json"))["params_sha256"]
+       for a in ("ring", "nccl")]
+print("nccl buckets vs ring, 1 rank, deterministic CNN: " +
+      ("same parameters" if sha[0] == sha[1] else f"DIFFERENT parameters {sha}"))
+EOF
+  local file=$WORK/synth-1x148x197.h5
+  [[ -f $file ]] || hpctrain-data synth --out "$file" --n 3200 --shape 1x148x197 --classes 9 \
+    --dtype uint8 --threads 16 >/dev/null
+  for rep in 1 2; do
+    for a in ring nccl; do
+      train "resnet34_1x148x197_tf32_${a}_timed_rep$rep" 1 configs/seed_resnet34.yaml \
+        --set device=cuda --set data.train="$file" --set 'data.val=""' --set 'data.test=""' \
+        --set train.epochs=3 --set optimizer.momentum=0.9 --set data.prefetch_threads=8 \
+        --set run.threads=8 --set precision=tf32 --set train.step_timing=true \
+        --set distributed.algorithm=$a
+    done
+  done
+}
+
 stage_resnet() {
   resnet_pair 3x224x224 1000 3200
   resnet_pair 1x148x197 9 3200

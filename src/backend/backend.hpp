@@ -180,6 +180,11 @@ class Backend {
   virtual void allreduce_sum(float* x, size_t n);
   // x = root's x on every rank.
   virtual void broadcast(float* x, size_t n, int root);
+  // allreduce_sum beside the computation: it starts once the work issued so far is done,
+  // and runs while later work proceeds; wait_collectives() makes work issued after it
+  // wait for every collective started so far. The defaults run allreduce_sum in order.
+  virtual void allreduce_sum_async(float* x, size_t n) { allreduce_sum(x, n); }
+  virtual void wait_collectives() {}
 
   // Fused SGD over n parameters (PyTorch semantics):
   //   g = grad + wd * p;  v = mu * v + g;  p -= lr * (nesterov ? g + mu * v : v)

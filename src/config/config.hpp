@@ -100,7 +100,10 @@ struct DistributedConfig {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::kAuto;
   int every = 8;                       // average: steps between parameter averages
   int64_t ring_chunk_bytes = 1 << 20;  // ring: pipelining unit of each segment
-  double timeout_seconds = 600.0;      // watchdog: abort if one collective takes longer; 0 = off
+  // nccl: gradients are summed in buckets of this size, each as soon as backward has
+  // written it, overlapping the rest of backward
+  int64_t bucket_bytes = 25 << 20;
+  double timeout_seconds = 600.0;  // watchdog: abort if one collective takes longer; 0 = off
 };
 
 struct CheckpointConfig {

@@ -134,6 +134,7 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "algorithm" << YAML::Value << to_string(c.distributed.algorithm);
   out << YAML::Key << "every" << YAML::Value << c.distributed.every;
   out << YAML::Key << "ring_chunk_bytes" << YAML::Value << c.distributed.ring_chunk_bytes;
+  out << YAML::Key << "bucket_bytes" << YAML::Value << c.distributed.bucket_bytes;
   number(out, "timeout_seconds", c.distributed.timeout_seconds);
   out << YAML::EndMap;
 

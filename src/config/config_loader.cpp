@@ -313,6 +313,7 @@ void read_distributed(const Section& s, DistributedConfig& dist) {
   s.get("algorithm", dist.algorithm, schema::kAlgorithmNames);
   s.get("every", dist.every, 1);
   s.get("ring_chunk_bytes", dist.ring_chunk_bytes, 64);
+  s.get("bucket_bytes", dist.bucket_bytes, 1024);
   s.get("timeout_seconds", dist.timeout_seconds, NumberRange::at_least(0));
 }
 

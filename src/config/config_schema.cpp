@@ -26,7 +26,8 @@ const std::vector<std::pair<std::string_view, KeyList>>& sections() {
       {"optimizer", {"name", "lr", "momentum", "nesterov", "weight_decay", "schedule"}},
       {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
       {"train", {"epochs", "batch_size", "val_every", "progress_seconds", "step_timing"}},
-      {"distributed", {"strategy", "algorithm", "every", "ring_chunk_bytes", "timeout_seconds"}},
+      {"distributed",
+       {"strategy", "algorithm", "every", "ring_chunk_bytes", "bucket_bytes", "timeout_seconds"}},
       {"checkpoint", {"dir", "every_steps", "every_seconds", "at_epoch_end", "keep"}},
   };
   return table;

@@ -115,7 +115,7 @@ const Tensor& Model::forward(const float* input, int64_t batch, bool training, u
   return out_views_.back();
 }
 
-void Model::backward() {
+void Model::backward(GradientListener* listener) {
   const int64_t batch = input_.batch;
   for (size_t i = layers_.size(); i-- > 0;) {
     const Tensor& x = i == 0 ? input_ : out_views_[i - 1];
@@ -127,6 +127,9 @@ void Model::backward() {
     }
     d_views_[i].batch = batch;
     layers_[i]->backward(backend_, x, out_views_[i], d_views_[i], dx);
+    if (listener != nullptr && layers_[i]->param_count() > 0) {
+      listener->grads_final_from(offsets_[i]);
+    }
   }
 }
 

@@ -15,6 +15,16 @@
 
 namespace hpctrain {
 
+// Told during Model::backward when gradients become final: after a layer's backward,
+// every gradient at arena offset >= `offset` is written (layers run last to first).
+class GradientListener {
+ public:
+  virtual void grads_final_from(size_t offset) = 0;
+
+ protected:
+  ~GradientListener() = default;
+};
+
 class Model {
  public:
   // Shapes flow from `input_dims` through the layers; activations are sized for
@@ -55,8 +65,9 @@ class Model {
   const Tensor& forward(const float* input, int64_t batch, bool training, uint64_t seed = 0);
   // Buffer the loss writes d(loss)/d(logits) into before backward().
   float* dlogits() { return d_views_.back().data; }
-  // Backward pass of the last forward(); fills grads().
-  void backward();
+  // Backward pass of the last forward(); fills grads(), telling `listener` (if any) as
+  // the layers finish.
+  void backward(GradientListener* listener = nullptr);
 
   // What must not change when a run resumes: the input shape and, per layer, its
   // name, type, parameter count, state count (if any), output shape and attributes; one

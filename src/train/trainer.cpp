@@ -137,6 +137,10 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   stats_ = DeviceArray<LossStats>(*backend_, 1);
   if (!backend_->host_accessible()) {
     stage_.resize(std::max(model_->param_count(), model_->state_count()));
+    // Pinned, so that the staging copies of host collectives run at DMA speed.
+    backend_->pin_host(stage_.data(), stage_.size() * sizeof(float));
+    Backend* b = backend_.get();
+    stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
     for (int slot = 0; slot < 2; ++slot) {
       input_[slot] =
           DeviceArray<float>(*backend_, static_cast<size_t>(batch * shape.sample_elems()));
@@ -232,8 +236,11 @@ void Trainer::choose_allreduce() {
   const AllreduceAlgorithm requested = config_.distributed.algorithm;
   host_algorithm_ =
       requested == AllreduceAlgorithm::kMpi ? AllreduceAlgorithm::kMpi : AllreduceAlgorithm::kRing;
-  if (world_size_ == 1 || !backend_->has_device_collectives()) return;
+  if (!backend_->has_device_collectives()) return;
   if (requested != AllreduceAlgorithm::kAuto && requested != AllreduceAlgorithm::kNccl) return;
+  // auto skips NCCL on one rank, where every collective is the identity; nccl asked for
+  // by name runs it (a one-rank communicator).
+  if (world_size_ == 1 && requested == AllreduceAlgorithm::kAuto) return;
   // NCCL refuses two ranks of one communicator on the same GPU (ranks may share one for
   // testing): compare every rank's host and device.
   char mine[160] = {};
@@ -260,6 +267,10 @@ void Trainer::choose_allreduce() {
   comm_->broadcast(id.data(), id.size(), 0);
   backend_->join_collectives(id, rank_, world_size_);
   device_collectives_ = true;
+  Backend* b = backend_.get();
+  buckets_ = std::make_unique<GradientBuckets>(
+      trainable_, static_cast<size_t>(config_.distributed.bucket_bytes) / sizeof(float),
+      [b](float* g, size_t n) { b->allreduce_sum_async(g, n); }, [b] { b->wait_collectives(); });
 }
 
 void Trainer::exchange_gradients() {
@@ -311,6 +322,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   const float grad_scale = 1.0f / static_cast<float>(batch * (allreduce ? world_size_ : 1));
   const int classes = num_classes_;
   const bool timing = config_.train.step_timing;
+  const bool overlap = allreduce && buckets_ != nullptr;
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
@@ -329,12 +341,19 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
                            model_->dlogits(), stats_.data());
     if (timing) backend_->phase_mark(1);
-    model_->backward();
+    // With NCCL, gradient buckets are summed while backward goes on; the exchange phase
+    // is then what is left of it after backward (the exposed communication).
+    if (overlap) buckets_->start(model_->grads());
+    model_->backward(overlap ? buckets_.get() : nullptr);
     release_batch();
     if (timing) backend_->phase_mark(2);
     {
       WatchdogScope w(*watchdog_, "gradient all-reduce", global_step_);
-      exchange_gradients();
+      if (overlap) {
+        buckets_->finish();
+      } else {
+        exchange_gradients();
+      }
     }
     if (timing) backend_->phase_mark(3);
     lr = schedule_->at(global_step_);

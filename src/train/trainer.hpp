@@ -4,6 +4,7 @@
 // Used from the main thread; owns everything it creates.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include "optim/lr_schedule.hpp"
 #include "optim/sgd.hpp"
 #include "train/checkpointing.hpp"
+#include "train/gradient_buckets.hpp"
 #include "train/metrics.hpp"
 #include "train/watchdog.hpp"
 
@@ -108,9 +110,11 @@ class Trainer {
   bool state_diverged_ = false;                                    // see sync_model_state()
   AllreduceAlgorithm host_algorithm_ = AllreduceAlgorithm::kRing;  // see choose_allreduce()
   bool device_collectives_ = false;
+  std::unique_ptr<GradientBuckets> buckets_;  // with device collectives
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
   // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
   std::vector<float> stage_;
+  std::unique_ptr<float, std::function<void(float*)>> stage_pin_;  // unpins stage_
   DeviceArray<float> input_[2];
   DeviceArray<int32_t> labels_[2];
   int input_slot_ = 0;  // the slot of the batch in use

@@ -67,6 +67,7 @@ distributed:
   algorithm: mpi
   every: 4
   ring_chunk_bytes: 4294967296
+  bucket_bytes: 1048576
 )";
 
 TEST(ConfigLoad, FullFileSetsEveryField) {
@@ -108,6 +109,7 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kMpi);
   EXPECT_EQ(c.distributed.every, 4);
   EXPECT_EQ(c.distributed.ring_chunk_bytes, int64_t{4294967296});
+  EXPECT_EQ(c.distributed.bucket_bytes, 1048576);
 }
 
 TEST(ConfigLoad, MinimalFileTakesDefaults) {
@@ -317,6 +319,8 @@ TEST(ConfigErrors, OutOfRange) {
                "FILE:5: optimizer.schedule.warmup_epochs: expected a number >= 0, got -1");
   expect_error(head + "distributed:\n  ring_chunk_bytes: 32\n",
                "FILE:4: distributed.ring_chunk_bytes: expected an integer >= 64, got 32");
+  expect_error(head + "distributed:\n  bucket_bytes: 100\n",
+               "FILE:4: distributed.bucket_bytes: expected an integer >= 1024, got 100");
   expect_error(head + "distributed:\n  every: 0\n",
                "FILE:4: distributed.every: expected an integer >= 1, got 0");
   expect_error(head + "train:\n  progress_seconds: -2\n",
@@ -489,6 +493,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.run.deterministic, b.run.deterministic);
   EXPECT_EQ(a.run.threads, b.run.threads);
   EXPECT_EQ(a.device, b.device);
+  EXPECT_EQ(a.precision, b.precision);
   EXPECT_EQ(a.data.train, b.data.train);
   EXPECT_EQ(a.data.val, b.data.val);
   EXPECT_EQ(a.data.test, b.data.test);
@@ -523,10 +528,12 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.train.batch_size, b.train.batch_size);
   EXPECT_EQ(a.train.val_every, b.train.val_every);
   EXPECT_EQ(a.train.progress_seconds, b.train.progress_seconds);
+  EXPECT_EQ(a.train.step_timing, b.train.step_timing);
   EXPECT_EQ(a.distributed.strategy, b.distributed.strategy);
   EXPECT_EQ(a.distributed.algorithm, b.distributed.algorithm);
   EXPECT_EQ(a.distributed.every, b.distributed.every);
   EXPECT_EQ(a.distributed.ring_chunk_bytes, b.distributed.ring_chunk_bytes);
+  EXPECT_EQ(a.distributed.bucket_bytes, b.distributed.bucket_bytes);
   EXPECT_EQ(a.distributed.timeout_seconds, b.distributed.timeout_seconds);
   EXPECT_EQ(a.model.init_from, b.model.init_from);
   EXPECT_EQ(a.model.freeze, b.model.freeze);
@@ -622,7 +629,8 @@ TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {
                           "strategy: allreduce",
                           "algorithm: auto",
                           "every: 8",
-                          "ring_chunk_bytes: 1048576"}) {
+                          "ring_chunk_bytes: 1048576",
+                          "bucket_bytes: 26214400"}) {
     EXPECT_NE(yaml.find(key), std::string::npos) << key << " missing from:\n" << yaml;
   }
 }

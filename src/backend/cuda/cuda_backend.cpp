@@ -99,7 +99,12 @@ class CudaBackend final : public Backend {
   }
   ~CudaBackend() override {
 #ifdef HT_HAVE_NCCL
-    if (nccl_ != nullptr) ncclCommDestroy(nccl_);
+    if (nccl_ != nullptr) {
+      ncclCommDestroy(nccl_);
+      cudaEventDestroy(comm_done_);
+      cudaEventDestroy(comm_ready_);
+      cudaStreamDestroy(comm_stream_);
+    }
 #endif
     conv_plans_.clear();
     cudnnDestroy(cudnn_);
@@ -345,6 +350,24 @@ class CudaBackend final : public Backend {
     ncclUniqueId uid;
     std::memcpy(&uid, id.data(), sizeof(uid));
     HT_CUDA(ncclCommInitRank(&nccl_, size, uid, rank));
+    HT_CUDA(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+    HT_CUDA(cudaEventCreateWithFlags(&comm_ready_, cudaEventDisableTiming));
+    HT_CUDA(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+  }
+  // On comm_stream_, after the computation issued so far (the gradients it sums).
+  void allreduce_sum_async(float* x, size_t n) override {
+    HT_REQUIRE(nccl_ != nullptr, "NCCL: join_collectives() first");
+    HT_CUDA(cudaEventRecord(comm_ready_, stream_));
+    HT_CUDA(cudaStreamWaitEvent(comm_stream_, comm_ready_, 0));
+    HT_CUDA(ncclAllReduce(x, x, n, ncclFloat, ncclSum, nccl_, comm_stream_));
+    comm_pending_ = true;
+    if (options_.sync_each_call) HT_CUDA(cudaStreamSynchronize(comm_stream_));
+  }
+  void wait_collectives() override {
+    if (!comm_pending_) return;
+    HT_CUDA(cudaEventRecord(comm_done_, comm_stream_));
+    HT_CUDA(cudaStreamWaitEvent(stream_, comm_done_, 0));
+    comm_pending_ = false;
   }
   void allreduce_sum(float* x, size_t n) override {
     HT_REQUIRE(nccl_ != nullptr, "NCCL: join_collectives() first");
@@ -502,6 +525,9 @@ class CudaBackend final : public Backend {
   PoolDesc pool_;
 #ifdef HT_HAVE_NCCL
   ncclComm_t nccl_ = nullptr;
+  cudaStream_t comm_stream_ = nullptr;  // gradient buckets (allreduce_sum_async)
+  cudaEvent_t comm_ready_ = nullptr, comm_done_ = nullptr;
+  bool comm_pending_ = false;  // collectives started since the last wait_collectives()
 #endif
 };
 
