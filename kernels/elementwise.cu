@@ -1,4 +1,6 @@
 // Element-wise kernels: grid-stride loops, one element per thread per iteration.
+#include <cuda_fp16.h>
+
 #include "backend/backend.hpp"
 #include "core/random.hpp"
 #include "kernels/kernels.hpp"
@@ -17,6 +19,15 @@ __global__ void add_bias_kernel(float* y, const float* bias, size_t total, int c
 
 __global__ void add_channel_bias_kernel(float* y, const float* bias, size_t total, int c, int hw) {
   HT_GRID_STRIDE(i, total) { y[i] += bias[(i / hw) % c]; }
+}
+
+__global__ void decode_u8_kernel(const uint8_t* in, size_t n, float scale, float* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = static_cast<float>(in[i]) * scale; }
+}
+
+// Half to float: exact, every half is a float.
+__global__ void decode_f16_kernel(const uint16_t* in, size_t n, float* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = __half2float(__ushort_as_half(in[i])); }
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* y, size_t n) {
@@ -96,6 +107,18 @@ void multiply(const float* a, const float* b, float* y, size_t n, cudaStream_t s
   if (n == 0) return;
   multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n);
   check_launch("multiply");
+}
+
+void decode_u8(const uint8_t* in, size_t n, float scale, float* out, cudaStream_t stream) {
+  if (n == 0) return;
+  decode_u8_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, scale, out);
+  check_launch("decode_u8");
+}
+
+void decode_f16(const uint16_t* in, size_t n, float* out, cudaStream_t stream) {
+  if (n == 0) return;
+  decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, out);
+  check_launch("decode_f16");
 }
 
 void relu_forward(const float* x, float* y, size_t n, cudaStream_t stream) {

@@ -27,6 +27,10 @@ void relu_backward(const float* y, const float* dy, float* dx, size_t n, cudaStr
 void scale(float* x, size_t n, float alpha, cudaStream_t stream);
 void dropout_forward(const float* x, float* y, float* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream);
+// Input decoding (Backend::decode_input): out[i] = in[i] * scale for uint8, the exact
+// float of each IEEE half for float16.
+void decode_u8(const uint8_t* in, size_t n, float scale, float* out, cudaStream_t stream);
+void decode_f16(const uint16_t* in, size_t n, float* out, cudaStream_t stream);
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,
                 cudaStream_t stream);
 

@@ -112,6 +112,7 @@ resnet_pair() {
   done
   train "resnet34_${shape}_tf32_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
     --set precision=tf32 --set train.step_timing=true
+  [[ -n ${SKIP_PYTORCH:-} ]] && return
   for p in fp32 tf32 bf16; do
     timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
       --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |

@@ -30,6 +30,8 @@ inline constexpr size_t kCollectiveIdBytes = 128;
 inline constexpr int kPhaseMarks = 5;
 using PhaseSeconds = std::array<double, kPhaseMarks>;
 
+enum class SampleType;  // core/sample_type.hpp (kernels/ compiles as C++17, without it)
+
 struct SgdParams {
   float lr = 0.0f;
   float momentum = 0.0f;
@@ -75,6 +77,10 @@ class Backend {
   virtual void uploads_ready() {}
   virtual void input_consumed(int /*slot*/) {}
   virtual void wait_uploads() {}
+  // Decodes n stored input values at `raw` (the backend's memory) into floats, as
+  // decode_samples does on the host: a device backend uploads the stored bytes (a quarter
+  // of the floats' for uint8) and decodes them where the batch lands.
+  virtual void decode_input(const void* raw, SampleType type, size_t n, float* out) = 0;
 
   // A clock for the phases of the step loop, read in the backend's order of execution
   // (a GPU stamps its own timer, so the loop never waits for the device to time it):

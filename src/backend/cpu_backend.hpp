@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/backend.hpp"
+#include "core/sample_type.hpp"
 #include "core/thread_pool.hpp"
 
 namespace hpctrain {
@@ -82,6 +83,9 @@ class CpuBackend final : public Backend {
   void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
                        uint64_t seed) override;
 
+  void decode_input(const void* raw, SampleType type, size_t n, float* out) override {
+    decode_samples(raw, type, n, out);
+  }
   void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
                     float grad_scale, float* dlogits, LossStats* stats) override;
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,

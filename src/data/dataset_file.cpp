@@ -14,30 +14,6 @@
 
 namespace hpctrain {
 
-const char* to_string(SampleType t) {
-  switch (t) {
-    case SampleType::kU8:
-      return "uint8";
-    case SampleType::kF16:
-      return "float16";
-    case SampleType::kF32:
-      return "float32";
-  }
-  return "unknown";
-}
-
-size_t sample_type_size(SampleType t) {
-  switch (t) {
-    case SampleType::kU8:
-      return 1;
-    case SampleType::kF16:
-      return 2;
-    case SampleType::kF32:
-      return 4;
-  }
-  return 0;
-}
-
 namespace {
 
 // Labels are scanned in blocks so that num_classes can be found in bounded memory.

@@ -11,13 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "core/sample_type.hpp"
 #include "data/h5.hpp"
 
 namespace hpctrain {
-
-enum class SampleType { kU8, kF16, kF32 };
-const char* to_string(SampleType t);
-size_t sample_type_size(SampleType t);
 
 struct DatasetShape {
   int64_t n = 0, c = 0, h = 0, w = 0;

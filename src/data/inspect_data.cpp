@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "data/dataset_file.hpp"
 #include "data/h5.hpp"
-#include "data/half.hpp"
+#include "core/half.hpp"
 
 namespace hpctrain {
 namespace {

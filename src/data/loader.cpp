@@ -4,12 +4,12 @@
 #include <cstring>
 
 #include "core/error.hpp"
-#include "data/half.hpp"
 
 namespace hpctrain {
 
 Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options)
     : shape_(file.shape()),
+      raw_(options.raw),
       shard_(shard),
       sampler_(shard.count, options.batch,
                options.batches_per_epoch > 0 ? options.batches_per_epoch
@@ -47,18 +47,14 @@ void Loader::fill(int64_t seq, BatchBuffer& buffer) {
   const size_t elems = static_cast<size_t>(shape_.sample_elems());
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = order[static_cast<size_t>(step * sampler_.batch() + i)];
-    float* dst = buffer.images.data() + static_cast<size_t>(i) * elems;
     const uint8_t* src = images_.data() + static_cast<size_t>(row) * shape_.sample_bytes();
-    switch (shape_.type) {
-      case SampleType::kU8:
-        for (size_t j = 0; j < elems; ++j) dst[j] = static_cast<float>(src[j]) * (1.0f / 255.0f);
-        break;
-      case SampleType::kF16:
-        half_to_float_n(reinterpret_cast<const uint16_t*>(src), dst, elems);
-        break;
-      case SampleType::kF32:
-        std::memcpy(dst, src, elems * sizeof(float));
-        break;
+    if (raw_) {
+      auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
+                  static_cast<size_t>(i) * shape_.sample_bytes();
+      std::memcpy(dst, src, shape_.sample_bytes());
+    } else {
+      decode_samples(src, shape_.type, elems,
+                     buffer.images.data() + static_cast<size_t>(i) * elems);
     }
     buffer.labels[static_cast<size_t>(i)] = labels_[static_cast<size_t>(row)];
   }

@@ -27,6 +27,9 @@ struct LoaderOptions {
   int threads = 2;
   int depth = 4;
   BufferHooks hooks;  // for the batch buffers (a device backend pins them)
+  // Batches hold the stored bytes (sample_bytes() per sample, from the start of
+  // BatchBuffer::images) for the backend to decode, not floats.
+  bool raw = false;
 };
 
 class Loader {
@@ -38,6 +41,7 @@ class Loader {
   const BatchBuffer& next() { return queue_->pop(); }
   int64_t batches_per_epoch() const { return sampler_.batches_per_epoch(); }
   int64_t shard_rows() const { return shard_.count; }
+  const DatasetShape& shape() const { return shape_; }
   double wait_seconds() const { return queue_->wait_seconds(); }
 
  private:
@@ -47,6 +51,7 @@ class Loader {
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);
 
   DatasetShape shape_;
+  bool raw_;
   Shard shard_;
   Sampler sampler_;
   std::vector<uint8_t> images_;  // the shard, stored element type

@@ -11,7 +11,7 @@
 
 #include "core/error.hpp"
 #include "data/dataset_file.hpp"
-#include "data/half.hpp"
+#include "core/half.hpp"
 
 namespace hpctrain {
 

@@ -142,8 +142,9 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     Backend* b = backend_.get();
     stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
     for (int slot = 0; slot < 2; ++slot) {
-      input_[slot] =
-          DeviceArray<float>(*backend_, static_cast<size_t>(batch * shape.sample_elems()));
+      const size_t elems = static_cast<size_t>(batch * shape.sample_elems());
+      raw_input_[slot] = DeviceArray<uint8_t>(*backend_, elems * sizeof(float));  // any type
+      input_[slot] = DeviceArray<float>(*backend_, elems);
       labels_[slot] = DeviceArray<int32_t>(*backend_, static_cast<size_t>(batch));
     }
   }
@@ -168,6 +169,7 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
   train_opts.threads = config_.data.prefetch_threads;
   train_opts.depth = config_.data.prefetch_depth;
   train_opts.hooks = loader_hooks();
+  train_opts.raw = !backend_->host_accessible();
   if (training) {
     train_loader_ = std::make_unique<Loader>(
         *train_file_, shard_for_rank(shape.n, rank_, world_size_), train_opts);
@@ -208,14 +210,18 @@ void Trainer::collective_on_host(float* data, size_t n, bool write_back, F&& f) 
   if (write_back) backend_->copy_to_device(data, stage_.data(), n * sizeof(float));
 }
 
-Trainer::BatchInput Trainer::stage_batch(const BatchBuffer& b) {
+Trainer::BatchInput Trainer::stage_batch(const Loader& loader, const BatchBuffer& b) {
   if (backend_->host_accessible()) return {b.images.data(), b.labels.data()};
+  // The loader left the stored bytes (raw mode): upload those, decode on the device.
   const int slot = input_slot_ ^= 1;
-  const size_t n = static_cast<size_t>(b.size) * train_file_->shape().sample_elems();
-  backend_->upload(slot, input_[slot].data(), b.images.data(), n * sizeof(float));
+  const DatasetShape& shape = loader.shape();
+  const size_t n = static_cast<size_t>(b.size * shape.sample_elems());
+  backend_->upload(slot, raw_input_[slot].data(), b.images.data(),
+                   static_cast<size_t>(b.size) * shape.sample_bytes());
   backend_->upload(slot, labels_[slot].data(), b.labels.data(),
                    static_cast<size_t>(b.size) * sizeof(int32_t));
   backend_->uploads_ready();
+  backend_->decode_input(raw_input_[slot].data(), shape.type, n, input_[slot].data());
   return {input_[slot].data(), labels_[slot].data()};
 }
 
@@ -334,7 +340,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
-    const BatchInput in = stage_batch(b);
+    const BatchInput in = stage_batch(*train_loader_, b);
     if (timing) backend_->phase_mark(0);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
@@ -438,7 +444,7 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
     const BatchBuffer& b = loader.next();
-    const BatchInput in = stage_batch(b);
+    const BatchInput in = stage_batch(loader, b);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_, 0.0f,
                            nullptr, stats_.data());

@@ -81,7 +81,7 @@ class Trainer {
     const float* images;
     const int32_t* labels;
   };
-  BatchInput stage_batch(const BatchBuffer& b);
+  BatchInput stage_batch(const Loader& loader, const BatchBuffer& b);
   void release_batch();
   // Pins a loader's batch buffers for a device backend's uploads.
   BufferHooks loader_hooks();
@@ -115,6 +115,7 @@ class Trainer {
   // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
   std::vector<float> stage_;
   std::unique_ptr<float, std::function<void(float*)>> stage_pin_;  // unpins stage_
+  DeviceArray<uint8_t> raw_input_[2];  // stored bytes as uploaded, before decode_input
   DeviceArray<float> input_[2];
   DeviceArray<int32_t> labels_[2];
   int input_slot_ = 0;  // the slot of the batch in use

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -14,6 +15,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "core/random.hpp"
+#include "core/sample_type.hpp"
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
 #include "unit/gradient_check.hpp"
@@ -276,6 +278,40 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   resnet.hidden.clear();
   resnet.width = 8;
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+}
+
+// Stored input decoded on the GPU: bit for bit the host's decode_samples, for every uint8
+// and every float16 bit pattern (a NaN only has to stay a NaN).
+TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
+  std::vector<uint16_t> halves(65536);
+  for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+  std::vector<uint8_t> bytes(256 * 3 + 1);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  auto floats = random_vector(1001, 3);
+  struct Case {
+    SampleType type;
+    const void* data;
+    size_t n;
+  };
+  for (const Case& c : {Case{SampleType::kU8, bytes.data(), bytes.size()},
+                        Case{SampleType::kF16, halves.data(), halves.size()},
+                        Case{SampleType::kF32, floats.data(), floats.size()}}) {
+    std::vector<float> want(c.n);
+    decode_samples(c.data, c.type, c.n, want.data());
+    DeviceArray<uint8_t> raw(*gpu_, c.n * sample_type_size(c.type));
+    gpu_->copy_to_device(raw.data(), c.data, c.n * sample_type_size(c.type));
+    DeviceArray<float> out(*gpu_, c.n);
+    gpu_->decode_input(raw.data(), c.type, c.n, out.data());
+    const std::vector<float> got = down(out.data(), c.n);
+    for (size_t i = 0; i < c.n; ++i) {
+      if (std::isnan(want[i])) {
+        ASSERT_TRUE(std::isnan(got[i])) << to_string(c.type) << "[" << i << "]";
+      } else {
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+            << to_string(c.type) << "[" << i << "]";
+      }
+    }
+  }
 }
 
 // Uploads through both input slots from pinned memory: each batch arrives intact, also

@@ -21,7 +21,7 @@
 #include "data/dataset_file.hpp"
 #include "data/dataset_writer.hpp"
 #include "data/h5.hpp"
-#include "data/half.hpp"
+#include "core/half.hpp"
 #include "data/idx.hpp"
 #include "data/inspect_data.hpp"
 

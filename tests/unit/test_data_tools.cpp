@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half.hpp"
 #include "core/random.hpp"
 #include "data/dataset_file.hpp"
 #include "data/dataset_writer.hpp"
 #include "data/h5.hpp"
-#include "data/half.hpp"
 #include "data/image_folder.hpp"
 #include "data/loader.hpp"
 #include "data/row_copy.hpp"
@@ -635,6 +635,22 @@ TEST(DataToolsPipeline, FolderToSplitToShardToLoader) {
     seen += batch.size;
   }
   EXPECT_EQ(seen, 12);
+
+  // Raw mode (a device backend's loaders): the stored bytes of the same batches, which
+  // decode_samples turns into exactly the floats the converting loader gives.
+  LoaderOptions raw_opts = lo;
+  raw_opts.raw = true;
+  Loader floats(shard, Shard{0, shard.shape().n}, lo);
+  Loader raw(shard, Shard{0, shard.shape().n}, raw_opts);
+  for (int64_t b = 0; b < floats.batches_per_epoch(); ++b) {
+    const BatchBuffer& f = floats.next();
+    const BatchBuffer& rb = raw.next();
+    ASSERT_EQ(f.size, rb.size);
+    std::vector<float> decoded(static_cast<size_t>(rb.size) * 120);
+    decode_samples(rb.images.data(), SampleType::kF16, decoded.size(), decoded.data());
+    for (size_t i = 0; i < decoded.size(); ++i) ASSERT_EQ(decoded[i], f.images[i]) << i;
+    for (int64_t i = 0; i < f.size; ++i) ASSERT_EQ(f.labels[i], rb.labels[i]);
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "backend/cuda/cuda_check.hpp"
+#include "core/sample_type.hpp"
 #include "kernels/kernels.hpp"
 
 namespace hpctrain {
@@ -178,6 +179,23 @@ class CudaBackend final : public Backend {
     slot_busy_[slot] = true;
   }
   void wait_uploads() override { HT_CUDA(cudaEventSynchronize(copied_)); }
+
+  void decode_input(const void* raw, SampleType type, size_t n, float* out) override {
+    switch (type) {
+      case SampleType::kU8:
+        kernels::decode_u8(static_cast<const uint8_t*>(raw), n, kU8Scale, out, stream_);
+        break;
+      case SampleType::kF16:
+        kernels::decode_f16(static_cast<const uint16_t*>(raw), n, out, stream_);
+        break;
+      case SampleType::kF32:
+        if (n > 0) {
+          HT_CUDA(cudaMemcpyAsync(out, raw, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+        }
+        break;
+    }
+    done("decode_input");
+  }
 
   void phase_mark(int i) override {
     kernels::phase_mark(phase_stamps_, phase_sums_, i, kPhaseMarks, stream_);
