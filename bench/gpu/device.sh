@@ -176,6 +176,16 @@ EOF
   done
 }
 
+# hpctrain bench allreduce with messages in GPU memory: 1 rank (NCCL on a one-rank
+# communicator, ring and mpi as staging copies only) and 2 ranks sharing the GPU (staged
+# ring and mpi; NCCL refuses a shared GPU). Bus bandwidth needs 2+ GPUs.
+stage_allreduce() {
+  mpiexec.hydra -n 1 hpctrain bench allreduce --device cuda --max-bytes 1073741824 \
+    --out "$OUT/logs/allreduce_cuda_np1.json" 2>&1 | tee -a "$TABLE"
+  mpiexec.hydra -n 2 hpctrain bench allreduce --device cuda --max-bytes 268435456 \
+    --out "$OUT/logs/allreduce_cuda_np2_shared.json" 2>&1 | tee -a "$TABLE"
+}
+
 stage_resnet() {
   resnet_pair 3x224x224 1000 3200
   resnet_pair 1x148x197 9 3200

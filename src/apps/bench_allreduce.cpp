@@ -11,11 +11,15 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "apps/bench_checkpoint.hpp"
+#include "backend/cuda_backend.hpp"
 #include "comm/communicator.hpp"
+#include "comm/device_group.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -26,11 +30,14 @@ namespace {
 
 constexpr const char* kBenchUsage =
     "usage: hpctrain bench allreduce [--min-bytes N] [--max-bytes N] [--iters N] [--reps N]\n"
-    "                                [--chunk-bytes N] [--out FILE.json]\n"
+    "                                [--chunk-bytes N] [--device cpu|cuda] [--out FILE.json]\n"
     "\n"
     "Measures ring all-reduce and MPI_Allreduce bus bandwidth for float32 messages\n"
     "from --min-bytes (default 4096) to --max-bytes (default 268435456), doubling.\n"
     "Run under mpirun with 2 or more ranks.\n"
+    "With --device cuda each rank's message lives on its GPU (node-local rank modulo the\n"
+    "visible GPUs): ring and mpi stage it through pinned host memory, as training does,\n"
+    "and nccl (built with NCCL, each rank with its own GPU) sums device memory.\n"
     "\n"
     "usage: hpctrain bench checkpoint --help   (checkpoint write bandwidth)\n";
 
@@ -67,7 +74,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20, iters = 0, reps = 5;
   int64_t chunk_bytes = 1 << 20;
-  std::string out_path;
+  std::string out_path, device = "cpu";
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::cout << kBenchUsage;
@@ -87,32 +94,72 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
       chunk_bytes = parse_size(args[i], v);
     else if (args[i] == "--out")
       out_path = v;
+    else if (args[i] == "--device")
+      device = v;
     else
       throw UsageError("bench allreduce: unknown option '" + args[i] + "'");
     ++i;
+  }
+
+  if (device != "cpu" && device != "cuda") {
+    throw UsageError("bench allreduce: --device: expected cpu or cuda, got '" + device + "'");
   }
 
   MpiEnv env(argc, argv);
   Communicator comm(MPI_COMM_WORLD, static_cast<size_t>(chunk_bytes));
   const int n = comm.size();
   std::vector<float> buffer(static_cast<size_t>(max_bytes / 4));
+  std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::kRing,
+                                                AllreduceAlgorithm::kMpi};
+  // --device cuda: the message on the GPU, `buffer` (pinned) the staging area.
+  std::unique_ptr<Backend> gpu;
+  DeviceArray<float> message;
+  std::unique_ptr<float, std::function<void(float*)>> pinned;
+  if (device == "cuda") {
+    const int visible = cuda_device_count();
+    CudaBackendOptions o;
+    o.device = visible > 0 ? env.local_rank() % visible : 0;
+    gpu = make_cuda_backend(o);
+    message = DeviceArray<float>(*gpu, buffer.size());
+    gpu->pin_host(buffer.data(), buffer.size() * sizeof(float));
+    pinned = {buffer.data(), [&gpu](float* p) { gpu->unpin_host(p); }};
+    if (gpu->has_device_collectives() && !ranks_share_a_device(comm, gpu->device_id())) {
+      join_device_collectives(comm, *gpu);
+      algorithms.push_back(AllreduceAlgorithm::kNccl);
+    }
+  }
+  // One all-reduce of `count` floats as the trainer runs it on this device.
+  auto allreduce = [&](size_t count, AllreduceAlgorithm algo) {
+    if (!gpu) {
+      comm.allreduce_sum(buffer.data(), count, algo);
+    } else if (algo == AllreduceAlgorithm::kNccl) {
+      gpu->allreduce_sum(message.data(), count);
+    } else {
+      gpu->copy_to_host(buffer.data(), message.data(), count * sizeof(float));
+      comm.allreduce_sum(buffer.data(), count, algo);
+      gpu->copy_to_device(message.data(), buffer.data(), count * sizeof(float));
+    }
+  };
   std::vector<Point> points;
-  log_info("# all-reduce, " + std::to_string(n) + " ranks; times are medians of " +
-           std::to_string(reps) + " repetitions");
+  log_info("# all-reduce, " + std::to_string(n) + " ranks, messages in " + device +
+           " memory; times are medians of " + std::to_string(reps) + " repetitions");
   log_info("#      bytes  algorithm     time_us   algbw_GB/s   busbw_GB/s");
   for (int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const size_t count = static_cast<size_t>(bytes / 4);
     // Enough iterations for ~20 ms of work at ~5 GB/s, at least 5.
     const int64_t it =
         iters > 0 ? iters : std::clamp<int64_t>((int64_t{100} << 20) / bytes, 5, 1000);
-    for (AllreduceAlgorithm algo : {AllreduceAlgorithm::kRing, AllreduceAlgorithm::kMpi}) {
+    for (AllreduceAlgorithm algo : algorithms) {
       std::fill(buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(count), 1.0f);
-      for (int w = 0; w < 2; ++w) comm.allreduce_sum(buffer.data(), count, algo);
+      if (gpu) gpu->copy_to_device(message.data(), buffer.data(), count * sizeof(float));
+      for (int w = 0; w < 2; ++w) allreduce(count, algo);
+      if (gpu) gpu->synchronize();
       std::vector<double> samples;
       for (int64_t r = 0; r < reps; ++r) {
         comm.barrier();
         const double t0 = now_seconds();
-        for (int64_t k = 0; k < it; ++k) comm.allreduce_sum(buffer.data(), count, algo);
+        for (int64_t k = 0; k < it; ++k) allreduce(count, algo);
+        if (gpu) gpu->synchronize();
         double t = (now_seconds() - t0) / static_cast<double>(it);
         comm.allreduce_max(&t, 1);
         samples.push_back(t);
@@ -130,9 +177,9 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
   if (comm.rank() == 0 && !out_path.empty()) {
     std::ostringstream o;
-    o << "{\n  \"benchmark\": \"allreduce\",\n  \"ranks\": " << n
-      << ",\n  \"chunk_bytes\": " << chunk_bytes << ",\n  \"reps\": " << reps
-      << ",\n  \"points\": [\n";
+    o << "{\n  \"benchmark\": \"allreduce\",\n  \"device\": \"" << device
+      << "\",\n  \"ranks\": " << n << ",\n  \"chunk_bytes\": " << chunk_bytes
+      << ",\n  \"reps\": " << reps << ",\n  \"points\": [\n";
     for (size_t i = 0; i < points.size(); ++i) {
       const Point& p = points[i];
       o << "    {\"algorithm\": \"" << p.algorithm << "\", \"bytes\": " << p.bytes

@@ -23,6 +23,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
+#include "comm/device_group.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_env.hpp"
 #include "comm/param_average.hpp"
@@ -247,19 +248,7 @@ void Trainer::choose_allreduce() {
   // auto skips NCCL on one rank, where every collective is the identity; nccl asked for
   // by name runs it (a one-rank communicator).
   if (world_size_ == 1 && requested == AllreduceAlgorithm::kAuto) return;
-  // NCCL refuses two ranks of one communicator on the same GPU (ranks may share one for
-  // testing): compare every rank's host and device.
-  char mine[160] = {};
-  char host[64] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::snprintf(mine, sizeof(mine), "%s/%s", host, backend_->device_id().c_str());
-  std::vector<char> all(sizeof(mine) * static_cast<size_t>(world_size_));
-  HT_CHECK_MPI(MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR,
-                             comm_->get()));
-  std::vector<std::string> ids;
-  for (int r = 0; r < world_size_; ++r) ids.emplace_back(all.data() + r * sizeof(mine));
-  std::sort(ids.begin(), ids.end());
-  if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+  if (ranks_share_a_device(*comm_, backend_->device_id())) {
     if (requested == AllreduceAlgorithm::kNccl) {
       throw UsageError(config_.source_file +
                        ": distributed.algorithm: nccl needs one GPU per rank, and some ranks "
@@ -267,11 +256,7 @@ void Trainer::choose_allreduce() {
     }
     return;
   }
-  std::vector<std::byte> id =
-      rank_ == 0 ? backend_->new_collective_id() : std::vector<std::byte>(kCollectiveIdBytes);
-  HT_REQUIRE(id.size() == kCollectiveIdBytes, "collective id of unexpected size");
-  comm_->broadcast(id.data(), id.size(), 0);
-  backend_->join_collectives(id, rank_, world_size_);
+  join_device_collectives(*comm_, *backend_);
   device_collectives_ = true;
   Backend* b = backend_.get();
   buckets_ = std::make_unique<GradientBuckets>(

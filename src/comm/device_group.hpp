@@ -1,0 +1,19 @@
+// Device collectives (NCCL) for the ranks of a communicator: whether they can be set up,
+// and setting them up. NCCL refuses two ranks of one communicator on the same GPU (ranks
+// may share one for testing), so every rank's host and device id are compared first.
+#pragma once
+
+#include <string>
+
+#include "backend/backend.hpp"
+#include "comm/communicator.hpp"
+
+namespace hpctrain {
+
+// True when two ranks of `comm` name the same device_id on the same host. Collective.
+bool ranks_share_a_device(Communicator& comm, const std::string& device_id);
+
+// Rank 0 makes the group's id, every rank receives it over MPI and joins. Collective.
+void join_device_collectives(Communicator& comm, Backend& backend);
+
+}  // namespace hpctrain
