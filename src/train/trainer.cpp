@@ -266,12 +266,9 @@ void Trainer::choose_allreduce() {
 
 void Trainer::exchange_gradients() {
   if (config_.distributed.strategy != Strategy::kAllreduce) return;
-  // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only.
+  // Frozen layers' gradients are not needed by anyone: reduce trainable ranges only. (With
+  // device collectives, buckets_ sums them during backward instead.)
   for (const ParamRange& r : trainable_) {
-    if (device_collectives_) {
-      backend_->allreduce_sum(model_->grads() + r.offset, r.count);
-      continue;
-    }
     collective_on_host(model_->grads() + r.offset, r.count, true,
                        [&](float* g) { comm_->allreduce_sum(g, r.count, host_algorithm_); });
   }
