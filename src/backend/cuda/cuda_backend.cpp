@@ -168,6 +168,7 @@ class CudaBackend final : public Backend {
     if (bytes > 0) {
       HT_CUDA(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_));
     }
+    if (options_.sync_each_call) HT_CUDA(cudaStreamSynchronize(copy_stream_));
   }
   void uploads_ready() override {
     HT_CUDA(cudaEventRecord(copied_, copy_stream_));
