@@ -186,6 +186,16 @@ stage_allreduce() {
     --out "$OUT/logs/allreduce_cuda_np2_shared.json" 2>&1 | tee -a "$TABLE"
 }
 
+# Per-layer times of ResNet-34 at 3x224x224, batch 128 (hpctrain inspect --time), fp32 and
+# tf32: full tables in the logs, the step lines in the table.
+stage_profile() {
+  for p in fp32 tf32; do
+    hpctrain inspect configs/seed_resnet34.yaml --input 3x224x224 --classes 1000 --time \
+      --batch 128 --set device=cuda --set precision=$p >"$OUT/logs/profile_resnet34_$p.txt" 2>&1
+    note "profile $p: $(grep -E '^step at|error' "$OUT/logs/profile_resnet34_$p.txt")"
+  done
+}
+
 stage_resnet() {
   resnet_pair 3x224x224 1000 3200
   resnet_pair 1x148x197 9 3200

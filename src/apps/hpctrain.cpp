@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
@@ -21,6 +22,7 @@
 #include "core/log.hpp"
 #include "data/dataset_file.hpp"
 #include "data/inspect_data.hpp"
+#include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
 #include "train/trainer.hpp"
@@ -36,7 +38,7 @@ constexpr const char* kUsage =
     "                                                train a model (run under mpirun/srun)\n"
     "  eval CONFIG.yaml --checkpoint PATH            evaluate a checkpoint (val and test sets)\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
-    "  inspect CONFIG.yaml [--input CxHxW --classes N]\n"
+    "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
@@ -63,13 +65,18 @@ constexpr const char* kTrainUsage =
 constexpr const char* kInspectUsage =
     "usage: hpctrain inspect FILE.h5\n"
     "       hpctrain inspect CONFIG.yaml [--set key.path=value]... [--input CxHxW --classes N]\n"
+    "                                    [--time [--batch N]]\n"
     "\n"
     "Data file: prints the shape, element type, classes and class histogram.\n"
     "Checkpoint: prints the cursor, model and arrays, and verifies every checksum\n"
     "(exit 2 if one fails).\n"
     "Config (.yaml/.yml): prints the model it builds, one row per layer with output shape,\n"
     "parameters and forward MFLOPs per sample, then the totals. The input shape and class\n"
-    "count come from data.train, or from --input and --classes (then no data is read).\n";
+    "count come from data.train, or from --input and --classes (then no data is read).\n"
+    "--time trains the model on random input on the config's device and precision (10\n"
+    "warm-up steps, then medians of 20) and adds each layer's forward and backward time and\n"
+    "forward GFLOP/s (the device synchronised around every layer), and the whole step's time\n"
+    "at full speed; --batch defaults to train.batch_size.\n";
 
 // "1x148x197" -> {1, 148, 197}; throws UsageError naming the option otherwise.
 Dims parse_input_dims(const std::string& text) {
@@ -93,7 +100,8 @@ Dims parse_input_dims(const std::string& text) {
 }
 
 void inspect_config(const std::string& path, const std::vector<std::string>& overrides,
-                    const std::string& input, const std::string& classes) {
+                    const std::string& input, const std::string& classes, bool time,
+                    const std::string& batch_text) {
   const Config config = load_config(path, overrides);
   Dims dims;
   int num_classes = 0;
@@ -115,11 +123,32 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     num_classes = shape.num_classes;
     source = config.data.train;
   }
-  CpuBackend backend(1);
-  const Model model(backend, build_layers(config.model, num_classes, dims), dims, 1);
+  int64_t batch = config.train.batch_size;
+  if (!batch_text.empty()) {
+    if (!time) throw UsageError("inspect: --batch goes with --time");
+    if (batch_text.find_first_not_of("0123456789") != std::string::npos || batch_text.size() > 6 ||
+        std::stoll(batch_text) < 1) {
+      throw UsageError("inspect: --batch: expected a positive integer, got '" + batch_text + "'");
+    }
+    batch = std::stoll(batch_text);
+  }
+  const int threads = config.run.threads > 0
+                          ? config.run.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::unique_ptr<Backend> backend =
+      time ? make_backend(config, threads, 0) : std::make_unique<CpuBackend>(1);
+  Model model(*backend, build_layers(config.model, num_classes, dims), dims, time ? batch : 1);
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
-            << " classes (shapes from " << source << ")\n"
-            << model_summary(model);
+            << " classes (shapes from " << source << ")\n";
+  if (!time) {
+    std::cout << model_summary(model);
+    return;
+  }
+  model.init_params(config.run.seed);
+  const LayerTimes t = time_layers(model, batch, num_classes, /*warmup=*/10, /*reps=*/20);
+  std::cout << "timed on " << backend->name() << ", precision " << to_string(config.precision)
+            << ", batch " << batch << "\n"
+            << model_summary(model, &t);
 }
 
 bool wants_help(const std::vector<std::string>& args) {
@@ -230,11 +259,16 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::cout << kInspectUsage;
     return kExitOk;
   }
-  std::string file, input, classes;
+  std::string file, input, classes, batch;
+  bool time = false;
   std::vector<std::string> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
-    if (args[i] == "--set" && has_value) {
+    if (args[i] == "--time") {
+      time = true;
+    } else if (args[i] == "--batch" && has_value) {
+      batch = args[++i];
+    } else if (args[i] == "--set" && has_value) {
       overrides.push_back(args[++i]);
     } else if (args[i] == "--input" && has_value) {
       input = args[++i];
@@ -251,11 +285,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
   if (file.empty()) throw UsageError("inspect: expected FILE.h5 or CONFIG.yaml (see --help)");
   const std::string extension = std::filesystem::path(file).extension().string();
   if (extension == ".yaml" || extension == ".yml") {
-    inspect_config(file, overrides, input, classes);
+    inspect_config(file, overrides, input, classes, time, batch);
     return kExitOk;
   }
-  if (!overrides.empty() || !input.empty() || !classes.empty()) {
-    throw UsageError("inspect: --set, --input and --classes apply to a CONFIG.yaml only");
+  if (!overrides.empty() || !input.empty() || !classes.empty() || time || !batch.empty()) {
+    throw UsageError(
+        "inspect: --set, --input, --classes, --time and --batch apply to a "
+        "CONFIG.yaml only");
   }
   const std::string name = std::filesystem::path(file).filename().string();
   if (name.rfind("ckpt-", 0) == 0 || is_checkpoint_file(file)) {

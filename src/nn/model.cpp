@@ -109,7 +109,9 @@ const Tensor& Model::forward(const float* input, int64_t batch, bool training, u
     out_views_[i].batch = batch;
     if (layers_[i]->is_view()) out_views_[i].data = x->data;
     if (training) layers_[i]->set_rng_seed(mix_seed(seed, 0xd7, i));
+    if (clock_ != nullptr) clock_->start(i, false);
     layers_[i]->forward(backend_, *x, out_views_[i], training);
+    if (clock_ != nullptr) clock_->stop(i, false);
     x = &out_views_[i];
   }
   return out_views_.back();
@@ -126,7 +128,9 @@ void Model::backward(GradientListener* listener) {
       dx = &d_views_[i - 1];
     }
     d_views_[i].batch = batch;
+    if (clock_ != nullptr) clock_->start(i, true);
     layers_[i]->backward(backend_, x, out_views_[i], d_views_[i], dx);
+    if (clock_ != nullptr) clock_->stop(i, true);
     if (listener != nullptr && layers_[i]->param_count() > 0) {
       listener->grads_final_from(offsets_[i]);
     }

@@ -25,6 +25,17 @@ class GradientListener {
   ~GradientListener() = default;
 };
 
+// Told before and after each layer's forward and backward while set on a Model
+// (Model::set_layer_clock): the per-layer timing of `hpctrain inspect --time`.
+class LayerClock {
+ public:
+  virtual void start(size_t layer, bool backward) = 0;
+  virtual void stop(size_t layer, bool backward) = 0;
+
+ protected:
+  ~LayerClock() = default;
+};
+
 class Model {
  public:
   // Shapes flow from `input_dims` through the layers; activations are sized for
@@ -69,6 +80,9 @@ class Model {
   // the layers finish.
   void backward(GradientListener* listener = nullptr);
 
+  // Per-layer timing hooks for the passes that follow; nullptr (the default) for none.
+  void set_layer_clock(LayerClock* clock) { clock_ = clock; }
+
   // What must not change when a run resumes: the input shape and, per layer, its
   // name, type, parameter count, state count (if any), output shape and attributes; one
   // line each ("input 1x28x28", "layer dense0 dense params=150720 out=192",
@@ -93,7 +107,8 @@ class Model {
   DeviceArray<float> state_;
   std::vector<DeviceArray<float>> acts_, d_acts_;  // empty for view layers
   size_t first_compute_ = 0;                       // index of the first non-view layer
-  DeviceArray<std::byte> workspace_;               // shared scratch (Layer::workspace_bytes)
+  LayerClock* clock_ = nullptr;
+  DeviceArray<std::byte> workspace_;  // shared scratch (Layer::workspace_bytes)
   Tensor input_;
   std::vector<Tensor> out_views_, d_views_;  // per-layer views, batch set per call
 };

@@ -19,27 +19,43 @@ std::string grouped(int64_t v) {
 std::string row(const std::string& name, const char* type, const std::string& out, int64_t params,
                 int64_t macs) {
   char buf[160];
-  std::snprintf(buf, sizeof(buf), "%-26s %-15s %-12s %12s %12.2f\n", name.c_str(), type,
-                out.c_str(), grouped(params).c_str(), 2e-6 * static_cast<double>(macs));
+  std::snprintf(buf, sizeof(buf), "%-26s %-15s %-12s %12s %12.2f", name.c_str(), type, out.c_str(),
+                grouped(params).c_str(), 2e-6 * static_cast<double>(macs));
+  return buf;
+}
+
+// The timing columns of layer i: forward and backward ms, forward GFLOP/s.
+std::string time_columns(const LayerTimes& t, size_t i, int64_t macs) {
+  char buf[96];
+  const double flops = 2.0 * static_cast<double>(macs) * static_cast<double>(t.batch);
+  std::snprintf(buf, sizeof(buf), " %9.3f %9.3f %9.0f", 1e3 * t.forward_s[i], 1e3 * t.backward_s[i],
+                t.forward_s[i] > 0 ? flops / t.forward_s[i] / 1e9 : 0.0);
   return buf;
 }
 
 }  // namespace
 
-std::string model_summary(const Model& model) {
+std::string model_summary(const Model& model, const LayerTimes* times) {
   std::string s = "input " + dims_text(model.input_dims()) + "\n";
-  char head[160];
-  std::snprintf(head, sizeof(head), "%-26s %-15s %-12s %12s %12s\n", "layer", "type", "output",
-                "params", "MFLOPs");
+  char head[200];
+  std::snprintf(head, sizeof(head), "%-26s %-15s %-12s %12s %12s%s\n", "layer", "type", "output",
+                "params", "MFLOPs", times ? "    fwd_ms    bwd_ms  fwd_GF/s" : "");
   s += head;
   int64_t macs = 0;
+  double layers_s = 0;
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& l = *model.layers()[i];
     s += row(l.name(), l.type(), dims_text(model.layer_output_dims(i)),
              static_cast<int64_t>(l.param_count()), l.forward_macs());
+    if (times) {
+      s += time_columns(*times, i, l.forward_macs());
+      layers_s += times->forward_s[i] + times->backward_s[i];
+    }
+    s += "\n";
     for (const Layer* sub : l.sublayers()) {
       s += row("  " + sub->name(), sub->type(), "", static_cast<int64_t>(sub->param_count()),
-               sub->forward_macs());
+               sub->forward_macs()) +
+           "\n";
     }
     macs += l.forward_macs();
   }
@@ -51,7 +67,20 @@ std::string model_summary(const Model& model) {
                 static_cast<double>(model.param_count()) * 4 / (1 << 20),
                 grouped(static_cast<int64_t>(model.state_count())).c_str(),
                 2e-6 * static_cast<double>(macs));
-  return s + total;
+  s += total;
+  if (times) {
+    char step[320];
+    std::snprintf(
+        step, sizeof(step),
+        "step at batch %lld (forward, loss, backward; no optimizer or input): %.3f ms, "
+        "%.0f samples/s, %.0f GFLOP/s; the layers timed one by one sum to %.3f ms\n",
+        static_cast<long long>(times->batch), 1e3 * times->step_s,
+        static_cast<double>(times->batch) / times->step_s,
+        6.0 * static_cast<double>(macs) * static_cast<double>(times->batch) / times->step_s / 1e9,
+        1e3 * layers_s);
+    s += step;
+  }
+  return s;
 }
 
 }  // namespace hpctrain

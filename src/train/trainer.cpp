@@ -73,15 +73,17 @@ int compute_threads(const Config& config, const MpiEnv& env) {
   return std::max(1, cores / env.local_size());
 }
 
+}  // namespace
+
 // device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
 // (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
 // each sees device 0 under Slurm's --gpus-per-task=1). Else the CPU backend;
 // HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
-std::unique_ptr<Backend> make_backend(const Config& config, int threads, const MpiEnv& env) {
+std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank) {
   const int devices = cuda_device_count();
   if (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0)) {
     CudaBackendOptions options;
-    options.device = devices > 0 ? env.local_rank() % devices : 0;
+    options.device = devices > 0 ? local_rank % devices : 0;
     options.deterministic = config.run.deterministic;
     options.tf32 = config.precision == Precision::kTf32;
     return make_cuda_backend(options);
@@ -90,8 +92,6 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, const M
   return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
                                       stage != nullptr && std::string(stage) == "1");
 }
-
-}  // namespace
 
 Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
     : config_(config),
@@ -117,7 +117,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   }
 
   // 2. Backend, model, optimizer.
-  backend_ = make_backend(config_, threads_, env);
+  backend_ = make_backend(config_, threads_, env.local_rank());
   if (config_.distributed.algorithm == AllreduceAlgorithm::kNccl &&
       !backend_->has_device_collectives()) {
     throw UsageError(config_.source_file + ": distributed.algorithm: nccl needs the CUDA backend " +

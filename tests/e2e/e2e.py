@@ -258,6 +258,16 @@ def case_cli():
     c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
                         "--classes", "9"], capture_output=True, text=True)
     check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
+    # inspect --time: the CNN timed layer by layer on the config's device.
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_cnn.yaml", "--input",
+                        "1x28x28", "--classes", "10", "--time", "--batch", "8"],
+                       capture_output=True, text=True)
+    check(c.returncode == 0 and "fwd_ms" in c.stdout and "step at batch 8" in c.stdout,
+          "inspect --time: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_cnn.yaml", "--batch", "8"],
+                       capture_output=True, text=True)
+    check(c.returncode == 2 and "--batch goes with --time" in c.stderr,
+          "inspect --batch without --time: " + c.stderr)
 
 
 # --- checkpoints, resume, failures -------------------------------------------------

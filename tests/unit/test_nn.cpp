@@ -12,7 +12,9 @@
 #include "core/random.hpp"
 #include "gradient_check.hpp"
 #include "nn/dense.hpp"
+#include "nn/layer_profile.hpp"
 #include "nn/model.hpp"
+#include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
 #include "nn/relu.hpp"
 
@@ -130,6 +132,29 @@ TEST(BackendPhases, HostClockSumsTheTimeBetweenMarks) {
   b.phase_mark(0);  // after take_phases, mark 0 closes nothing
   const PhaseSeconds again = b.take_phases();
   for (double v : again) EXPECT_EQ(v, 0.0);
+}
+
+// inspect --time: a time for every layer's two passes and the step, and the clock leaves
+// the parameters alone (no optimizer step).
+TEST(LayerProfile, TimesEveryLayerAndTheStep) {
+  CpuBackend b(1);
+  ModelConfig mc;
+  mc.preset = "cnn";
+  mc.hidden.clear();
+  Model m(b, build_layers(mc, 10, {1, 12, 12}), {1, 12, 12}, 5);
+  m.init_params(1);
+  const std::vector<float> before(m.params(), m.params() + m.param_count());
+  const LayerTimes t = time_layers(m, 5, 10, 1, 3);
+  EXPECT_EQ(t.batch, 5);
+  EXPECT_GT(t.step_s, 0.0);
+  ASSERT_EQ(t.forward_s.size(), m.layers().size());
+  ASSERT_EQ(t.backward_s.size(), m.layers().size());
+  EXPECT_GT(t.forward_s[0], 0.0);  // conv0
+  EXPECT_GT(t.backward_s[0], 0.0);
+  EXPECT_EQ(std::vector<float>(m.params(), m.params() + m.param_count()), before);
+  const std::string table = model_summary(m, &t);
+  EXPECT_NE(table.find("fwd_ms"), std::string::npos) << table;
+  EXPECT_NE(table.find("step at batch 5"), std::string::npos) << table;
 }
 
 }  // namespace

@@ -1,0 +1,87 @@
+#include "nn/layer_profile.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// Synchronises around each layer and keeps every sample.
+class SyncClock final : public LayerClock {
+ public:
+  SyncClock(Backend& backend, size_t layers) : backend_(backend), samples_(2 * layers) {}
+  void start(size_t /*layer*/, bool /*backward*/) override {
+    backend_.synchronize();
+    t0_ = now_seconds();
+  }
+  void stop(size_t layer, bool backward) override {
+    backend_.synchronize();
+    samples_[2 * layer + (backward ? 1 : 0)].push_back(now_seconds() - t0_);
+  }
+  double median_of(size_t layer, bool backward) const {
+    return median(samples_[2 * layer + (backward ? 1 : 0)]);
+  }
+
+ private:
+  Backend& backend_;
+  double t0_ = 0;
+  std::vector<std::vector<double>> samples_;
+};
+
+}  // namespace
+
+LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup, int reps) {
+  HT_REQUIRE(batch >= 1 && batch <= model.max_batch() && reps >= 1 && warmup >= 0,
+             "time_layers: bad batch or repetitions");
+  Backend& b = model.backend();
+  const size_t n = static_cast<size_t>(batch * dims_elems(model.input_dims()));
+  std::vector<float> host(n);
+  Rng rng(7);
+  for (float& v : host) v = static_cast<float>(rng.uniform());
+  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % num_classes);
+  DeviceArray<float> input(b, n);
+  DeviceArray<int32_t> device_labels(b, labels.size());
+  DeviceArray<LossStats> stats(b, 1);
+  b.copy_to_device(input.data(), host.data(), n * sizeof(float));
+  b.copy_to_device(device_labels.data(), labels.data(), labels.size() * sizeof(int32_t));
+  auto step = [&](int64_t i) {
+    const Tensor& logits = model.forward(input.data(), batch, /*training=*/true, i);
+    b.softmax_xent(logits.data, device_labels.data(), static_cast<int>(batch), num_classes,
+                   1.0f / static_cast<float>(batch), model.dlogits(), stats.data());
+    model.backward();
+  };
+  for (int i = 0; i < warmup; ++i) step(i);
+  b.synchronize();
+
+  LayerTimes t;
+  t.batch = batch;
+  std::vector<double> steps;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_seconds();
+    step(i);
+    b.synchronize();
+    steps.push_back(now_seconds() - t0);
+  }
+  t.step_s = median(steps);
+
+  SyncClock clock(b, model.layers().size());
+  model.set_layer_clock(&clock);
+  for (int i = 0; i < reps; ++i) step(i);
+  model.set_layer_clock(nullptr);
+  for (size_t l = 0; l < model.layers().size(); ++l) {
+    t.forward_s.push_back(clock.median_of(l, false));
+    t.backward_s.push_back(clock.median_of(l, true));
+  }
+  return t;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,22 @@
+// Where a training step's time goes, layer by layer (`hpctrain inspect CONFIG --time`):
+// the model trains on random input, first at full speed for the step time, then with the
+// backend synchronised around every layer's forward and backward for per-layer times.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/model.hpp"
+
+namespace hpctrain {
+
+struct LayerTimes {
+  int64_t batch = 0;
+  double step_s = 0;                          // median forward + loss + backward, unsynchronised
+  std::vector<double> forward_s, backward_s;  // per layer, medians
+};
+
+// `warmup` steps (cuDNN's algorithm choice, caches), then `reps` timed steps each way.
+LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup, int reps);
+
+}  // namespace hpctrain
