@@ -186,13 +186,17 @@ stage_allreduce() {
     --out "$OUT/logs/allreduce_cuda_np2_shared.json" 2>&1 | tee -a "$TABLE"
 }
 
-# Per-layer times of ResNet-34 at 3x224x224, batch 128 (hpctrain inspect --time), fp32 and
-# tf32: full tables in the logs, the step lines in the table.
+# Per-layer times of ResNet-34 at 3x224x224, batch 128 (hpctrain inspect --time) for each
+# precision in PROFILE (default "fp32 tf32"; repeat one to see the spread between
+# processes): full tables in the logs, the step lines in the table.
 stage_profile() {
-  for p in fp32 tf32; do
+  local k=0
+  for p in ${PROFILE:-fp32 tf32}; do
+    k=$((k + 1))
+    local log=$OUT/logs/profile_resnet34_${p}_$k.txt
     hpctrain inspect configs/seed_resnet34.yaml --input 3x224x224 --classes 1000 --time \
-      --batch 128 --set device=cuda --set precision=$p >"$OUT/logs/profile_resnet34_$p.txt" 2>&1
-    note "profile $p: $(grep -E '^step at|error' "$OUT/logs/profile_resnet34_$p.txt")"
+      --batch 128 --set device=cuda --set precision=$p >"$log" 2>&1
+    note "profile $p: $(grep -E '^step at|error' "$log")"
   done
 }
 
