@@ -102,6 +102,7 @@ Dims parse_input_dims(const std::string& text) {
 void inspect_config(const std::string& path, const std::vector<std::string>& overrides,
                     const std::string& input, const std::string& classes, bool time,
                     const std::string& batch_text) {
+  if (!batch_text.empty() && !time) throw UsageError("inspect: --batch goes with --time");
   const Config config = load_config(path, overrides);
   Dims dims;
   int num_classes = 0;
@@ -125,7 +126,6 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
   }
   int64_t batch = config.train.batch_size;
   if (!batch_text.empty()) {
-    if (!time) throw UsageError("inspect: --batch goes with --time");
     if (batch_text.find_first_not_of("0123456789") != std::string::npos || batch_text.size() > 6 ||
         std::stoll(batch_text) < 1) {
       throw UsageError("inspect: --batch: expected a positive integer, got '" + batch_text + "'");
