@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half.hpp"
 #include "data/dataset_file.hpp"
 #include "data/h5.hpp"
-#include "core/half.hpp"
 
 namespace hpctrain {
 namespace {

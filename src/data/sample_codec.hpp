@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "data/dataset_file.hpp"
 #include "core/half.hpp"
+#include "data/dataset_file.hpp"
 
 namespace hpctrain {
 

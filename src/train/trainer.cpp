@@ -12,7 +12,6 @@
 
 #include <mpi.h>
 #include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -142,13 +141,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     backend_->pin_host(stage_.data(), stage_.size() * sizeof(float));
     Backend* b = backend_.get();
     stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
-    for (int slot = 0; slot < 2; ++slot) {
-      const size_t elems = static_cast<size_t>(batch * shape.sample_elems());
-      raw_input_[slot] = DeviceArray<uint8_t>(*backend_, elems * sizeof(float));  // any type
-      input_[slot] = DeviceArray<float>(*backend_, elems);
-      labels_[slot] = DeviceArray<int32_t>(*backend_, static_cast<size_t>(batch));
-    }
   }
+  stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
   checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, rank_, world_size_,
                                                        steps_per_epoch_);
   checkpoints_->prepare_resume(resume);
@@ -169,8 +163,8 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
   train_opts.rank = rank_;
   train_opts.threads = config_.data.prefetch_threads;
   train_opts.depth = config_.data.prefetch_depth;
-  train_opts.hooks = loader_hooks();
-  train_opts.raw = !backend_->host_accessible();
+  train_opts.hooks = stager_->hooks();
+  train_opts.raw = stager_->wants_raw();
   if (training) {
     train_loader_ = std::make_unique<Loader>(
         *train_file_, shard_for_rank(shape.n, rank_, world_size_), train_opts);
@@ -209,34 +203,6 @@ void Trainer::collective_on_host(float* data, size_t n, bool write_back, F&& f) 
   backend_->copy_to_host(stage_.data(), data, n * sizeof(float));
   f(stage_.data());
   if (write_back) backend_->copy_to_device(data, stage_.data(), n * sizeof(float));
-}
-
-Trainer::BatchInput Trainer::stage_batch(const Loader& loader, const BatchBuffer& b) {
-  if (backend_->host_accessible()) return {b.images.data(), b.labels.data()};
-  // The loader left the stored bytes (raw mode): upload those, decode on the device.
-  const int slot = input_slot_ ^= 1;
-  const DatasetShape& shape = loader.shape();
-  const size_t n = static_cast<size_t>(b.size * shape.sample_elems());
-  backend_->upload(slot, raw_input_[slot].data(), b.images.data(),
-                   static_cast<size_t>(b.size) * shape.sample_bytes());
-  backend_->upload(slot, labels_[slot].data(), b.labels.data(),
-                   static_cast<size_t>(b.size) * sizeof(int32_t));
-  backend_->uploads_ready();
-  backend_->decode_input(raw_input_[slot].data(), shape.type, n, input_[slot].data());
-  return {input_[slot].data(), labels_[slot].data()};
-}
-
-void Trainer::release_batch() {
-  if (backend_->host_accessible()) return;
-  backend_->input_consumed(input_slot_);
-  backend_->wait_uploads();  // the loader may refill the host buffer after this
-}
-
-BufferHooks Trainer::loader_hooks() {
-  if (backend_->host_accessible()) return {};
-  Backend* b = backend_.get();
-  return {[b](void* p, size_t bytes) { b->pin_host(p, bytes); },
-          [b](void* p) { b->unpin_host(p); }};
 }
 
 void Trainer::choose_allreduce() {
@@ -322,7 +288,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
     const BatchBuffer& b = train_loader_->next();
-    const BatchInput in = stage_batch(*train_loader_, b);
+    const BatchStager::Input in = stager_->stage(*train_loader_, b);
     if (timing) backend_->phase_mark(0);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
@@ -333,7 +299,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     // is then what is left of it after backward (the exposed communication).
     if (overlap) buckets_->start(model_->grads());
     model_->backward(overlap ? buckets_.get() : nullptr);
-    release_batch();
+    stager_->release();
     if (timing) backend_->phase_mark(2);
     {
       WatchdogScope w(*watchdog_, "gradient all-reduce", global_step_);
@@ -426,11 +392,11 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
     const BatchBuffer& b = loader.next();
-    const BatchInput in = stage_batch(loader, b);
+    const BatchStager::Input in = stager_->stage(loader, b);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_, 0.0f,
                            nullptr, stats_.data());
-    release_batch();
+    stager_->release();
   }
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));

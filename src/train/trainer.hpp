@@ -18,6 +18,7 @@
 #include "nn/model.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/sgd.hpp"
+#include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/gradient_buckets.hpp"
 #include "train/metrics.hpp"
@@ -78,17 +79,6 @@ class Trainer {
   // identity (and the copies would cost a device round trip per step).
   template <typename F>
   void collective_on_host(float* data, size_t n, bool write_back, F&& f);
-  // A batch's images and labels where the backend reads them: in place for host memory;
-  // for a device backend, uploaded into the next of two input slots beside the
-  // computation. release_batch() follows the batch's last use, before the next pop.
-  struct BatchInput {
-    const float* images;
-    const int32_t* labels;
-  };
-  BatchInput stage_batch(const Loader& loader, const BatchBuffer& b);
-  void release_batch();
-  // Pins a loader's batch buffers for a device backend's uploads.
-  BufferHooks loader_hooks();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now);
   void write_summary(const RunSummary& summary);
@@ -106,6 +96,7 @@ class Trainer {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<TrainingCheckpoints> checkpoints_;
   std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<BatchStager> stager_;  // before the loaders, whose buffers it pins
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
   int num_classes_ = 0;
@@ -119,10 +110,6 @@ class Trainer {
   // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
   std::vector<float> stage_;
   std::unique_ptr<float, std::function<void(float*)>> stage_pin_;  // unpins stage_
-  DeviceArray<uint8_t> raw_input_[2];  // stored bytes as uploaded, before decode_input
-  DeviceArray<float> input_[2];
-  DeviceArray<int32_t> labels_[2];
-  int input_slot_ = 0;  // the slot of the batch in use
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

@@ -17,11 +17,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/half.hpp"
 #include "core/random.hpp"
 #include "data/dataset_file.hpp"
 #include "data/dataset_writer.hpp"
 #include "data/h5.hpp"
-#include "core/half.hpp"
 #include "data/idx.hpp"
 #include "data/inspect_data.hpp"
 

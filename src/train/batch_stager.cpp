@@ -1,0 +1,43 @@
+#include "train/batch_stager.hpp"
+
+namespace hpctrain {
+
+BatchStager::BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems)
+    : backend_(backend) {
+  if (backend_.host_accessible()) return;
+  const size_t elems = static_cast<size_t>(max_batch * sample_elems);
+  for (int slot = 0; slot < 2; ++slot) {
+    raw_[slot] = DeviceArray<uint8_t>(backend_, elems * sizeof(float));  // any stored type
+    images_[slot] = DeviceArray<float>(backend_, elems);
+    labels_[slot] = DeviceArray<int32_t>(backend_, static_cast<size_t>(max_batch));
+  }
+}
+
+BufferHooks BatchStager::hooks() {
+  if (backend_.host_accessible()) return {};
+  Backend* b = &backend_;
+  return {[b](void* p, size_t bytes) { b->pin_host(p, bytes); },
+          [b](void* p) { b->unpin_host(p); }};
+}
+
+BatchStager::Input BatchStager::stage(const Loader& loader, const BatchBuffer& b) {
+  if (backend_.host_accessible()) return {b.images.data(), b.labels.data()};
+  const int slot = slot_ ^= 1;
+  const DatasetShape& shape = loader.shape();
+  const size_t n = static_cast<size_t>(b.size * shape.sample_elems());
+  backend_.upload(slot, raw_[slot].data(), b.images.data(),
+                  static_cast<size_t>(b.size) * shape.sample_bytes());
+  backend_.upload(slot, labels_[slot].data(), b.labels.data(),
+                  static_cast<size_t>(b.size) * sizeof(int32_t));
+  backend_.uploads_ready();
+  backend_.decode_input(raw_[slot].data(), shape.type, n, images_[slot].data());
+  return {images_[slot].data(), labels_[slot].data()};
+}
+
+void BatchStager::release() {
+  if (backend_.host_accessible()) return;
+  backend_.input_consumed(slot_);
+  backend_.wait_uploads();
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,42 @@
+// Where a batch's images and labels are read from by the backend. For host memory (the
+// CPU backend) that is the loader's buffer itself. For a device backend the loaders keep
+// the stored bytes in pinned buffers (hooks(), LoaderOptions::raw), and stage() uploads
+// them into the next of two device slots on the backend's copy stream, beside the
+// computation, then decodes them there; release() follows the batch's last use and must
+// come before the loader's next pop, which may refill the host buffer.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/backend.hpp"
+#include "data/loader.hpp"
+
+namespace hpctrain {
+
+class BatchStager {
+ public:
+  struct Input {
+    const float* images;
+    const int32_t* labels;
+  };
+
+  // Device slots for batches of up to `max_batch` samples of `sample_elems` values.
+  BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems);
+
+  // For LoaderOptions: pins a device backend's batch buffers; {} for host memory.
+  BufferHooks hooks();
+  // Whether loaders should keep stored bytes (LoaderOptions::raw).
+  bool wants_raw() const { return !backend_.host_accessible(); }
+
+  Input stage(const Loader& loader, const BatchBuffer& b);
+  void release();
+
+ private:
+  Backend& backend_;
+  DeviceArray<uint8_t> raw_[2];  // stored bytes as uploaded, before decode_input
+  DeviceArray<float> images_[2];
+  DeviceArray<int32_t> labels_[2];
+  int slot_ = 0;  // the slot of the batch in use
+};
+
+}  // namespace hpctrain
