@@ -12,95 +12,23 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
-#include <tuple>
+#include <memory>
 
+#include "backend/cuda/conv_planner.hpp"
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cudnn_util.hpp"
 #include "core/sample_type.hpp"
 #include "kernels/kernels.hpp"
 
 namespace hpctrain {
 namespace {
 
+using cuda::ConvPlan;
 using cuda::fail;
-
-// cuDNN descriptor owners (RAII): one type per descriptor kind.
-template <typename T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
-class Descriptor {
- public:
-  Descriptor() { HT_CUDA(Create(&d_)); }
-  ~Descriptor() { Destroy(d_); }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  T get() const { return d_; }
-
- private:
-  T d_{};
-};
-using TensorDesc =
-    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
-using FilterDesc =
-    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
-using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
-                            cudnnDestroyConvolutionDescriptor>;
-using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
-                            cudnnDestroyPoolingDescriptor>;
-
-void set_nchw(const TensorDesc& d, int n, int c, int h, int w) {
-  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
-}
-
-// Everything cuDNN needs for one convolution shape, with its algorithms chosen once.
-struct ConvPlan {
-  TensorDesc x, y;
-  FilterDesc w;
-  ConvDesc conv;
-  cudnnConvolutionFwdAlgo_t fwd{};
-  cudnnConvolutionBwdDataAlgo_t bwd_data{};
-  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
-  size_t workspace = 0;  // the largest of the three algorithms' needs
-};
-
-auto shape_key(const Conv2dShape& s) {
-  return std::make_tuple(s.n, s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride_h, s.stride_w,
-                         s.pad_h, s.pad_w);
-}
-
-// The fastest algorithm cuDNN's heuristics rank that fits the workspace limit (and is
-// deterministic when asked); perf results come sorted by expected time.
-// cuDNN Find run twice (find(perf, &count) fills perf sorted by time): each algorithm's
-// time becomes the sum of its two, re-sorted, so one noisy measurement decides less.
-template <typename Perf, typename Find>
-void find_twice(Perf* perf, int capacity, int& count, Find&& find) {
-  std::vector<Perf> again(static_cast<size_t>(capacity));
-  int n = 0;
-  find(perf, &count);
-  find(again.data(), &n);
-  for (int i = 0; i < count; ++i) {
-    const auto same = std::find_if(again.begin(), again.begin() + n, [&](const Perf& q) {
-      return q.algo == perf[i].algo && q.mathType == perf[i].mathType;
-    });
-    if (same == again.begin() + n || same->status != CUDNN_STATUS_SUCCESS) {
-      perf[i].status = CUDNN_STATUS_NOT_SUPPORTED;  // failed once: not a candidate
-    } else {
-      perf[i].time += same->time;
-    }
-  }
-  std::stable_sort(perf, perf + count, [](const Perf& a, const Perf& b) {
-    const bool ok_a = a.status == CUDNN_STATUS_SUCCESS, ok_b = b.status == CUDNN_STATUS_SUCCESS;
-    return ok_a != ok_b ? ok_a : a.time < b.time;
-  });
-}
-
-template <typename Perf>
-const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, const char* what) {
-  for (int i = 0; i < count; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
-    if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
-    return perf[i];
-  }
-  fail(what, "no algorithm fits the workspace limit", __FILE__, __LINE__);
-}
+using cuda::PoolDesc;
+using cuda::Scratch;
+using cuda::set_nchw;
+using cuda::TensorDesc;
 
 class CudaBackend final : public Backend {
  public:
@@ -121,6 +49,8 @@ class CudaBackend final : public Backend {
     HT_CUDA(cublasSetMathMode(cublas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     HT_CUDA(cudnnCreate(&cudnn_));
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
+    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, o.tf32, o.deterministic,
+                                                   [this] { warm_up(); });
   }
   ~CudaBackend() override {
 #ifdef HT_HAVE_NCCL
@@ -131,7 +61,7 @@ class CudaBackend final : public Backend {
       cudaStreamDestroy(comm_stream_);
     }
 #endif
-    conv_plans_.clear();
+    planner_.reset();
     cudnnDestroy(cudnn_);
     cublasDestroy(cublas_);
     cudaFree(phase_sums_);
@@ -268,13 +198,11 @@ class CudaBackend final : public Backend {
   }
 
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override {
-    const size_t need = plan(s, kSetupWorkspaceLimit).workspace;
-    max_workspace_ = std::max(max_workspace_, need);
-    return need;
+    return planner_->workspace_bytes(s);
   }
   void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
                       void* workspace) override {
-    const ConvPlan& p = plan(s);
+    const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnConvolutionForward(cudnn_, &one, p.x.get(), x, p.w.get(), w, p.conv.get(), p.fwd,
                                     workspace, p.workspace, &zero, p.y.get(), y));
@@ -282,7 +210,7 @@ class CudaBackend final : public Backend {
   }
   void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx,
                             void* workspace) override {
-    const ConvPlan& p = plan(s);
+    const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy, p.conv.get(),
                                          p.bwd_data, workspace, p.workspace, &zero, p.x.get(), dx));
@@ -290,7 +218,7 @@ class CudaBackend final : public Backend {
   }
   void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
                               void* workspace) override {
-    const ConvPlan& p = plan(s);
+    const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
                                            p.bwd_filter, workspace, p.workspace, &zero, p.w.get(),
@@ -448,89 +376,9 @@ class CudaBackend final : public Backend {
     if (e != cudaSuccess) fail(op, cudaGetErrorString(e), __FILE__, __LINE__);
   }
 
-  // The plan for shape s, its algorithms chosen within `limit` bytes of workspace. A shape
-  // first seen inside the step loop (a smaller last batch) must fit the workspace the
-  // model sized from the shapes it asked about at set-up.
-  const ConvPlan& plan(const Conv2dShape& s) { return plan(s, max_workspace_); }
-  const ConvPlan& plan(const Conv2dShape& s, size_t limit) {
-    auto key = shape_key(s);
-    if (auto it = conv_plans_.find(key); it != conv_plans_.end()) return it->second;
-    ConvPlan& p = conv_plans_[key];
-    set_nchw(p.x, s.n, s.c_in, s.h, s.w);
-    set_nchw(p.y, s.n, s.c_out, s.out_h(), s.out_w());
-    HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.c_out,
-                                       s.c_in, s.kh, s.kw));
-    HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w,
-                                            1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed.
-    HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(),
-                                        options_.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-    // Deterministic runs take the heuristics' ranking (the same choice every run); others
-    // time the candidates on this GPU (cuDNN's Find, what PyTorch's cudnn.benchmark does).
-    const bool measure = !options_.deterministic;
-    constexpr int kFwd = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
-    constexpr int kBwdData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
-    constexpr int kBwdFilter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
-    cudnnConvolutionFwdAlgoPerf_t fwd[kFwd];
-    cudnnConvolutionBwdDataAlgoPerf_t bd[kBwdData];
-    cudnnConvolutionBwdFilterAlgoPerf_t bf[kBwdFilter];
-    int nf = 0, nd = 0, ng = 0;
-    HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), p.conv.get(),
-                                                   p.y.get(), kFwd, &nf, fwd));
-    HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w.get(), p.y.get(), p.conv.get(),
-                                                        p.x.get(), kBwdData, &nd, bd));
-    HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        cudnn_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kBwdFilter, &ng, bf));
-    if (measure) {
-      // Scratch tensors and the largest workspace any candidate within the limit asks for.
-      size_t ws = 0;
-      auto widen = [&](const auto* perf, int count) {
-        for (int i = 0; i < count; ++i) {
-          if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
-            ws = std::max(ws, perf[i].memory);
-          }
-        }
-      };
-      widen(fwd, nf);
-      widen(bd, nd);
-      widen(bf, ng);
-      const size_t nx = size_t(s.n) * s.c_in * s.h * s.w;
-      const size_t ny = size_t(s.n) * s.c_out * s.out_h() * s.out_w();
-      const size_t nw = size_t(s.c_out) * s.c_in * s.kh * s.kw;
-      Scratch x(nx * sizeof(float), stream_), y(ny * sizeof(float), stream_),
-          w(nw * sizeof(float), stream_), work(ws, nullptr);
-      warm_up_once();
-      find_twice(fwd, kFwd, nf, [&](cudnnConvolutionFwdAlgoPerf_t* out, int* n) {
-        HT_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x.get(), x.p, p.w.get(), w.p,
-                                                       p.conv.get(), p.y.get(), y.p, kFwd, n, out,
-                                                       work.p, ws));
-      });
-      find_twice(bd, kBwdData, nd, [&](cudnnConvolutionBwdDataAlgoPerf_t* out, int* n) {
-        HT_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w.get(), w.p, p.y.get(), y.p,
-                                                            p.conv.get(), p.x.get(), x.p, kBwdData,
-                                                            n, out, work.p, ws));
-      });
-      find_twice(bf, kBwdFilter, ng, [&](cudnnConvolutionBwdFilterAlgoPerf_t* out, int* n) {
-        HT_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x.get(), x.p, p.y.get(),
-                                                              y.p, p.conv.get(), p.w.get(), w.p,
-                                                              kBwdFilter, n, out, work.p, ws));
-      });
-    }
-    const auto& f = pick(fwd, nf, limit, options_.deterministic, "convolution forward");
-    const auto& d = pick(bd, nd, limit, options_.deterministic, "convolution backward data");
-    const auto& g = pick(bf, ng, limit, options_.deterministic, "convolution backward filter");
-    p.fwd = f.algo;
-    p.bwd_data = d.algo;
-    p.bwd_filter = g.algo;
-    p.workspace = std::max({f.memory, d.memory, g.memory});
-    return p;
-  }
-
-  // Before the first algorithm timing: about a quarter second of matrix products, so that
-  // an idle GPU's clocks have ramped up and the first shapes are not timed slow.
-  void warm_up_once() {
-    if (warmed_up_) return;
-    warmed_up_ = true;
+  // Before the first algorithm timing (ConvPlanner): about a quarter second of matrix products, so
+  // that an idle GPU's clocks have ramped up and the first shapes are not timed slow.
+  void warm_up() {
     constexpr int kN = 4096;
     constexpr size_t kBytes = size_t{kN} * kN * sizeof(float);
     Scratch a(kBytes, stream_), c(kBytes, stream_);
@@ -542,20 +390,6 @@ class CudaBackend final : public Backend {
     }
     HT_CUDA(cudaStreamSynchronize(stream_));
   }
-
-  // Device memory for algorithm timing, freed when the plan is made. Tensors (given a
-  // stream) hold 0x3c3c3c3c = 0.0115f everywhere: timing on zeros can flatter an algorithm.
-  struct Scratch {
-    Scratch(size_t bytes, cudaStream_t fill_on) {
-      if (bytes == 0) return;
-      HT_CUDA(cudaMalloc(&p, bytes));
-      if (fill_on != nullptr) HT_CUDA(cudaMemsetAsync(p, 0x3c, bytes, fill_on));
-    }
-    ~Scratch() { cudaFree(p); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    void* p = nullptr;
-  };
 
   // a_ = input [n, c, h, w], b_ = pooled output.
   void set_pool(const Pool2dShape& s) {
@@ -576,8 +410,6 @@ class CudaBackend final : public Backend {
     set_nchw(bn_, 1, c, 1, 1);
   }
 
-  static constexpr size_t kSetupWorkspaceLimit = size_t{1} << 30;
-
   CudaBackendOptions options_;
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;          // input uploads
@@ -588,9 +420,7 @@ class CudaBackend final : public Backend {
   double* phase_sums_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
-  std::map<decltype(shape_key(Conv2dShape{})), ConvPlan> conv_plans_;
-  size_t max_workspace_ = 0;
-  bool warmed_up_ = false;  // see warm_up_once()
+  std::unique_ptr<cuda::ConvPlanner> planner_;
   TensorDesc a_, b_, bn_;
   PoolDesc pool_;
 #ifdef HT_HAVE_NCCL

@@ -1,0 +1,137 @@
+#include "backend/cuda/conv_planner.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace hpctrain::cuda {
+namespace {
+
+// cuDNN Find run twice (find(perf, &count) fills perf sorted by time): each algorithm's
+// time becomes the sum of its two, re-sorted, so one noisy measurement decides less.
+template <typename Perf, typename Find>
+void find_twice(Perf* perf, int capacity, int& count, Find&& find) {
+  std::vector<Perf> again(static_cast<size_t>(capacity));
+  int n = 0;
+  find(perf, &count);
+  find(again.data(), &n);
+  for (int i = 0; i < count; ++i) {
+    const auto same = std::find_if(again.begin(), again.begin() + n, [&](const Perf& q) {
+      return q.algo == perf[i].algo && q.mathType == perf[i].mathType;
+    });
+    if (same == again.begin() + n || same->status != CUDNN_STATUS_SUCCESS) {
+      perf[i].status = CUDNN_STATUS_NOT_SUPPORTED;  // failed once: not a candidate
+    } else {
+      perf[i].time += same->time;
+    }
+  }
+  std::stable_sort(perf, perf + count, [](const Perf& a, const Perf& b) {
+    const bool ok_a = a.status == CUDNN_STATUS_SUCCESS, ok_b = b.status == CUDNN_STATUS_SUCCESS;
+    return ok_a != ok_b ? ok_a : a.time < b.time;
+  });
+}
+
+// The first algorithm of a ranking (heuristics' or Find's, best first) that fits the
+// workspace limit (and is deterministic when asked).
+template <typename Perf>
+const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    if (deterministic && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    return perf[i];
+  }
+  fail(what, "no algorithm fits the workspace limit", __FILE__, __LINE__);
+}
+
+}  // namespace
+
+ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, bool tf32, bool deterministic,
+                         std::function<void()> warm_up)
+    : cudnn_(cudnn),
+      stream_(stream),
+      tf32_(tf32),
+      deterministic_(deterministic),
+      warm_up_(std::move(warm_up)) {}
+
+size_t ConvPlanner::workspace_bytes(const Conv2dShape& s) {
+  const size_t need = plan(s, kSetupWorkspaceLimit).workspace;
+  max_workspace_ = std::max(max_workspace_, need);
+  return need;
+}
+
+const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
+  const Key key{s.n,  s.c_in,     s.h,        s.w,     s.c_out, s.kh,
+                s.kw, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  ConvPlan& p = plans_[key];
+  set_nchw(p.x, s.n, s.c_in, s.h, s.w);
+  set_nchw(p.y, s.n, s.c_out, s.out_h(), s.out_w());
+  HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.c_out,
+                                     s.c_in, s.kh, s.kw));
+  HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1,
+                                          1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed.
+  HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const bool measure = !deterministic_;
+  constexpr int kFwd = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  constexpr int kBwdData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  constexpr int kBwdFilter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  cudnnConvolutionFwdAlgoPerf_t fwd[kFwd];
+  cudnnConvolutionBwdDataAlgoPerf_t bd[kBwdData];
+  cudnnConvolutionBwdFilterAlgoPerf_t bf[kBwdFilter];
+  int nf = 0, nd = 0, ng = 0;
+  HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), p.conv.get(),
+                                                 p.y.get(), kFwd, &nf, fwd));
+  HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w.get(), p.y.get(), p.conv.get(),
+                                                      p.x.get(), kBwdData, &nd, bd));
+  HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p.x.get(), p.y.get(), p.conv.get(),
+                                                        p.w.get(), kBwdFilter, &ng, bf));
+  if (measure) {
+    // Scratch tensors and the largest workspace any candidate within the limit asks for.
+    size_t ws = 0;
+    auto widen = [&](const auto* perf, int count) {
+      for (int i = 0; i < count; ++i) {
+        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) {
+          ws = std::max(ws, perf[i].memory);
+        }
+      }
+    };
+    widen(fwd, nf);
+    widen(bd, nd);
+    widen(bf, ng);
+    const size_t nx = size_t(s.n) * s.c_in * s.h * s.w;
+    const size_t ny = size_t(s.n) * s.c_out * s.out_h() * s.out_w();
+    const size_t nw = size_t(s.c_out) * s.c_in * s.kh * s.kw;
+    Scratch x(nx * sizeof(float), stream_), y(ny * sizeof(float), stream_),
+        w(nw * sizeof(float), stream_), work(ws, nullptr);
+    if (warm_up_) {
+      warm_up_();
+      warm_up_ = nullptr;
+    }
+    find_twice(fwd, kFwd, nf, [&](cudnnConvolutionFwdAlgoPerf_t* out, int* n) {
+      HT_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x.get(), x.p, p.w.get(), w.p,
+                                                     p.conv.get(), p.y.get(), y.p, kFwd, n, out,
+                                                     work.p, ws));
+    });
+    find_twice(bd, kBwdData, nd, [&](cudnnConvolutionBwdDataAlgoPerf_t* out, int* n) {
+      HT_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w.get(), w.p, p.y.get(), y.p,
+                                                          p.conv.get(), p.x.get(), x.p, kBwdData, n,
+                                                          out, work.p, ws));
+    });
+    find_twice(bf, kBwdFilter, ng, [&](cudnnConvolutionBwdFilterAlgoPerf_t* out, int* n) {
+      HT_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x.get(), x.p, p.y.get(), y.p,
+                                                            p.conv.get(), p.w.get(), w.p,
+                                                            kBwdFilter, n, out, work.p, ws));
+    });
+  }
+  const auto& f = pick(fwd, nf, limit, deterministic_, "convolution forward");
+  const auto& d = pick(bd, nd, limit, deterministic_, "convolution backward data");
+  const auto& g = pick(bf, ng, limit, deterministic_, "convolution backward filter");
+  p.fwd = f.algo;
+  p.bwd_data = d.algo;
+  p.bwd_filter = g.algo;
+  p.workspace = std::max({f.memory, d.memory, g.memory});
+  return p;
+}
+
+}  // namespace hpctrain::cuda

@@ -1,0 +1,57 @@
+// cuDNN convolution plans: for each convolution shape, its descriptors and the forward,
+// backward-data and backward-filter algorithms, chosen once. Deterministic runs take the
+// heuristics' ranking (the same choice every run, deterministic algorithms only); others
+// time the candidates on the GPU (cuDNN Find, twice, summed; what PyTorch's
+// cudnn.benchmark does), after a warm-up that lets an idle GPU's clocks ramp up.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <tuple>
+
+#include "backend/conv_shape.hpp"
+#include "backend/cuda/cudnn_util.hpp"
+
+namespace hpctrain::cuda {
+
+struct ConvPlan {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t fwd{};
+  cudnnConvolutionBwdDataAlgo_t bwd_data{};
+  cudnnConvolutionBwdFilterAlgo_t bwd_filter{};
+  size_t workspace = 0;  // the largest of the three algorithms' needs
+};
+
+class ConvPlanner {
+ public:
+  // `warm_up` runs once, before the first timing. The handle runs on `stream`.
+  ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, bool tf32, bool deterministic,
+              std::function<void()> warm_up);
+
+  // At set-up: the workspace shape s needs, its algorithms chosen within a generous limit.
+  // The largest answer becomes the limit for shapes first seen later.
+  size_t workspace_bytes(const Conv2dShape& s);
+  // The plan for s. A shape first seen inside the step loop (a smaller last batch) must
+  // fit the workspace the model sized from the shapes it asked about at set-up.
+  const ConvPlan& plan(const Conv2dShape& s) { return plan(s, max_workspace_); }
+
+ private:
+  const ConvPlan& plan(const Conv2dShape& s, size_t limit);
+
+  static constexpr size_t kSetupWorkspaceLimit = size_t{1} << 30;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;
+
+  cudnnHandle_t cudnn_;
+  cudaStream_t stream_;
+  bool tf32_, deterministic_;
+  std::function<void()> warm_up_;  // emptied once run
+  std::map<Key, ConvPlan> plans_;
+  size_t max_workspace_ = 0;
+};
+
+}  // namespace hpctrain::cuda

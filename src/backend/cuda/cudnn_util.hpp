@@ -1,0 +1,54 @@
+// Small owners shared by the CUDA backend's files: cuDNN descriptors (RAII, one type per
+// descriptor kind) and scratch device memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstddef>
+
+#include "backend/cuda/cuda_check.hpp"
+
+namespace hpctrain::cuda {
+
+template <typename T, cudnnStatus_t (*Create)(T*), cudnnStatus_t (*Destroy)(T)>
+class Descriptor {
+ public:
+  Descriptor() { HT_CUDA(Create(&d_)); }
+  ~Descriptor() { Destroy(d_); }
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  T get() const { return d_; }
+
+ private:
+  T d_{};
+};
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor, cudnnDestroyFilterDescriptor>;
+using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+                            cudnnDestroyConvolutionDescriptor>;
+using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
+                            cudnnDestroyPoolingDescriptor>;
+
+inline void set_nchw(const TensorDesc& d, int n, int c, int h, int w) {
+  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+}
+
+// Device memory for set-up work (algorithm timing, warm-up), freed at the end of the
+// scope. Given a stream, it is filled there with 0x3c bytes (floats of 0.0115): timing on
+// zeros can flatter an algorithm.
+struct Scratch {
+  Scratch(size_t bytes, cudaStream_t fill_on) {
+    if (bytes == 0) return;
+    HT_CUDA(cudaMalloc(&p, bytes));
+    if (fill_on != nullptr) HT_CUDA(cudaMemsetAsync(p, 0x3c, bytes, fill_on));
+  }
+  ~Scratch() { cudaFree(p); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* p = nullptr;
+};
+
+}  // namespace hpctrain::cuda
