@@ -2,6 +2,15 @@
 // against device pointers. cpu_backend.cpp implements it with BLAS and loops; a
 // CUDA backend implements the same calls with cuBLAS/cuDNN and kernels/.
 // A Backend is used from the training thread only (not thread-safe).
+//
+// Types: a backend computes in one activation type, act_type() (float32, or bfloat16 /
+// float16 for mixed precision). Activations (layer inputs and outputs, their gradients,
+// dropout masks, logits) and the compute copy of the weights that matrix products and
+// convolutions read are of that type: `void*` in the signatures below. Parameters,
+// gradients, biases, normalisation parameters and statistics, model state and optimizer
+// state are float32 always (`float*`): mixed precision keeps float32 master weights.
+// Arithmetic is float32 throughout (16-bit values are widened, results rounded to
+// nearest even when stored).
 #pragma once
 
 #include <array>
@@ -12,6 +21,7 @@
 #include <vector>
 
 #include "backend/conv_shape.hpp"
+#include "core/dtype.hpp"
 
 namespace hpctrain {
 
@@ -47,6 +57,8 @@ class Backend {
   // snapshots and input batches then use it in place; otherwise they are staged through
   // host buffers with copy_to_host / copy_to_device.
   virtual bool host_accessible() const = 0;
+  // The type of activations and of the weights' compute copy (see above).
+  virtual DType act_type() const = 0;
 
   // Memory. Allocations happen at set-up, never inside the step loop.
   virtual void* alloc_bytes(size_t bytes) = 0;  // zero-filled
@@ -56,6 +68,8 @@ class Backend {
   virtual void fill_zero(float* x, size_t n) = 0;
   // Device-to-device copy of n floats (non-overlapping).
   virtual void copy(const float* src, float* dst, size_t n) = 0;
+  // dst = src rounded to act_type() (n values; the weights' compute copy).
+  virtual void convert(const float* src, void* dst, size_t n) = 0;
   // Waits for all work issued so far (no-op on the CPU).
   virtual void synchronize() = 0;
 
@@ -77,10 +91,11 @@ class Backend {
   virtual void uploads_ready() {}
   virtual void input_consumed(int /*slot*/) {}
   virtual void wait_uploads() {}
-  // Decodes n stored input values at `raw` (the backend's memory) into floats, as
-  // decode_samples does on the host: a device backend uploads the stored bytes (a quarter
-  // of the floats' for uint8) and decodes them where the batch lands.
-  virtual void decode_input(const void* raw, SampleType type, size_t n, float* out) = 0;
+  // Decodes n stored input values at `raw` (the backend's memory) into activations, as
+  // decode_samples does on the host then rounded to act_type(): a device backend uploads
+  // the stored bytes (a quarter of the floats' for uint8) and decodes them where the batch
+  // lands.
+  virtual void decode_input(const void* raw, SampleType type, size_t n, void* out) = 0;
 
   // A clock for the phases of the step loop, read in the backend's order of execution
   // (a GPU stamps its own timer, so the loop never waits for the device to time it):
@@ -91,22 +106,26 @@ class Backend {
   virtual void phase_mark(int i);
   virtual PhaseSeconds take_phases();
 
-  // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C, op(A) is m x k.
-  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                    const float* b, float beta, float* c) = 0;
+  // Row-major C[m x n] = alpha * op(A) * op(B) + beta * C, op(A) is m x k; A, B and C
+  // activations or weights (act_type()).
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+                    const void* b, float beta, void* c) = 0;
+  // The same with C in float32: a weight gradient from activations.
+  virtual void gemm_f32_out(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                            const void* a, const void* b, float beta, float* c) = 0;
   // y[r, :] += bias for each of `rows` rows of width `cols`.
-  virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;
+  virtual void add_bias(void* y, const float* bias, int rows, int cols) = 0;
   // dbias = sum over rows of dy (overwrites).
-  virtual void sum_rows(const float* dy, float* dbias, int rows, int cols) = 0;
+  virtual void sum_rows(const void* dy, float* dbias, int rows, int cols) = 0;
 
   // NCHW per-channel bias: y[i, c, :] += bias[c] over n samples of c planes of hw.
-  virtual void add_channel_bias(float* y, const float* bias, int n, int c, int hw) = 0;
+  virtual void add_channel_bias(void* y, const float* bias, int n, int c, int hw) = 0;
   // dbias[c] = sum of dy[i, c, :] over all samples and positions (overwrites).
-  virtual void sum_channels(const float* dy, float* dbias, int n, int c, int hw) = 0;
+  virtual void sum_channels(const void* dy, float* dbias, int n, int c, int hw) = 0;
   // y = a + b element-wise; y may be a or b (residual connections).
-  virtual void add(const float* a, const float* b, float* y, size_t n) = 0;
+  virtual void add(const void* a, const void* b, void* y, size_t n) = 0;
   // y = a * b element-wise; y may be a or b.
-  virtual void multiply(const float* a, const float* b, float* y, size_t n) = 0;
+  virtual void multiply(const void* a, const void* b, void* y, size_t n) = 0;
 
   // 2-D convolution (cross-correlation, as in every DL framework), NCHW, filters
   // [c_out, c_in, kh, kw]. Each call takes a scratch `workspace` of at least
@@ -115,28 +134,29 @@ class Backend {
   // nothing. Nothing is kept in the workspace between calls.
   virtual size_t conv2d_workspace_bytes(const Conv2dShape& s) = 0;
   // y = conv(x, w) (overwrites y; the bias is added separately with add_channel_bias).
-  virtual void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+  // w is the weights' compute copy (act_type()).
+  virtual void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                               void* workspace) = 0;
   // dx = d(loss)/dx given dy (overwrites dx).
-  virtual void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w,
-                                    float* dx, void* workspace) = 0;
-  // dw = d(loss)/dw given x and dy, summed over the batch (overwrites dw).
-  virtual void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy,
+  virtual void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
+                                    void* workspace) = 0;
+  // dw = d(loss)/dw given x and dy, summed over the batch (overwrites dw, float32).
+  virtual void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy,
                                       float* dw, void* workspace) = 0;
 
   // Pooling, NCHW; see Pool2dShape for padding. Backward overwrites dx.
-  virtual void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) = 0;
+  virtual void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) = 0;
   // The gradient goes to the first maximum of each window (row-major scan), found again
   // from x and y rather than stored, so forward keeps no state (cuDNN's interface).
-  virtual void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y,
-                                  const float* dy, float* dx) = 0;
-  virtual void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) = 0;
-  virtual void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) = 0;
+  virtual void maxpool2d_backward(const Pool2dShape& s, const void* x, const void* y,
+                                  const void* dy, void* dx) = 0;
+  virtual void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) = 0;
+  virtual void avgpool2d_backward(const Pool2dShape& s, const void* dy, void* dx) = 0;
 
   // y may be x (in place).
-  virtual void relu_forward(const float* x, float* y, size_t n) = 0;
+  virtual void relu_forward(const void* x, void* y, size_t n) = 0;
   // dx = dy where y > 0, else 0; dx may be dy.
-  virtual void relu_backward(const float* y, const float* dy, float* dx, size_t n) = 0;
+  virtual void relu_backward(const void* y, const void* dy, void* dx, size_t n) = 0;
 
   // Batch normalisation per channel over n samples of c channels of hw positions (NCHW;
   // hw = 1 for feature vectors), as cuDNN's spatial mode and PyTorch's BatchNorm:
@@ -144,31 +164,33 @@ class Backend {
   // Training uses the batch's mean and biased variance, saves the mean and 1/sqrt(var+eps)
   // per channel for backward, and moves the running statistics towards the batch's:
   //   running = (1 - momentum) * running + momentum * batch, with the unbiased variance.
-  virtual void batchnorm_forward_training(const float* x, const float* gamma, const float* beta,
-                                          float* y, int n, int c, int hw, float eps, float momentum,
+  virtual void batchnorm_forward_training(const void* x, const float* gamma, const float* beta,
+                                          void* y, int n, int c, int hw, float eps, float momentum,
                                           float* running_mean, float* running_var, float* save_mean,
                                           float* save_invstd) = 0;
   // Evaluation: the running statistics instead of the batch's.
-  virtual void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta,
-                                           float* y, int n, int c, int hw, float eps,
+  virtual void batchnorm_forward_inference(const void* x, const float* gamma, const float* beta,
+                                           void* y, int n, int c, int hw, float eps,
                                            const float* running_mean, const float* running_var) = 0;
   // Gradients of the training forward (overwrites dx, dgamma, dbeta); dx may be null (a
   // first layer needs only dgamma and dbeta).
-  virtual void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+  virtual void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                                   float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                                   const float* save_mean, const float* save_invstd) = 0;
 
   // Inverted dropout: mask[i] = counter_uniform(seed, i) >= p ? 1 / (1 - p) : 0 (see
-  // core/random.hpp, so every backend draws the same mask), y = x * mask. 0 <= p < 1.
-  // Backward is multiply(dy, mask, dx).
-  virtual void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+  // core/random.hpp, so every backend draws the same mask; stored as act_type()),
+  // y = x * mask. 0 <= p < 1. Backward is multiply(dy, mask, dx).
+  virtual void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                                uint64_t seed) = 0;
 
   // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
   // Adds the batch's loss sum, correct count and sample count to *stats (device
-  // memory). If dlogits is not null, writes grad_scale * (softmax - onehot).
-  virtual void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
-                            float grad_scale, float* dlogits, LossStats* stats) = 0;
+  // memory). If dlogits is not null, writes grad_scale * loss_scale * (softmax - onehot),
+  // where loss_scale is *loss_scale (device memory; see LossScaleState) or 1 if null.
+  virtual void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols,
+                            float grad_scale, const float* loss_scale, void* dlogits,
+                            LossStats* stats) = 0;
 
   // Collectives on device memory across the ranks' backends (NCCL on the CUDA backend),
   // in stream order with the other operations. A backend without them (the CPU: its
@@ -194,14 +216,36 @@ class Backend {
 
   // Fused SGD over n parameters (PyTorch semantics):
   //   g = grad + wd * p;  v = mu * v + g;  p -= lr * (nesterov ? g + mu * v : v)
+  // Does nothing if `skip` (device memory, may be null) is non-zero: a loss-scaled step
+  // whose gradients overflowed.
   virtual void sgd_update(float* params, const float* grads, float* velocity, size_t n,
-                          const SgdParams& sgd) = 0;
+                          const SgdParams& sgd, const float* skip) = 0;
+
+  // Dynamic loss scaling (float16), with its state in device memory so that the step
+  // loop never waits for the device: see LossScaleState.
+  // grads *= 1 / state[kScale]; state[kFoundInf] = 1 if any of them is not finite.
+  virtual void unscale_grads(float* grads, size_t n, float* state) = 0;
+  // After a step's unscale_grads calls: on overflow the scale is multiplied by `backoff`
+  // and the step counted as skipped, else after `interval` steps in a row without one it
+  // is multiplied by `growth`; then kFoundInf is cleared.
+  virtual void update_loss_scale(float* state, float growth, float backoff, int interval) = 0;
   // x *= alpha
   virtual void scale(float* x, size_t n, float alpha) = 0;
 
  private:
   PhaseSeconds phase_stamp_{}, phase_sums_{};  // the host-clock phase_mark
   bool phase_started_ = false;
+};
+
+// The float32 values of a dynamic loss scaler's device state (Backend::unscale_grads).
+struct LossScaleState {
+  enum : size_t {
+    kScale,     // the factor the loss gradient is multiplied by
+    kGood,      // steps since the last overflow or growth
+    kFoundInf,  // this step's gradients overflowed
+    kSkipped,   // steps skipped so far (counted up; read and reset per epoch)
+    kCount
+  };
 };
 
 // Owns one device allocation of `n` elements of T. Move-only; not thread-safe.
