@@ -66,8 +66,8 @@ class Backend {
   virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void fill_zero(float* x, size_t n) = 0;
-  // Device-to-device copy of n floats (non-overlapping).
-  virtual void copy(const float* src, float* dst, size_t n) = 0;
+  // Device-to-device copy of `bytes` bytes (non-overlapping).
+  virtual void copy(const void* src, void* dst, size_t bytes) = 0;
   // dst = src rounded to act_type() (n values; the weights' compute copy).
   virtual void convert(const float* src, void* dst, size_t n) = 0;
   // Waits for all work issued so far (no-op on the CPU).

@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -13,8 +14,11 @@
 
 namespace hpctrain {
 
-CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes, bool stage_as_device)
-    : threads_(threads), conv_chunk_bytes_(conv_chunk_bytes), stage_as_device_(stage_as_device) {
+CpuBackend::CpuBackend(int threads, size_t conv_chunk_bytes, bool stage_as_device, DType act_type)
+    : act_type_(act_type),
+      threads_(threads),
+      conv_chunk_bytes_(conv_chunk_bytes),
+      stage_as_device_(stage_as_device) {
   HT_REQUIRE(threads >= 1, "CPU backend needs at least one thread");
   openblas_set_num_threads(1);  // the pool parallelises around BLAS calls
   pool_ = std::make_unique<ThreadPool>(threads);
@@ -45,11 +49,11 @@ void CpuBackend::fill_zero(float* x, size_t n) {
   if (n > 0) std::memset(x, 0, n * sizeof(float));
 }
 
-void CpuBackend::copy(const float* src, float* dst, size_t n) {
-  if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+void CpuBackend::copy(const void* src, void* dst, size_t bytes) {
+  if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
-void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+void CpuBackend::gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                       const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
   const int ldb = trans_b ? k : n;
@@ -73,7 +77,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
   }
 }
 
-void CpuBackend::add_bias(float* y, const float* bias, int rows, int cols) {
+void CpuBackend::add_bias_f32(float* y, const float* bias, int rows, int cols) {
   parallel(static_cast<size_t>(rows), grain_for(cols), [&](size_t lo, size_t hi) {
     for (size_t r = lo; r < hi; ++r) {
       float* row = y + r * cols;
@@ -82,7 +86,7 @@ void CpuBackend::add_bias(float* y, const float* bias, int rows, int cols) {
   });
 }
 
-void CpuBackend::sum_rows(const float* dy, float* dbias, int rows, int cols) {
+void CpuBackend::sum_rows_f32(const float* dy, float* dbias, int rows, int cols) {
   // Columns split across threads; each column summed over the rows in order.
   parallel(static_cast<size_t>(cols), grain_for(rows), [&](size_t lo, size_t hi) {
     std::fill(dbias + lo, dbias + hi, 0.0f);
@@ -93,7 +97,7 @@ void CpuBackend::sum_rows(const float* dy, float* dbias, int rows, int cols) {
   });
 }
 
-void CpuBackend::add_channel_bias(float* y, const float* bias, int n, int c, int hw) {
+void CpuBackend::add_channel_bias_f32(float* y, const float* bias, int n, int c, int hw) {
   parallel(static_cast<size_t>(n) * c, grain_for(hw), [&](size_t lo, size_t hi) {
     for (size_t pl = lo; pl < hi; ++pl) {
       float* plane = y + pl * hw;
@@ -103,7 +107,7 @@ void CpuBackend::add_channel_bias(float* y, const float* bias, int n, int c, int
   });
 }
 
-void CpuBackend::sum_channels(const float* dy, float* dbias, int n, int c, int hw) {
+void CpuBackend::sum_channels_f32(const float* dy, float* dbias, int n, int c, int hw) {
   constexpr int kLanes = 8;  // independent partial sums, so the loop vectorises
   parallel(static_cast<size_t>(c), grain_for(static_cast<size_t>(n) * hw),
            [&](size_t lo, size_t hi) {
@@ -125,31 +129,31 @@ void CpuBackend::sum_channels(const float* dy, float* dbias, int n, int c, int h
            });
 }
 
-void CpuBackend::add(const float* a, const float* b, float* y, size_t n) {
+void CpuBackend::add_f32(const float* a, const float* b, float* y, size_t n) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) y[i] = a[i] + b[i];
   });
 }
 
-void CpuBackend::multiply(const float* a, const float* b, float* y, size_t n) {
+void CpuBackend::multiply_f32(const float* a, const float* b, float* y, size_t n) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) y[i] = a[i] * b[i];
   });
 }
 
-void CpuBackend::relu_forward(const float* x, float* y, size_t n) {
+void CpuBackend::relu_forward_f32(const float* x, float* y, size_t n) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
   });
 }
 
-void CpuBackend::relu_backward(const float* y, const float* dy, float* dx, size_t n) {
+void CpuBackend::relu_backward_f32(const float* y, const float* dy, float* dx, size_t n) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
   });
 }
 
-void CpuBackend::softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
+void CpuBackend::softmax_xent_f32(const float* logits, const int32_t* labels, int rows, int cols,
                               float grad_scale, float* dlogits, LossStats* stats) {
   double loss_sum = 0.0;
   double correct = 0.0;
@@ -182,7 +186,8 @@ void CpuBackend::softmax_xent(const float* logits, const int32_t* labels, int ro
 }
 
 void CpuBackend::sgd_update(float* params, const float* grads, float* velocity, size_t n,
-                            const SgdParams& sgd) {
+                            const SgdParams& sgd, const float* skip) {
+  if (skip != nullptr && *skip != 0.0f) return;
   const float lr = sgd.lr, mu = sgd.momentum, wd = sgd.weight_decay;
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     if (mu == 0.0f) {
@@ -208,6 +213,34 @@ void CpuBackend::scale(float* x, size_t n, float alpha) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) x[i] *= alpha;
   });
+}
+
+void CpuBackend::unscale_grads(float* grads, size_t n, float* state) {
+  const float inv = 1.0f / state[LossScaleState::kScale];
+  std::atomic<bool> overflow{false};
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    bool finite = true;
+    for (size_t i = lo; i < hi; ++i) {
+      grads[i] *= inv;
+      finite = finite && std::isfinite(grads[i]);
+    }
+    if (!finite) overflow.store(true, std::memory_order_relaxed);
+  });
+  if (overflow.load()) state[LossScaleState::kFoundInf] = 1.0f;
+}
+
+void CpuBackend::update_loss_scale(float* state, float growth, float backoff, int interval) {
+  float& scale = state[LossScaleState::kScale];
+  float& good = state[LossScaleState::kGood];
+  if (state[LossScaleState::kFoundInf] != 0.0f) {
+    scale *= backoff;
+    good = 0.0f;
+    state[LossScaleState::kSkipped] += 1.0f;
+  } else if (++good >= static_cast<float>(interval)) {
+    scale *= growth;
+    good = 0.0f;
+  }
+  state[LossScaleState::kFoundInf] = 0.0f;
 }
 
 }  // namespace hpctrain

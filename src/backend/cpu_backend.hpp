@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "core/sample_type.hpp"
@@ -26,70 +27,71 @@ class CpuBackend final : public Backend {
   // threads: BLAS threads for this rank (>= 1). conv_chunk_bytes: see above (tests set it
   // small or huge to take the one-sample and the many-sample paths). stage_as_device: report
   // host_accessible() false, so that the trainer stages data as for a GPU (tests of that
-  // path on machines without one).
+  // path on machines without one). act_type: the activations' type (Backend).
   explicit CpuBackend(int threads, size_t conv_chunk_bytes = kDefaultConvChunkBytes,
-                      bool stage_as_device = false);
+                      bool stage_as_device = false, DType act_type = DType::kF32);
   ~CpuBackend() override;
   const char* name() const override { return "cpu"; }
   bool host_accessible() const override { return !stage_as_device_; }
+  DType act_type() const override { return act_type_; }
 
   void* alloc_bytes(size_t bytes) override;
   void free_bytes(void* p) override;
   void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
   void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
   void fill_zero(float* x, size_t n) override;
-  void copy(const float* src, float* dst, size_t n) override;
+  void copy(const void* src, void* dst, size_t bytes) override;
   void synchronize() override {}
 
-  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-            const float* b, float beta, float* c) override;
-  void add_bias(float* y, const float* bias, int rows, int cols) override;
-  void sum_rows(const float* dy, float* dbias, int rows, int cols) override;
-  void add_channel_bias(float* y, const float* bias, int n, int c, int hw) override;
-  void sum_channels(const float* dy, float* dbias, int n, int c, int hw) override;
-  void add(const float* a, const float* b, float* y, size_t n) override;
-  void multiply(const float* a, const float* b, float* y, size_t n) override;
+  void convert(const float* src, void* dst, size_t n) override;
+  void decode_input(const void* raw, SampleType type, size_t n, void* out) override;
 
-  // Convolutions: cpu_conv.cpp.
+  // The operations on activations (cpu_mixed.cpp): with float32 activations they are the
+  // float32 code below; with 16-bit ones, that code on float copies (see widen()).
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+            const void* b, float beta, void* c) override;
+  void gemm_f32_out(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+                    const void* b, float beta, float* c) override;
+  void add_bias(void* y, const float* bias, int rows, int cols) override;
+  void sum_rows(const void* dy, float* dbias, int rows, int cols) override;
+  void add_channel_bias(void* y, const float* bias, int n, int c, int hw) override;
+  void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override;
+  void add(const void* a, const void* b, void* y, size_t n) override;
+  void multiply(const void* a, const void* b, void* y, size_t n) override;
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
-  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+  void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override;
-  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx,
+  void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
                             void* workspace) override;
-  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+  void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override;
-
-  // Pooling: cpu_pool.cpp.
-  void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) override;
-  void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y, const float* dy,
-                          float* dx) override;
-  void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) override;
-  void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) override;
-
-  void relu_forward(const float* x, float* y, size_t n) override;
-  void relu_backward(const float* y, const float* dy, float* dx, size_t n) override;
-
-  // Batch normalisation and dropout: cpu_norm.cpp.
-  void batchnorm_forward_training(const float* x, const float* gamma, const float* beta, float* y,
+  void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) override;
+  void maxpool2d_backward(const Pool2dShape& s, const void* x, const void* y, const void* dy,
+                          void* dx) override;
+  void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) override;
+  void avgpool2d_backward(const Pool2dShape& s, const void* dy, void* dx) override;
+  void relu_forward(const void* x, void* y, size_t n) override;
+  void relu_backward(const void* y, const void* dy, void* dx, size_t n) override;
+  void batchnorm_forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                   int n, int c, int hw, float eps, float momentum,
                                   float* running_mean, float* running_var, float* save_mean,
                                   float* save_invstd) override;
-  void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, float* y,
+  void batchnorm_forward_inference(const void* x, const float* gamma, const float* beta, void* y,
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override;
-  void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+  void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override;
-  void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+  void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override;
+  void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols,
+                    float grad_scale, const float* loss_scale, void* dlogits,
+                    LossStats* stats) override;
 
-  void decode_input(const void* raw, SampleType type, size_t n, float* out) override {
-    decode_samples(raw, type, n, out);
-  }
-  void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
-                    float grad_scale, float* dlogits, LossStats* stats) override;
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,
-                  const SgdParams& sgd) override;
+                  const SgdParams& sgd, const float* skip) override;
+  void unscale_grads(float* grads, size_t n, float* state) override;
+  void update_loss_scale(float* state, float growth, float backoff, int interval) override;
   void scale(float* x, size_t n, float alpha) override;
 
   int threads() const { return threads_; }
@@ -116,6 +118,58 @@ class CpuBackend final : public Backend {
     pool_->parallel_for(n, grain, std::forward<F>(fn));
   }
 
+  // The float32 operations (cpu_backend.cpp, cpu_conv.cpp, cpu_pool.cpp, cpu_norm.cpp).
+  void gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                const float* b, float beta, float* c);
+  void add_bias_f32(float* y, const float* bias, int rows, int cols);
+  void sum_rows_f32(const float* dy, float* dbias, int rows, int cols);
+  void add_channel_bias_f32(float* y, const float* bias, int n, int c, int hw);
+  void sum_channels_f32(const float* dy, float* dbias, int n, int c, int hw);
+  void add_f32(const float* a, const float* b, float* y, size_t n);
+  void multiply_f32(const float* a, const float* b, float* y, size_t n);
+  void conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
+                          void* workspace);
+  void conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w, float* dx,
+                                void* workspace);
+  void conv2d_backward_filter_f32(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+                                  void* workspace);
+  void maxpool2d_forward_f32(const Pool2dShape& s, const float* x, float* y);
+  void maxpool2d_backward_f32(const Pool2dShape& s, const float* x, const float* dy, float* dx);
+  void avgpool2d_forward_f32(const Pool2dShape& s, const float* x, float* y);
+  void avgpool2d_backward_f32(const Pool2dShape& s, const float* dy, float* dx);
+  void relu_forward_f32(const float* x, float* y, size_t n);
+  void relu_backward_f32(const float* y, const float* dy, float* dx, size_t n);
+  void batchnorm_forward_training_f32(const float* x, const float* gamma, const float* beta,
+                                      float* y, int n, int c, int hw, float eps, float momentum,
+                                      float* running_mean, float* running_var, float* save_mean,
+                                      float* save_invstd);
+  void batchnorm_forward_inference_f32(const float* x, const float* gamma, const float* beta,
+                                       float* y, int n, int c, int hw, float eps,
+                                       const float* running_mean, const float* running_var);
+  void batchnorm_backward_f32(const float* x, const float* dy, const float* gamma, float* dx,
+                              float* dgamma, float* dbeta, int n, int c, int hw, float eps,
+                              const float* save_mean, const float* save_invstd);
+  void dropout_mask_f32(float* mask, size_t n, float p, uint64_t seed);
+  void softmax_xent_f32(const float* logits, const int32_t* labels, int rows, int cols,
+                        float grad_scale, float* dlogits, LossStats* stats);
+
+  // Float views of activations for the float32 code. With float32 activations these are
+  // the pointers themselves; with 16-bit ones, scratch buffers (one per slot, grown on
+  // first use and then reused, so only a model's first steps allocate): widen() copies n
+  // values in as floats, out() gives room for n results, narrow() rounds a slot's n
+  // results into p. Correct rather than fast: a CPU step in 16 bits costs the float32 one
+  // plus the conversions.
+  static constexpr int kSlots = 4;
+  const float* widen(int slot, const void* p, size_t n);
+  float* widen_inout(int slot, void* p, size_t n) {
+    return const_cast<float*>(widen(slot, p, n));
+  }
+  float* out(int slot, void* p, size_t n);
+  void narrow(int slot, void* p, size_t n);
+  bool f32() const { return act_type_ == DType::kF32; }
+
+  DType act_type_;
+  std::vector<float> scratch_[kSlots];
   int threads_;
   size_t conv_chunk_bytes_;
   bool stage_as_device_;

@@ -20,7 +20,7 @@ size_t plane_offset(int i, int ch, int c, int hw) {
 
 }  // namespace
 
-void CpuBackend::batchnorm_forward_training(const float* x, const float* gamma, const float* beta,
+void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gamma, const float* beta,
                                             float* y, int n, int c, int hw, float eps,
                                             float momentum, float* running_mean, float* running_var,
                                             float* save_mean, float* save_invstd) {
@@ -62,7 +62,7 @@ void CpuBackend::batchnorm_forward_training(const float* x, const float* gamma, 
            });
 }
 
-void CpuBackend::batchnorm_forward_inference(const float* x, const float* gamma, const float* beta,
+void CpuBackend::batchnorm_forward_inference_f32(const float* x, const float* gamma, const float* beta,
                                              float* y, int n, int c, int hw, float eps,
                                              const float* running_mean, const float* running_var) {
   check_shape(n, c, hw);
@@ -79,7 +79,7 @@ void CpuBackend::batchnorm_forward_inference(const float* x, const float* gamma,
            });
 }
 
-void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+void CpuBackend::batchnorm_backward_f32(const float* x, const float* dy, const float* gamma, float* dx,
                                     float* dgamma, float* dbeta, int n, int c, int hw,
                                     float /*eps: in save_invstd*/, const float* save_mean,
                                     const float* save_invstd) {
@@ -118,15 +118,11 @@ void CpuBackend::batchnorm_backward(const float* x, const float* dy, const float
            });
 }
 
-void CpuBackend::dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
-                                 uint64_t seed) {
+void CpuBackend::dropout_mask_f32(float* mask, size_t n, float p, uint64_t seed) {
   HT_REQUIRE(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1)");
   const float keep_scale = 1.0f / (1.0f - p);
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i) {
-      mask[i] = counter_uniform(seed, i) >= p ? keep_scale : 0.0f;
-      y[i] = x[i] * mask[i];
-    }
+    for (size_t i = lo; i < hi; ++i) mask[i] = counter_uniform(seed, i) >= p ? keep_scale : 0.0f;
   });
 }
 

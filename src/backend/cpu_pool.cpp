@@ -123,7 +123,7 @@ void maxpool_backward_tiled(const Pool2dShape& s, const float* in, const float* 
 
 }  // namespace
 
-void CpuBackend::maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) {
+void CpuBackend::maxpool2d_forward_f32(const Pool2dShape& s, const float* x, float* y) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
@@ -141,8 +141,8 @@ void CpuBackend::maxpool2d_forward(const Pool2dShape& s, const float* x, float* 
   });
 }
 
-void CpuBackend::maxpool2d_backward(const Pool2dShape& s, const float* x, const float* /*y*/,
-                                    const float* dy, float* dx) {
+void CpuBackend::maxpool2d_backward_f32(const Pool2dShape& s, const float* x, const float* dy,
+                                        float* dx) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   parallel(planes(s), grain_for(in_plane(s)), [&](size_t lo, size_t hi) {
@@ -164,7 +164,7 @@ void CpuBackend::maxpool2d_backward(const Pool2dShape& s, const float* x, const 
   });
 }
 
-void CpuBackend::avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) {
+void CpuBackend::avgpool2d_forward_f32(const Pool2dShape& s, const float* x, float* y) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   const float inv_area = 1.0f / static_cast<float>(s.kh * s.kw);
@@ -186,7 +186,7 @@ void CpuBackend::avgpool2d_forward(const Pool2dShape& s, const float* x, float* 
   });
 }
 
-void CpuBackend::avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) {
+void CpuBackend::avgpool2d_backward_f32(const Pool2dShape& s, const float* dy, float* dx) {
   check_shape(s);
   const int oh = s.out_h(), ow = s.out_w();
   const float inv_area = 1.0f / static_cast<float>(s.kh * s.kw);

@@ -20,6 +20,9 @@ inline constexpr const char* kParamsArray = "model/params";
 // always one shared array.
 inline constexpr const char* kStateArray = "model/state";
 inline constexpr const char* kVelocityArray = "optimizer/velocity";
+// The float16 loss scaler: {scale, steps since the last overflow or growth}. Identical on
+// every rank (strategy allreduce only).
+inline constexpr const char* kLossScaleArray = "optimizer/loss_scale";
 std::string rank_array_name(int rank, const std::string& name);
 
 struct CheckpointState {

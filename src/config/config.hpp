@@ -10,9 +10,11 @@
 namespace hpctrain {
 
 enum class Device { kAuto, kCpu, kCuda };
-// Arithmetic of matrix products and convolutions on a GPU: fp32 exactly, or tf32 (float32
-// data, tensor cores rounding the operands to a 10-bit mantissa). The CPU computes fp32.
-enum class Precision { kFp32, kTf32 };
+// fp32: float32 throughout. tf32: float32 data, GPU tensor cores rounding the operands of
+// matrix products and convolutions to a 10-bit mantissa (the CPU computes fp32). bf16 /
+// fp16: mixed precision, activations and the weights' compute copy in bfloat16 / float16,
+// float32 master weights, gradients and optimizer state; fp16 adds dynamic loss scaling.
+enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 enum class Strategy { kAllreduce, kAverage };
 // Gradient all-reduce: auto = nccl when the backend has device collectives and no two
 // ranks share a GPU, else ring.
@@ -93,6 +95,12 @@ struct TrainConfig {
   // Time each step's phases on the backend's clock (summary.json "step_phases_s"); costs
   // a few tiny kernel launches per step on a GPU.
   bool step_timing = false;
+  // precision fp16: the dynamic loss scale's start (PyTorch GradScaler's defaults) and the
+  // overflow-free steps after which it doubles.
+  struct LossScale {
+    double initial = 65536.0;
+    int growth_interval = 2000;
+  } loss_scale;
 };
 
 struct DistributedConfig {

@@ -127,6 +127,10 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "val_every" << YAML::Value << c.train.val_every;
   number(out, "progress_seconds", c.train.progress_seconds);
   out << YAML::Key << "step_timing" << YAML::Value << c.train.step_timing;
+  out << YAML::Key << "loss_scale" << YAML::Value << YAML::BeginMap;
+  number(out, "initial", c.train.loss_scale.initial);
+  out << YAML::Key << "growth_interval" << YAML::Value << c.train.loss_scale.growth_interval;
+  out << YAML::EndMap;
   out << YAML::EndMap;
 
   out << YAML::Key << "distributed" << YAML::Value << YAML::BeginMap;

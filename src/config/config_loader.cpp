@@ -306,6 +306,9 @@ void read_train(const Section& s, TrainConfig& train) {
   s.get("val_every", train.val_every, 1);
   s.get("progress_seconds", train.progress_seconds, NumberRange::at_least(0));
   s.get("step_timing", train.step_timing);
+  const Section ls = s.section("loss_scale");
+  ls.get("initial", train.loss_scale.initial, NumberRange::at_least(1).at_most(1e30));
+  ls.get("growth_interval", train.loss_scale.growth_interval, 1);
 }
 
 void read_distributed(const Section& s, DistributedConfig& dist) {
@@ -345,6 +348,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   read_train(top.section("train"), config.train);
   read_distributed(top.section("distributed"), config.distributed);
   read_checkpoint(top.section("checkpoint"), config.run, config.checkpoint);
+  if (config.precision == Precision::kFp16 && config.distributed.strategy == Strategy::kAverage) {
+    const auto v = top.find("precision");
+    origins.fail(v->path, v->mark,
+                 "fp16 needs distributed.strategy allreduce (its ranks must agree on the loss "
+                 "scale); bf16 needs no loss scale and works with average");
+  }
   return config;
 }
 

@@ -41,7 +41,9 @@ struct EnumName {
 inline constexpr EnumName<Device> kDeviceNames[] = {
     {"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
 inline constexpr EnumName<Precision> kPrecisionNames[] = {{"fp32", Precision::kFp32},
-                                                          {"tf32", Precision::kTf32}};
+                                                          {"tf32", Precision::kTf32},
+                                                          {"bf16", Precision::kBf16},
+                                                          {"fp16", Precision::kFp16}};
 inline constexpr EnumName<Strategy> kStrategyNames[] = {{"allreduce", Strategy::kAllreduce},
                                                         {"average", Strategy::kAverage}};
 inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {

@@ -76,43 +76,44 @@ std::string BasicBlock::attributes() const {
          (down_conv_ ? " projection" : " identity");
 }
 
-size_t BasicBlock::scratch_bytes(int64_t max_batch) const {
-  const int64_t floats = max_batch * (3 * out_elems_ + (down_conv_ ? in_elems_ : 0));
-  return (static_cast<size_t>(floats) * sizeof(float) + 63) / 64 * 64;  // children stay aligned
+size_t BasicBlock::scratch_bytes(int64_t max_batch, size_t act_size) const {
+  const int64_t values = max_batch * (3 * out_elems_ + (down_conv_ ? in_elems_ : 0));
+  return (static_cast<size_t>(values) * act_size + 63) / 64 * 64;  // children stay aligned
 }
 
 size_t BasicBlock::workspace_bytes(Backend& backend, int64_t max_batch) const {
   size_t children = 0;
   for (const Layer* l : parts_)
     children = std::max(children, l->workspace_bytes(backend, max_batch));
-  return scratch_bytes(max_batch) + children;
+  return scratch_bytes(max_batch, dtype_size(backend.act_type())) + children;
 }
 
 void BasicBlock::set_workspace(void* workspace) {
   Layer::set_workspace(workspace);
   if (workspace == nullptr) return;
-  const size_t per_buffer = static_cast<size_t>(max_batch_ * out_elems_);
-  float* base = static_cast<float*>(workspace);
+  const size_t per_buffer = static_cast<size_t>(max_batch_ * out_elems_) * act_size_;
+  auto* base = static_cast<std::byte*>(workspace);
   ga_ = {base, 0, out_dims_};
   gb_ = {base + per_buffer, 0, out_dims_};
   gc_ = {base + 2 * per_buffer, 0, out_dims_};
   gx_ = {down_conv_ ? base + 3 * per_buffer : nullptr, 0, in_dims_};
-  std::byte* children = static_cast<std::byte*>(workspace) + scratch_bytes(max_batch_);
+  std::byte* children = base + scratch_bytes(max_batch_, act_size_);
   for (Layer* l : parts_) l->set_workspace(children);
 }
 
 void BasicBlock::allocate(Backend& backend, int64_t max_batch) {
   max_batch_ = max_batch;
-  const size_t n = static_cast<size_t>(max_batch * out_elems_);
-  t1_ = DeviceArray<float>(backend, n);
-  t2_ = DeviceArray<float>(backend, n);
-  t4_ = DeviceArray<float>(backend, n);
+  act_size_ = dtype_size(backend.act_type());
+  const size_t n = static_cast<size_t>(max_batch * out_elems_) * dtype_size(backend.act_type());
+  t1_ = DeviceArray<std::byte>(backend, n);
+  t2_ = DeviceArray<std::byte>(backend, n);
+  t4_ = DeviceArray<std::byte>(backend, n);
   t1v_ = {t1_.data(), 0, out_dims_};
   t2v_ = {t2_.data(), 0, out_dims_};
   t4v_ = {t4_.data(), 0, out_dims_};
   if (down_conv_) {
-    s1_ = DeviceArray<float>(backend, n);
-    s2_ = DeviceArray<float>(backend, n);
+    s1_ = DeviceArray<std::byte>(backend, n);
+    s2_ = DeviceArray<std::byte>(backend, n);
     s1v_ = {s1_.data(), 0, out_dims_};
     s2v_ = {s2_.data(), 0, out_dims_};
   }
@@ -123,11 +124,11 @@ void BasicBlock::set_batch(int64_t batch) {
   for (Tensor* t : {&t1v_, &t2v_, &t4v_, &s1v_, &s2v_, &ga_, &gb_, &gc_, &gx_}) t->batch = batch;
 }
 
-void BasicBlock::bind(float* params, float* grads) {
+void BasicBlock::bind(const ParamSlice& p) {
+  size_t offset = 0;
   for (Layer* l : parts_) {
-    l->bind(params, grads);
-    params += l->param_count();
-    grads += l->param_count();
+    l->bind(p.from(offset));
+    offset += l->param_count();
   }
 }
 

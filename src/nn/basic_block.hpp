@@ -31,7 +31,7 @@ class BasicBlock final : public Layer {
   size_t workspace_bytes(Backend& backend, int64_t max_batch) const override;
   void set_workspace(void* workspace) override;
   void allocate(Backend& backend, int64_t max_batch) override;
-  void bind(float* params, float* grads) override;
+  void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   size_t state_count() const override;
   void bind_state(float* state) override;
@@ -44,8 +44,9 @@ class BasicBlock final : public Layer {
   std::vector<const Layer*> sublayers() const override { return {parts_.begin(), parts_.end()}; }
 
  private:
-  // Bytes of the block's own part of the workspace (gradient buffers).
-  size_t scratch_bytes(int64_t max_batch) const;
+  // Bytes of the block's own part of the workspace (gradient buffers) for activations of
+  // act_size bytes.
+  size_t scratch_bytes(int64_t max_batch, size_t act_size) const;
   // Sets the batch of every view (they are built once: a step allocates nothing).
   void set_batch(int64_t batch);
 
@@ -53,6 +54,7 @@ class BasicBlock final : public Layer {
   Dims in_dims_, out_dims_;
   int64_t in_elems_ = 0, out_elems_ = 0;  // per sample
   int64_t max_batch_ = 0;
+  size_t act_size_ = sizeof(float);  // bytes per activation (set by allocate())
   Conv2d conv1_, conv2_;
   BatchNorm bn1_, bn2_;
   std::unique_ptr<Conv2d> down_conv_;  // null: identity shortcut
@@ -60,7 +62,7 @@ class BasicBlock final : public Layer {
   std::vector<Layer*> parts_;
   // Forward activations: conv1 out, bn1+relu out, conv2 out, shortcut conv out, shortcut
   // bn out (the last two only with a projection shortcut).
-  DeviceArray<float> t1_, t2_, t4_, s1_, s2_;
+  DeviceArray<std::byte> t1_, t2_, t4_, s1_, s2_;
   // Views of them, and of the gradient buffers in the workspace: ga, gb, gc of the
   // output's shape, gx of the input's (projection shortcut only).
   Tensor t1v_, t2v_, t4v_, s1v_, s2v_, ga_, gb_, gc_, gx_;

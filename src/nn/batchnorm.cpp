@@ -42,9 +42,9 @@ void BatchNorm::allocate(Backend& backend, int64_t /*max_batch*/) {
   save_invstd_ = DeviceArray<float>(backend, static_cast<size_t>(c_));
 }
 
-void BatchNorm::bind(float* params, float* grads) {
-  params_ = params;
-  grads_ = grads;
+void BatchNorm::bind(const ParamSlice& p) {
+  params_ = p.params;
+  grads_ = p.grads;
 }
 
 void BatchNorm::init_params(Rng& /*rng*/, float* host_params) {

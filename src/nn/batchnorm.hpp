@@ -22,7 +22,7 @@ class BatchNorm final : public Layer {
   int64_t forward_macs() const override { return c_ * hw_; }
   std::string attributes() const override;
   void allocate(Backend& backend, int64_t max_batch) override;
-  void bind(float* params, float* grads) override;
+  void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   size_t state_count() const override { return 2 * static_cast<size_t>(c_); }
   void bind_state(float* state) override { state_ = state; }

@@ -72,11 +72,11 @@ size_t Conv2d::workspace_bytes(Backend& backend, int64_t max_batch) const {
   return backend.conv2d_workspace_bytes(shape(max_batch));
 }
 
-void Conv2d::bind(float* params, float* grads) {
-  w_ = params;
-  dw_ = grads;
-  b_ = options_.bias ? params + weight_count() : nullptr;
-  db_ = options_.bias ? grads + weight_count() : nullptr;
+void Conv2d::bind(const ParamSlice& p) {
+  w_ = p.weights_at(0);
+  dw_ = p.grads;
+  b_ = options_.bias ? p.params + weight_count() : nullptr;
+  db_ = options_.bias ? p.grads + weight_count() : nullptr;
 }
 
 void Conv2d::init_params(Rng& rng, float* host_params) {

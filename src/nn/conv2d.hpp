@@ -27,7 +27,7 @@ class Conv2d final : public Layer {
   int64_t forward_macs() const override;
   std::string attributes() const override;
   size_t workspace_bytes(Backend& backend, int64_t max_batch) const override;
-  void bind(float* params, float* grads) override;
+  void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
   void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -39,8 +39,8 @@ class Conv2d final : public Layer {
 
   Options options_;
   Conv2dShape shape_;  // n unset; filled by output_dims()
-  float* w_ = nullptr;
-  float* b_ = nullptr;
+  const void* w_ = nullptr;  // the weights' compute copy
+  const float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
 };

@@ -10,11 +10,11 @@ Dims Dense::output_dims(const Dims& input) {
   return {out_};
 }
 
-void Dense::bind(float* params, float* grads) {
-  w_ = params;
-  b_ = params + out_ * in_;
-  dw_ = grads;
-  db_ = grads + out_ * in_;
+void Dense::bind(const ParamSlice& p) {
+  w_ = p.weights_at(0);
+  b_ = p.params + out_ * in_;
+  dw_ = p.grads;
+  db_ = p.grads + out_ * in_;
 }
 
 void Dense::init_params(Rng& rng, float* host_params) {
@@ -46,7 +46,7 @@ void Dense::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, con
   const int batch = static_cast<int>(x.batch);
   const int out = static_cast<int>(out_), in = static_cast<int>(in_);
   // dW[out, in] = dy[b, out]^T * x[b, in];  db = column sums of dy
-  backend.gemm(true, false, out, in, batch, 1.0f, dy.data, x.data, 0.0f, dw_);
+  backend.gemm_f32_out(true, false, out, in, batch, 1.0f, dy.data, x.data, 0.0f, dw_);
   backend.sum_rows(dy.data, db_, batch, out);
   // dx[b, in] = dy[b, out] * W[out, in]
   if (dx != nullptr) backend.gemm(false, false, batch, in, out, 1.0f, dy.data, w_, 0.0f, dx->data);

@@ -17,7 +17,7 @@ class Dense final : public Layer {
   Dims output_dims(const Dims& input) override;
   size_t param_count() const override { return static_cast<size_t>(out_ * in_ + out_); }
   int64_t forward_macs() const override { return out_ * in_; }
-  void bind(float* params, float* grads) override;
+  void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
   void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -27,8 +27,8 @@ class Dense final : public Layer {
   int64_t out_;
   Init init_;
   int64_t in_ = 0;
-  float* w_ = nullptr;
-  float* b_ = nullptr;
+  const void* w_ = nullptr;  // the weights' compute copy
+  const float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
 };

@@ -25,7 +25,8 @@ Dims Dropout::output_dims(const Dims& input) {
 }
 
 void Dropout::allocate(Backend& backend, int64_t max_batch) {
-  mask_ = DeviceArray<float>(backend, static_cast<size_t>(max_batch * sample_elems_));
+  mask_ = DeviceArray<std::byte>(
+      backend, static_cast<size_t>(max_batch * sample_elems_) * dtype_size(backend.act_type()));
 }
 
 void Dropout::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
@@ -34,7 +35,7 @@ void Dropout::forward(Backend& backend, const Tensor& x, Tensor& y, bool trainin
   if (masked_) {
     backend.dropout_forward(x.data, y.data, mask_.data(), n, p_, seed_);
   } else {
-    backend.copy(x.data, y.data, n);
+    backend.copy(x.data, y.data, n * dtype_size(backend.act_type()));
   }
 }
 
@@ -45,7 +46,7 @@ void Dropout::backward(Backend& backend, const Tensor& /*x*/, const Tensor& y, c
   if (masked_) {
     backend.multiply(dy.data, mask_.data(), dx->data, n);
   } else {
-    backend.copy(dy.data, dx->data, n);
+    backend.copy(dy.data, dx->data, n * dtype_size(backend.act_type()));
   }
 }
 

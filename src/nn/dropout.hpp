@@ -27,7 +27,7 @@ class Dropout final : public Layer {
   int64_t sample_elems_ = 0;
   uint64_t seed_ = 0;
   bool masked_ = false;  // the last forward applied the mask (training with p > 0)
-  DeviceArray<float> mask_;
+  DeviceArray<std::byte> mask_;  // activation type
 };
 
 }  // namespace hpctrain

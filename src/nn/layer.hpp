@@ -5,6 +5,7 @@
 // backward() overwrites parameter gradients.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,29 @@
 #include "nn/tensor.hpp"
 
 namespace hpctrain {
+
+// A layer's slices of the model's parameter arenas, all at the same offsets: the float32
+// values the optimizer updates, their float32 gradients, and the compute copy of the
+// values in the backend's activation type that matrix products and convolutions read (the
+// values themselves for float32 activations). Biases and normalisation parameters are
+// read from `params`, in float32.
+struct ParamSlice {
+  float* params = nullptr;
+  float* grads = nullptr;
+  const std::byte* weights = nullptr;
+  size_t weight_size = sizeof(float);  // bytes per value of the compute copy
+
+  // float32 activations: the compute copy is the values themselves.
+  static ParamSlice f32(float* params, float* grads) {
+    return {params, grads, reinterpret_cast<const std::byte*>(params), sizeof(float)};
+  }
+
+  const void* weights_at(size_t offset) const { return weights + offset * weight_size; }
+  // The slice from `offset` values on.
+  ParamSlice from(size_t offset) const {
+    return {params + offset, grads + offset, weights + offset * weight_size, weight_size};
+  }
+};
 
 class Layer {
  public:
@@ -54,8 +78,8 @@ class Layer {
   // model points the output and its gradient at the input's buffers instead of allocating.
   virtual bool is_view() const { return false; }
 
-  // Gives the layer its slices of the parameter and gradient arenas.
-  virtual void bind(float* /*params*/, float* /*grads*/) {}
+  // Gives the layer its slices of the parameter arenas.
+  virtual void bind(const ParamSlice& /*p*/) {}
   // Fills `host_params` (param_count() floats, host memory) with initial values.
   virtual void init_params(Rng& /*rng*/, float* /*host_params*/) {}
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/convert.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "core/timer.hpp"
@@ -46,17 +47,20 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   std::vector<float> host(n);
   Rng rng(7);
   for (float& v : host) v = static_cast<float>(rng.uniform());
+  const DType act = b.act_type();
+  std::vector<std::byte> host_input(n * dtype_size(act));
+  from_float(act, host.data(), host_input.data(), n);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % num_classes);
-  DeviceArray<float> input(b, n);
+  DeviceArray<std::byte> input(b, host_input.size());
   DeviceArray<int32_t> device_labels(b, labels.size());
   DeviceArray<LossStats> stats(b, 1);
-  b.copy_to_device(input.data(), host.data(), n * sizeof(float));
+  b.copy_to_device(input.data(), host_input.data(), host_input.size());
   b.copy_to_device(device_labels.data(), labels.data(), labels.size() * sizeof(int32_t));
   auto step = [&](int64_t i) {
     const Tensor& logits = model.forward(input.data(), batch, /*training=*/true, i);
     b.softmax_xent(logits.data, device_labels.data(), static_cast<int>(batch), num_classes,
-                   1.0f / static_cast<float>(batch), model.dlogits(), stats.data());
+                   1.0f / static_cast<float>(batch), nullptr, model.dlogits(), stats.data());
     model.backward();
   };
   for (int i = 0; i < warmup; ++i) step(i);

@@ -31,8 +31,15 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
   params_ = DeviceArray<float>(backend_, param_count_);
   grads_ = DeviceArray<float>(backend_, param_count_);
   state_ = DeviceArray<float>(backend_, state_count_);
+  const size_t act_size = dtype_size(backend_.act_type());
+  ParamSlice arenas{params_.data(), grads_.data(), reinterpret_cast<std::byte*>(params_.data()),
+                    act_size};
+  if (backend_.act_type() != DType::kF32) {
+    weights_ = DeviceArray<std::byte>(backend_, param_count_ * act_size);
+    arenas.weights = weights_.data();
+  }
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->bind(params_.data() + offsets_[i], grads_.data() + offsets_[i]);
+    layers_[i]->bind(arenas.from(offsets_[i]));
     layers_[i]->bind_state(state_.data() + state_offsets_[i]);
     layers_[i]->allocate(backend_, max_batch_);
   }
@@ -52,7 +59,7 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
       continue;
     }
     first_compute_ = std::min(first_compute_, i);
-    const size_t n = static_cast<size_t>(max_batch_ * dims_elems(d));
+    const size_t n = static_cast<size_t>(max_batch_ * dims_elems(d)) * act_size;
     acts_.emplace_back(backend_, n);
     d_acts_.emplace_back(backend_, n);
     out_views_.push_back(Tensor{acts_.back().data(), 0, d});
@@ -90,6 +97,7 @@ void Model::get_params(float* host) const {
 
 void Model::set_params(const float* host) {
   backend_.copy_to_device(params_.data(), host, param_count_ * sizeof(float));
+  weights_stale_ = true;
 }
 
 void Model::get_state(float* host) const {
@@ -100,9 +108,11 @@ void Model::set_state(const float* host) {
   backend_.copy_to_device(state_.data(), host, state_count_ * sizeof(float));
 }
 
-const Tensor& Model::forward(const float* input, int64_t batch, bool training, uint64_t seed) {
+const Tensor& Model::forward(const void* input, int64_t batch, bool training, uint64_t seed) {
   HT_REQUIRE(batch >= 1 && batch <= max_batch_, "batch size outside the model's buffers");
-  input_.data = const_cast<float*>(input);  // layers never write their input
+  if (weights_stale_ && weights_.size() > 0) backend_.convert(params_.data(), weights_.data(), param_count_);
+  weights_stale_ = false;
+  input_.data = const_cast<void*>(input);  // layers never write their input
   input_.batch = batch;
   const Tensor* x = &input_;
   for (size_t i = 0; i < layers_.size(); ++i) {

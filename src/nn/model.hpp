@@ -2,6 +2,10 @@
 // allocation each, in layer order, so one collective covers all gradients), the state
 // arena (BatchNorm running statistics, likewise one allocation), and preallocated
 // activations for the largest batch. Owns its device memory.
+// Mixed precision: parameters, gradients and state are float32; activations are of the
+// backend's act_type(), and with 16-bit activations the model keeps a compute copy of the
+// parameters in that type (a third arena with the same offsets), converted from the
+// float32 values before the first forward pass after they changed.
 // Used from the training thread only.
 #pragma once
 
@@ -51,7 +55,13 @@ class Model {
   int64_t max_batch() const { return max_batch_; }
 
   size_t param_count() const { return param_count_; }
-  float* params() { return params_.data(); }
+  const float* params() const { return params_.data(); }
+  // For writing the parameters (the optimizer, collectives): the compute copy is refreshed
+  // before the next forward pass.
+  float* mutable_params() {
+    weights_stale_ = true;
+    return params_.data();
+  }
   float* grads() { return grads_.data(); }
   // Offset of layer i's parameters in the arenas.
   size_t param_offset(size_t layer) const { return offsets_[layer]; }
@@ -73,9 +83,9 @@ class Model {
   // Forward pass over `batch` samples at `input` (device memory); returns the logits.
   // In training, `seed` seeds the step's random draws (dropout): pass a different one
   // per step and rank.
-  const Tensor& forward(const float* input, int64_t batch, bool training, uint64_t seed = 0);
+  const Tensor& forward(const void* input, int64_t batch, bool training, uint64_t seed = 0);
   // Buffer the loss writes d(loss)/d(logits) into before backward().
-  float* dlogits() { return d_views_.back().data; }
+  void* dlogits() { return d_views_.back().data; }
   // Backward pass of the last forward(); fills grads(), telling `listener` (if any) as
   // the layers finish.
   void backward(GradientListener* listener = nullptr);
@@ -102,10 +112,12 @@ class Model {
   size_t param_count_ = 0;
   std::vector<size_t> offsets_;
   DeviceArray<float> params_, grads_;
+  DeviceArray<std::byte> weights_;  // compute copy (16-bit activations only)
+  bool weights_stale_ = true;
   size_t state_count_ = 0;
   std::vector<size_t> state_offsets_;
   DeviceArray<float> state_;
-  std::vector<DeviceArray<float>> acts_, d_acts_;  // empty for view layers
+  std::vector<DeviceArray<std::byte>> acts_, d_acts_;  // empty for view layers
   size_t first_compute_ = 0;                       // index of the first non-view layer
   LayerClock* clock_ = nullptr;
   DeviceArray<std::byte> workspace_;  // shared scratch (Layer::workspace_bytes)

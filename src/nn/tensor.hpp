@@ -1,5 +1,6 @@
 // A non-owning view of a batch of samples in device memory: `batch` samples, each
-// of shape `dims` (C,H,W or features), stored contiguously (NCHW).
+// of shape `dims` (C,H,W or features), stored contiguously (NCHW), as values of the
+// backend's activation type (Backend::act_type()).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,7 @@ inline int64_t dims_elems(const Dims& d) {
 }
 
 struct Tensor {
-  float* data = nullptr;
+  void* data = nullptr;
   int64_t batch = 0;
   Dims dims;
   int64_t sample_elems() const { return dims_elems(dims); }

@@ -14,11 +14,11 @@ Sgd::Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count,
   params_.nesterov = config.nesterov;
 }
 
-void Sgd::step(float* params, const float* grads, double lr) {
+void Sgd::step(float* params, const float* grads, double lr, const float* skip) {
   params_.lr = static_cast<float>(lr);
   for (const ParamRange& r : trainable_) {
     float* v = velocity_.size() > 0 ? velocity_.data() + r.offset : nullptr;
-    backend_.sgd_update(params + r.offset, grads + r.offset, v, r.count, params_);
+    backend_.sgd_update(params + r.offset, grads + r.offset, v, r.count, params_, skip);
   }
 }
 

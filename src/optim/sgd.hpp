@@ -22,7 +22,8 @@ class Sgd {
   // decay or momentum either).
   Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count,
       std::vector<ParamRange> trainable);
-  void step(float* params, const float* grads, double lr);
+  // `skip`: see Backend::sgd_update (null for none).
+  void step(float* params, const float* grads, double lr, const float* skip);
   // Momentum buffer (empty when momentum is 0).
   float* velocity() { return velocity_.data(); }
   size_t velocity_size() const { return velocity_.size(); }

@@ -4,11 +4,16 @@ namespace hpctrain {
 
 BatchStager::BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems)
     : backend_(backend) {
-  if (backend_.host_accessible()) return;
+  if (passes_through()) return;
   const size_t elems = static_cast<size_t>(max_batch * sample_elems);
+  const size_t act_bytes = elems * dtype_size(backend_.act_type());
+  if (backend_.host_accessible()) {
+    images_[0] = DeviceArray<std::byte>(backend_, act_bytes);
+    return;
+  }
   for (int slot = 0; slot < 2; ++slot) {
     raw_[slot] = DeviceArray<uint8_t>(backend_, elems * sizeof(float));  // any stored type
-    images_[slot] = DeviceArray<float>(backend_, elems);
+    images_[slot] = DeviceArray<std::byte>(backend_, act_bytes);
     labels_[slot] = DeviceArray<int32_t>(backend_, static_cast<size_t>(max_batch));
   }
 }
@@ -21,10 +26,14 @@ BufferHooks BatchStager::hooks() {
 }
 
 BatchStager::Input BatchStager::stage(const Loader& loader, const BatchBuffer& b) {
-  if (backend_.host_accessible()) return {b.images.data(), b.labels.data()};
-  const int slot = slot_ ^= 1;
+  if (passes_through()) return {b.images.data(), b.labels.data()};
   const DatasetShape& shape = loader.shape();
   const size_t n = static_cast<size_t>(b.size * shape.sample_elems());
+  if (backend_.host_accessible()) {
+    backend_.decode_input(b.images.data(), shape.type, n, images_[0].data());
+    return {images_[0].data(), b.labels.data()};
+  }
+  const int slot = slot_ ^= 1;
   backend_.upload(slot, raw_[slot].data(), b.images.data(),
                   static_cast<size_t>(b.size) * shape.sample_bytes());
   backend_.upload(slot, labels_[slot].data(), b.labels.data(),

@@ -1,9 +1,11 @@
 // Where a batch's images and labels are read from by the backend. For host memory (the
-// CPU backend) that is the loader's buffer itself. For a device backend the loaders keep
-// the stored bytes in pinned buffers (hooks(), LoaderOptions::raw), and stage() uploads
-// them into the next of two device slots on the backend's copy stream, beside the
-// computation, then decodes them there; release() follows the batch's last use and must
-// come before the loader's next pop, which may refill the host buffer.
+// CPU backend) with float32 activations that is the loader's buffer itself; with 16-bit
+// activations the loaders keep the stored bytes and stage() decodes them into the
+// stager's own buffer. For a device backend the loaders keep the stored bytes in pinned
+// buffers (hooks(), LoaderOptions::raw), and stage() uploads them into the next of two
+// device slots on the backend's copy stream, beside the computation, then decodes them
+// there; release() follows the batch's last use and must come before the loader's next
+// pop, which may refill the host buffer.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +18,7 @@ namespace hpctrain {
 class BatchStager {
  public:
   struct Input {
-    const float* images;
+    const void* images;  // activations (Backend::act_type())
     const int32_t* labels;
   };
 
@@ -26,15 +28,20 @@ class BatchStager {
   // For LoaderOptions: pins a device backend's batch buffers; {} for host memory.
   BufferHooks hooks();
   // Whether loaders should keep stored bytes (LoaderOptions::raw).
-  bool wants_raw() const { return !backend_.host_accessible(); }
+  bool wants_raw() const { return !passes_through(); }
 
   Input stage(const Loader& loader, const BatchBuffer& b);
   void release();
 
  private:
+  // Host memory and float32 activations: the loader's floats are the model's input.
+  bool passes_through() const {
+    return backend_.host_accessible() && backend_.act_type() == DType::kF32;
+  }
+
   Backend& backend_;
   DeviceArray<uint8_t> raw_[2];  // stored bytes as uploaded, before decode_input
-  DeviceArray<float> images_[2];
+  DeviceArray<std::byte> images_[2];  // decoded (only images_[0] for host memory)
   DeviceArray<int32_t> labels_[2];
   int slot_ = 0;  // the slot of the batch in use
 };

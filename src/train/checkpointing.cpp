@@ -64,15 +64,18 @@ struct RestoreHeader {
   int64_t per_rank = 0;       // 1: arrays come per rank (scatter); 0: one shared copy
   int64_t velocity_size = 0;  // 0: the checkpoint has no momentum
   int64_t state_size = 0;     // floats of model state in the checkpoint
+  float loss_scale[2] = {};   // the checkpoint's loss scaler; scale 0: none
 };
 
 }  // namespace
 
-TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, int rank,
-                                         int world_size, int64_t steps_per_epoch)
+TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd,
+                                         LossScaler* scaler, int rank, int world_size,
+                                         int64_t steps_per_epoch)
     : config_(config),
       model_(model),
       sgd_(sgd),
+      scaler_(scaler),
       rank_(rank),
       world_size_(world_size),
       steps_per_epoch_(steps_per_epoch),
@@ -132,6 +135,10 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     h.world_size = s->world_size;
     h.state_size =
         s->arrays.count(kStateArray) ? static_cast<int64_t>(s->arrays.at(kStateArray).size()) : 0;
+    if (auto it = s->arrays.find(kLossScaleArray); it != s->arrays.end() && it->second.size() == 2) {
+      h.loss_scale[0] = it->second[0];
+      h.loss_scale[1] = it->second[1];
+    }
     h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
                  s->world_size == world_size_ && config_.distributed.strategy == Strategy::kAverage;
     const std::string v = h.per_rank ? rank_array_name(0, kVelocityArray) : kVelocityArray;
@@ -195,6 +202,11 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
       log_warn("checkpoint has no momentum state; momentum restarts from zero");
     }
     model_.backend().copy_to_device(sgd_.velocity(), velocity.data(), n * sizeof(float));
+  }
+  if (scaler_ != nullptr && h.loss_scale[0] > 0.0f) {
+    scaler_->restore({h.loss_scale[0], h.loss_scale[1]});
+  } else if (scaler_ != nullptr && rank_ == 0) {
+    log_warn("checkpoint has no loss scale (not written by an fp16 run); it starts afresh");
   }
 
   // 2. Cursor: exact when nothing changed, else the samples consumed in the epoch.
@@ -261,6 +273,10 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   };
   capture(model_.params(), kParamsArray);
   if (has_velocity) capture(sgd_.velocity(), kVelocityArray);
+  if (scaler_ != nullptr && rank_ == 0) {
+    const LossScaler::Saved ls = scaler_->save();
+    state.arrays[kLossScaleArray] = {ls.scale, ls.good_steps};
+  }
   if (model_.state_count() > 0 && rank_ == 0) {
     std::vector<float>& dst = state.arrays[kStateArray];
     dst.resize(model_.state_count());

@@ -15,13 +15,15 @@
 #include "config/config.hpp"
 #include "nn/model.hpp"
 #include "optim/sgd.hpp"
+#include "train/loss_scaler.hpp"
 
 namespace hpctrain {
 
 class TrainingCheckpoints {
  public:
-  TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, int rank, int world_size,
-                      int64_t steps_per_epoch);
+  // scaler: the loss scaler of precision fp16, else null.
+  TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, LossScaler* scaler, int rank,
+                      int world_size, int64_t steps_per_epoch);
   ~TrainingCheckpoints();
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
@@ -60,6 +62,7 @@ class TrainingCheckpoints {
   const Config& config_;
   Model& model_;
   Sgd& sgd_;
+  LossScaler* scaler_;
   int rank_, world_size_;
   int64_t steps_per_epoch_;
   const std::string config_yaml_, architecture_;  // made once, stored in every checkpoint

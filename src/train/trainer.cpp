@@ -80,16 +80,20 @@ int compute_threads(const Config& config, const MpiEnv& env) {
 // HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
 std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank) {
   const int devices = cuda_device_count();
+  const DType act = config.precision == Precision::kBf16   ? DType::kBF16
+                    : config.precision == Precision::kFp16 ? DType::kF16
+                                                           : DType::kF32;
   if (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0)) {
     CudaBackendOptions options;
     options.device = devices > 0 ? local_rank % devices : 0;
     options.deterministic = config.run.deterministic;
     options.tf32 = config.precision == Precision::kTf32;
+    options.act_type = act;
     return make_cuda_backend(options);
   }
   const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
   return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
-                                      stage != nullptr && std::string(stage) == "1");
+                                      stage != nullptr && std::string(stage) == "1", act);
 }
 
 Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
@@ -132,6 +136,12 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   }
   trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
   sgd_ = std::make_unique<Sgd>(*backend_, config_.optimizer, model_->param_count(), trainable_);
+  if (config_.precision == Precision::kFp16) {
+    LossScaler::Options o;
+    o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
+    o.interval = config_.train.loss_scale.growth_interval;
+    scaler_ = std::make_unique<LossScaler>(*backend_, o);
+  }
   schedule_ =
       std::make_unique<LrSchedule>(config_.optimizer, steps_per_epoch_, config_.train.epochs);
   stats_ = DeviceArray<LossStats>(*backend_, 1);
@@ -143,8 +153,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
   }
   stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
-  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, rank_, world_size_,
-                                                       steps_per_epoch_);
+  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, scaler_.get(),
+                                                       rank_, world_size_, steps_per_epoch_);
   checkpoints_->prepare_resume(resume);
 
   // 3. Run directory (rank 0).
@@ -293,7 +303,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
-                           model_->dlogits(), stats_.data());
+                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
+                           stats_.data());
     if (timing) backend_->phase_mark(1);
     // With NCCL, gradient buckets are summed while backward goes on; the exchange phase
     // is then what is left of it after backward (the exposed communication).
@@ -311,8 +322,13 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     }
     if (timing) backend_->phase_mark(3);
     lr = schedule_->at(global_step_);
+    if (scaler_) {
+      for (const ParamRange& r : trainable_) scaler_->unscale(model_->grads() + r.offset, r.count);
+    }
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
-    sgd_->step(model_->params(), model_->grads(), lr);
+    sgd_->step(model_->mutable_params(), model_->grads(), lr,
+               scaler_ ? scaler_->skip() : nullptr);
+    if (scaler_) scaler_->update();
     if (timing) backend_->phase_mark(4);
     ++global_step_;
     state_diverged_ = world_size_ > 1 && model_->state_count() > 0;
@@ -320,7 +336,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       // Also at the end of each epoch, so that every rank evaluates the same model.
       WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
       checkpoints_->wait_snapshot();
-      average_over_ranks(model_->params(), model_->param_count());
+      average_over_ranks(model_->mutable_params(), model_->param_count());
     }
     bool checkpoint_now = false;
     bool stop = false;
@@ -395,7 +411,7 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
     const BatchStager::Input in = stager_->stage(loader, b);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_, 0.0f,
-                           nullptr, stats_.data());
+                           nullptr, nullptr, stats_.data());
     stager_->release();
   }
   LossStats s;
@@ -424,7 +440,7 @@ int Trainer::run() {
   {
     WatchdogScope w(*watchdog_, "parameter broadcast", 0);
     choose_allreduce();
-    broadcast_from_rank0(model_->params(), model_->param_count());
+    broadcast_from_rank0(model_->mutable_params(), model_->param_count());
     broadcast_from_rank0(model_->state(), model_->state_count());
   }
 

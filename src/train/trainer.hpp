@@ -21,6 +21,7 @@
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/gradient_buckets.hpp"
+#include "train/loss_scaler.hpp"
 #include "train/metrics.hpp"
 #include "train/watchdog.hpp"
 
@@ -92,6 +93,7 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<LossScaler> scaler_;  // precision fp16
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<TrainingCheckpoints> checkpoints_;

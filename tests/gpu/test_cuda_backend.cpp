@@ -126,9 +126,9 @@ TEST_F(CudaVsCpu, SgdVariants) {
     SgdParams sgd{0.05f, v == 0 ? 0.0f : 0.9f, 1e-4f, v == 2};
     auto p = random_vector(n, 1), g = random_vector(n, 2), vel = random_vector(n, 3);
     std::vector<float> wp = p, wv = vel;
-    cpu_.sgd_update(wp.data(), g.data(), wv.data(), n, sgd);
+    cpu_.sgd_update(wp.data(), g.data(), wv.data(), n, sgd, nullptr);
     float *dp = up(p), *dv = up(vel);
-    gpu_->sgd_update(dp, up(g), dv, n, sgd);
+    gpu_->sgd_update(dp, up(g), dv, n, sgd, nullptr);
     expect_close(down(dp, n), wp, kElementwise, "sgd params");
     expect_close(down(dv, n), wv, kElementwise, "sgd velocity");
   }
@@ -141,12 +141,12 @@ TEST_F(CudaVsCpu, SoftmaxCrossEntropy) {
   for (int r = 0; r < rows; ++r) labels[r] = (r * 7) % cols;
   std::vector<float> d(logits.size());
   LossStats want;
-  cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, d.data(), &want);
+  cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, nullptr, d.data(), &want);
   DeviceArray<int32_t> dl(*gpu_, rows);
   gpu_->copy_to_device(dl.data(), labels.data(), rows * sizeof(int32_t));
   DeviceArray<LossStats> ds(*gpu_, 1);
   float* dd = up(d);
-  gpu_->softmax_xent(up(logits), dl.data(), rows, cols, 0.5f, dd, ds.data());
+  gpu_->softmax_xent(up(logits), dl.data(), rows, cols, 0.5f, nullptr, dd, ds.data());
   LossStats got;
   gpu_->copy_to_host(&got, ds.data(), sizeof(got));
   EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-9 * std::fabs(want.loss_sum));
@@ -250,10 +250,10 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int cla
   DeviceArray<LossStats> gs(gpu, 1);
   LossStats cs;
   const Tensor& la = a.forward(x.data(), batch, true, 5);
-  cpu.softmax_xent(la.data, labels.data(), batch, classes, 1.0f / batch, a.dlogits(), &cs);
+  cpu.softmax_xent(la.data, labels.data(), batch, classes, 1.0f / batch, nullptr, a.dlogits(), &cs);
   a.backward();
   const Tensor& lb = b.forward(gx.data(), batch, true, 5);
-  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, b.dlogits(), gs.data());
+  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, nullptr, b.dlogits(), gs.data());
   b.backward();
   LossStats gstats;
   gpu.copy_to_host(&gstats, gs.data(), sizeof(gstats));

@@ -113,7 +113,7 @@ inline void check_layer_gradients(Layer& layer, const Dims& in_dims, int64_t bat
   const Dims out_dims = layer.output_dims(in_dims);
   const size_t np = layer.param_count();
   std::vector<float> params(np), grads(np);
-  layer.bind(params.data(), grads.data());
+  layer.bind(ParamSlice::f32(params.data(), grads.data()));
   std::vector<float> state(layer.state_count());
   layer.bind_state(state.data());
   layer.init_state(state.data());
@@ -177,19 +177,19 @@ inline void check_model_gradients(Model& m, std::vector<float>& x,
   auto loss = [&]() {
     LossStats s;
     const Tensor& logits = m.forward(x.data(), batch, true);
-    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, &s);
+    be.softmax_xent(logits.data, labels.data(), batch, classes, 0.0f, nullptr, nullptr, &s);
     return s.loss_sum / batch;
   };
   LossStats s;
   const Tensor& logits = m.forward(x.data(), batch, true);
-  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, m.dlogits(), &s);
+  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(), &s);
   m.backward();
   const std::vector<float> grads(m.grads(), m.grads() + m.param_count());
   const float eps = 1e-3f;
   const double l0 = loss();
   DerivativeCheck d(tol, eps, max_kink_fraction);
   for (size_t i = 0; i < m.param_count(); i += stride) {
-    float& p = m.params()[i];
+    float& p = m.mutable_params()[i];
     const float saved = p;
     p = saved + eps;
     const double lp = loss();

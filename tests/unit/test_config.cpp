@@ -62,6 +62,9 @@ train:
   val_every: 2
   progress_seconds: 0
   step_timing: true
+  loss_scale:
+    initial: 1024
+    growth_interval: 50
 distributed:
   strategy: average
   algorithm: mpi
@@ -105,6 +108,8 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_EQ(c.train.val_every, 2);
   EXPECT_DOUBLE_EQ(c.train.progress_seconds, 0.0);
   EXPECT_TRUE(c.train.step_timing);
+  EXPECT_EQ(c.train.loss_scale.initial, 1024.0);
+  EXPECT_EQ(c.train.loss_scale.growth_interval, 50);
   EXPECT_EQ(c.distributed.strategy, Strategy::kAverage);
   EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kMpi);
   EXPECT_EQ(c.distributed.every, 4);
@@ -123,6 +128,8 @@ TEST(ConfigLoad, MinimalFileTakesDefaults) {
   EXPECT_EQ(c.device, Device::kAuto);
   EXPECT_EQ(c.precision, Precision::kFp32);
   EXPECT_FALSE(c.train.step_timing);
+  EXPECT_EQ(c.train.loss_scale.initial, 65536.0);
+  EXPECT_EQ(c.train.loss_scale.growth_interval, 2000);
   EXPECT_EQ(c.data.train, "train.h5");
   EXPECT_EQ(c.data.val, "");
   EXPECT_EQ(c.data.test, "");
@@ -344,8 +351,11 @@ TEST(ConfigErrors, BadEnumValues) {
                "FILE:4: distributed.algorithm: expected one of auto, ring, mpi, nccl, got 'gloo'");
   expect_error(head + "device: gpu\n",
                "FILE:3: device: expected one of auto, cpu, cuda, got 'gpu'");
-  expect_error(head + "precision: bf16\n",
-               "FILE:3: precision: expected one of fp32, tf32, got 'bf16'");
+  expect_error(head + "precision: fp8\n",
+               "FILE:3: precision: expected one of fp32, tf32, bf16, fp16, got 'fp8'");
+  expect_error(head + "precision: fp16\ndistributed:\n  strategy: average\n",
+               "FILE:3: precision: fp16 needs distributed.strategy allreduce (its ranks must agree "
+               "on the loss scale); bf16 needs no loss scale and works with average");
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");
@@ -529,6 +539,8 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.train.val_every, b.train.val_every);
   EXPECT_EQ(a.train.progress_seconds, b.train.progress_seconds);
   EXPECT_EQ(a.train.step_timing, b.train.step_timing);
+  EXPECT_EQ(a.train.loss_scale.initial, b.train.loss_scale.initial);
+  EXPECT_EQ(a.train.loss_scale.growth_interval, b.train.loss_scale.growth_interval);
   EXPECT_EQ(a.distributed.strategy, b.distributed.strategy);
   EXPECT_EQ(a.distributed.algorithm, b.distributed.algorithm);
   EXPECT_EQ(a.distributed.every, b.distributed.every);
@@ -606,6 +618,8 @@ TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {
                           "device: auto",
                           "precision: fp32",
                           "step_timing: false",
+                          "initial: 65536",
+                          "growth_interval: 2000",
                           "train: train.h5",
                           "val: \"\"",
                           "prefetch_threads: 2",

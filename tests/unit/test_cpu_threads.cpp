@@ -132,8 +132,8 @@ TEST(CpuThreads, PoolingNormalisationAndElementwise) {
   b.team.relu_forward(a.data(), r3.data(), big);
   EXPECT_EQ(r1, r3);
   std::vector<float> p1 = a, p3 = a, v1 = v, v3 = v;
-  b.one.sgd_update(p1.data(), r1.data(), v1.data(), big, {0.1f, 0.9f, 1e-4f, true});
-  b.team.sgd_update(p3.data(), r3.data(), v3.data(), big, {0.1f, 0.9f, 1e-4f, true});
+  b.one.sgd_update(p1.data(), r1.data(), v1.data(), big, {0.1f, 0.9f, 1e-4f, true}, nullptr);
+  b.team.sgd_update(p3.data(), r3.data(), v3.data(), big, {0.1f, 0.9f, 1e-4f, true}, nullptr);
   EXPECT_EQ(p1, p3);
   EXPECT_EQ(v1, v3);
   std::vector<float> s1(301), s3(301);

@@ -42,11 +42,11 @@ TEST(SoftmaxXent, GradientMatchesNumericalAndStatsCount) {
   const std::vector<int32_t> labels = {0, 6, 3, 3, 1};
   std::vector<float> dz(z.size());
   LossStats stats;
-  be.softmax_xent(z.data(), labels.data(), rows, cols, 1.0f, dz.data(), &stats);
+  be.softmax_xent(z.data(), labels.data(), rows, cols, 1.0f, nullptr, dz.data(), &stats);
   EXPECT_EQ(stats.count, rows);
   auto loss = [&]() {
     LossStats s;
-    be.softmax_xent(z.data(), labels.data(), rows, cols, 0.0f, nullptr, &s);
+    be.softmax_xent(z.data(), labels.data(), rows, cols, 0.0f, nullptr, nullptr, &s);
     return s.loss_sum;
   };
   const float eps = 1e-3f;
@@ -67,7 +67,7 @@ TEST(SoftmaxXent, StableForHugeLogitsAndCountsCorrect) {
   const std::vector<int32_t> labels = {0, 2};
   LossStats s;
   std::vector<float> dz(6);
-  be.softmax_xent(z.data(), labels.data(), 2, 3, 1.0f, dz.data(), &s);
+  be.softmax_xent(z.data(), labels.data(), 2, 3, 1.0f, nullptr, dz.data(), &s);
   EXPECT_TRUE(std::isfinite(s.loss_sum));
   EXPECT_NEAR(s.loss_sum, 0.0 + 10.0, 1e-3);  // first sample ~0, second ~ 10 + log(1+e^-10)
   EXPECT_EQ(s.correct, 1.0);

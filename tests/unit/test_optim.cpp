@@ -24,7 +24,7 @@ void run_sgd_reference(bool nesterov, double momentum, double wd) {
   for (int step = 0; step < 4; ++step) {
     std::vector<float> g = {0.1f * step, -0.3f, 0.7f, 0.05f * step, 1.0f};
     const double lr = 0.1 / (step + 1);
-    sgd.step(p.data(), g.data(), lr);
+    sgd.step(p.data(), g.data(), lr, nullptr);
     for (size_t i = 0; i < n; ++i) {
       const double gi = g[i] + wd * ref_p[i];
       ref_v[i] = momentum * ref_v[i] + gi;
@@ -47,7 +47,7 @@ TEST(Sgd, FrozenRangeIsUntouched) {
   Sgd sgd(be, oc, 6, {ParamRange{0, 2}, ParamRange{4, 2}});
   std::vector<float> p = {1, 1, 1, 1, 1, 1};
   const std::vector<float> g = {1, 1, 1, 1, 1, 1};
-  sgd.step(p.data(), g.data(), 0.1);
+  sgd.step(p.data(), g.data(), 0.1, nullptr);
   EXPECT_LT(p[0], 1.0f);
   EXPECT_EQ(p[2], 1.0f);
   EXPECT_EQ(p[3], 1.0f);

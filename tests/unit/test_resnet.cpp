@@ -31,7 +31,7 @@ struct Bound {
     params.resize(layer.param_count());
     grads.resize(layer.param_count());
     state.resize(layer.state_count());
-    layer.bind(params.data(), grads.data());
+    layer.bind(ParamSlice::f32(params.data(), grads.data()));
     layer.bind_state(state.data());
     Rng rng(1);
     layer.init_params(rng, params.data());
@@ -227,7 +227,7 @@ TEST(ResNet, Resnet34ForwardBackwardAtTheClassicShape) {
   LossStats s;
   const Tensor& logits = m.forward(x.data(), batch, true);
   ASSERT_EQ(logits.dims, Dims{9});
-  be.softmax_xent(logits.data, labels.data(), batch, 9, 1.0f / batch, m.dlogits(), &s);
+  be.softmax_xent(logits.data, labels.data(), batch, 9, 1.0f / batch, nullptr, m.dlogits(), &s);
   m.backward();
   EXPECT_TRUE(std::isfinite(s.loss_sum));
   EXPECT_GT(s.loss_sum / batch, 0.5);  // about ln 9 from a fresh init
@@ -287,9 +287,9 @@ TEST(ModelState, ArenaInitialisedAndArchitectureNamesIt) {
   // Dropout draws from the seed: same seed, same logits.
   std::vector<float> a(2), b(2);
   const Tensor& l1 = m.forward(x.data(), 1, true, 9);
-  a.assign(l1.data, l1.data + 2);
+  a.assign(static_cast<const float*>(l1.data), static_cast<const float*>(l1.data) + 2);
   const Tensor& l2 = m.forward(x.data(), 1, true, 9);
-  b.assign(l2.data, l2.data + 2);
+  b.assign(static_cast<const float*>(l2.data), static_cast<const float*>(l2.data) + 2);
   EXPECT_EQ(a, b);
 }
 

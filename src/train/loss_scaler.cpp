@@ -1,0 +1,42 @@
+#include "train/loss_scaler.hpp"
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+
+LossScaler::LossScaler(Backend& backend, const Options& options)
+    : backend_(backend), options_(options), state_(backend, LossScaleState::kCount) {
+  HT_REQUIRE(options.initial_scale > 0.0f && options.growth >= 1.0f && options.backoff > 0.0f &&
+                 options.backoff < 1.0f && options.interval >= 1,
+             "loss scaler: bad options");
+  restore({options.initial_scale, 0.0f});
+}
+
+void LossScaler::update() {
+  backend_.update_loss_scale(state_.data(), options_.growth, options_.backoff, options_.interval);
+}
+
+LossScaler::Saved LossScaler::save() const {
+  float s[LossScaleState::kCount];
+  backend_.copy_to_host(s, state_.data(), sizeof(s));
+  return {s[LossScaleState::kScale], s[LossScaleState::kGood]};
+}
+
+void LossScaler::restore(const Saved& saved) {
+  HT_REQUIRE(saved.scale > 0.0f && saved.good_steps >= 0.0f, "loss scaler: bad saved state");
+  float s[LossScaleState::kCount] = {};
+  s[LossScaleState::kScale] = saved.scale;
+  s[LossScaleState::kGood] = saved.good_steps;
+  backend_.copy_to_device(state_.data(), s, sizeof(s));
+}
+
+int64_t LossScaler::take_skipped() {
+  float s[LossScaleState::kCount];
+  backend_.copy_to_host(s, state_.data(), sizeof(s));
+  const auto skipped = static_cast<int64_t>(s[LossScaleState::kSkipped]);
+  s[LossScaleState::kSkipped] = 0.0f;
+  backend_.copy_to_device(state_.data(), s, sizeof(s));
+  return skipped;
+}
+
+}  // namespace hpctrain
