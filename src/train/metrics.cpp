@@ -77,6 +77,7 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"backend\": " << json_string(s.backend) << ",\n";
   o << "  \"strategy\": " << json_string(s.strategy) << ",\n";
   o << "  \"algorithm\": " << json_string(s.algorithm) << ",\n";
+  o << "  \"precision\": " << json_string(s.precision) << ",\n";
   o << "  \"world_size\": " << s.world_size << ",\n";
   o << "  \"threads_per_rank\": " << s.threads_per_rank << ",\n";
   o << "  \"global_batch\": " << s.global_batch << ",\n";
@@ -109,6 +110,9 @@ std::string summary_to_json(const RunSummary& s) {
   } else {
     o << "null,\n";
   }
+  o << "  \"loss_scale\": " << opt_num(s.loss_scale, "null") << ",\n";
+  o << "  \"skipped_steps\": " << (s.skipped_steps ? std::to_string(*s.skipped_steps) : "null")
+    << ",\n";
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
   o << "}\n";
   return o.str();

@@ -32,7 +32,7 @@ class MetricsCsv {
 };
 
 struct RunSummary {
-  std::string run_name, backend, strategy, algorithm;
+  std::string run_name, backend, strategy, algorithm, precision;
   int world_size = 1, threads_per_rank = 1, epochs_completed = 0;
   int64_t global_batch = 0, param_count = 0;
   std::optional<double> test_loss, test_accuracy, val_loss, val_accuracy;
@@ -47,6 +47,10 @@ struct RunSummary {
   // train.step_timing: seconds in forward (with the loss), backward, gradient exchange,
   // optimizer, and between steps (input, control, averaging, launch gaps).
   std::optional<std::array<double, 5>> step_phases_s;
+  // precision fp16: the loss scale at the end, and the steps skipped because their
+  // gradients overflowed (in this run, since its start or resume).
+  std::optional<double> loss_scale;
+  std::optional<int64_t> skipped_steps;
 };
 
 std::string summary_to_json(const RunSummary& s);

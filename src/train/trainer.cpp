@@ -303,8 +303,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
                                            mix_seed(config_.run.seed, rank_, global_step_));
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
-                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
-                           stats_.data());
+                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(), stats_.data());
     if (timing) backend_->phase_mark(1);
     // With NCCL, gradient buckets are summed while backward goes on; the exchange phase
     // is then what is left of it after backward (the exposed communication).
@@ -326,8 +325,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       for (const ParamRange& r : trainable_) scaler_->unscale(model_->grads() + r.offset, r.count);
     }
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
-    sgd_->step(model_->mutable_params(), model_->grads(), lr,
-               scaler_ ? scaler_->skip() : nullptr);
+    sgd_->step(model_->mutable_params(), model_->grads(), lr, scaler_ ? scaler_->skip() : nullptr);
     if (scaler_) scaler_->update();
     if (timing) backend_->phase_mark(4);
     ++global_step_;
@@ -528,6 +526,13 @@ int Trainer::run() {
                   m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
                   m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
     log_info(line);
+    if (scaler_) {
+      const int64_t skipped = scaler_->take_skipped();
+      skipped_steps_ += skipped;
+      std::snprintf(line, sizeof(line), "loss scale %g, %lld step(s) skipped for overflow",
+                    static_cast<double>(scaler_->current_scale()), static_cast<long long>(skipped));
+      log_info(line);
+    }
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
@@ -556,6 +561,11 @@ int Trainer::run() {
   summary.algorithm = config_.distributed.strategy == Strategy::kAllreduce
                           ? (device_collectives_ ? "nccl" : to_string(host_algorithm_))
                           : (device_collectives_ ? "nccl allreduce" : "reduce+bcast");
+  summary.precision = to_string(config_.precision);
+  if (scaler_) {
+    summary.loss_scale = scaler_->current_scale();
+    summary.skipped_steps = skipped_steps_;
+  }
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
   summary.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;

@@ -94,6 +94,7 @@ class Trainer {
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Sgd> sgd_;
   std::unique_ptr<LossScaler> scaler_;  // precision fp16
+  int64_t skipped_steps_ = 0;           // by scaler_, in this run
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<TrainingCheckpoints> checkpoints_;

@@ -550,6 +550,30 @@ def case_staged_memory_matches():
               f"{label}: step phases {phases} vs time_train_s {b['time_train_s']}")
 
 
+def case_mixed_precision():
+    """bf16 and fp16 (on the CPU: 16-bit activations, float32 master weights) train the MLP
+    and the ResNet to the float32 targets. fp16's loss scaler, started far too high, skips
+    steps and backs off; its state is in the checkpoints, so kill -9 and resume reproduce
+    the uninterrupted parameters."""
+    s = expect_ok("bf16_mlp", 2, ["precision=bf16"])
+    check(s["precision"] == "bf16" and s["loss_scale"] is None and s["skipped_steps"] is None,
+          f"bf16 summary: precision {s['precision']}, loss scale {s['loss_scale']}")
+    check(s["test_accuracy"] >= 0.85, f"bf16 MLP test accuracy {s['test_accuracy']:.4f} < 0.85")
+    r = expect_ok("bf16_resnet", 2, resnet_sets() + ["precision=bf16"], config=RESNET)
+    check(r["test_accuracy"] >= 0.6, f"bf16 ResNet test accuracy {r['test_accuracy']:.4f} < 0.6")
+
+    fp16 = DET + ["precision=fp16", "train.loss_scale.initial=1e12",
+                  "train.loss_scale.growth_interval=50", "checkpoint.every_steps=40"]
+    fresh("fp16_full")
+    f = expect_ok("fp16_full", 2, fp16)
+    check(f["precision"] == "fp16" and 0 < f["skipped_steps"] < 200 and f["loss_scale"] < 1e12,
+          f"fp16: {f['skipped_steps']} skipped steps, final loss scale {f['loss_scale']}")
+    losses = [float(row["train_loss"]) for row in metrics_rows("fp16_full")]
+    check(losses[-1] < 0.45, f"fp16 train loss {losses}")
+    k = kill_and_resume("fp16_kill", fp16, lambda n: 1 if newest_step(n) >= 400 else None)
+    check(k["params_sha256"] == f["params_sha256"], "fp16: resumed parameters differ")
+
+
 def case_eval_checkpoint():
     """hpctrain eval on another world size reproduces the run's final test accuracy."""
     fresh("evalsrc")
