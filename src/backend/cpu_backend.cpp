@@ -53,8 +53,8 @@ void CpuBackend::copy(const void* src, void* dst, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, src, bytes);
 }
 
-void CpuBackend::gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                      const float* b, float beta, float* c) {
+void CpuBackend::gemm_f32(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                          const float* a, const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
   const int ldb = trans_b ? k : n;
   const auto op_a = trans_a ? CblasTrans : CblasNoTrans, op_b = trans_b ? CblasTrans : CblasNoTrans;
@@ -154,7 +154,7 @@ void CpuBackend::relu_backward_f32(const float* y, const float* dy, float* dx, s
 }
 
 void CpuBackend::softmax_xent_f32(const float* logits, const int32_t* labels, int rows, int cols,
-                              float grad_scale, float* dlogits, LossStats* stats) {
+                                  float grad_scale, float* dlogits, LossStats* stats) {
   double loss_sum = 0.0;
   double correct = 0.0;
   for (int r = 0; r < rows; ++r) {

@@ -84,9 +84,8 @@ class CpuBackend final : public Backend {
                           const float* save_mean, const float* save_invstd) override;
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override;
-  void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols,
-                    float grad_scale, const float* loss_scale, void* dlogits,
-                    LossStats* stats) override;
+  void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols, float grad_scale,
+                    const float* loss_scale, void* dlogits, LossStats* stats) override;
 
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,
                   const SgdParams& sgd, const float* skip) override;
@@ -161,9 +160,7 @@ class CpuBackend final : public Backend {
   // plus the conversions.
   static constexpr int kSlots = 4;
   const float* widen(int slot, const void* p, size_t n);
-  float* widen_inout(int slot, void* p, size_t n) {
-    return const_cast<float*>(widen(slot, p, n));
-  }
+  float* widen_inout(int slot, void* p, size_t n) { return const_cast<float*>(widen(slot, p, n)); }
   float* out(int slot, void* p, size_t n);
   void narrow(int slot, void* p, size_t n);
   bool f32() const { return act_type_ == DType::kF32; }

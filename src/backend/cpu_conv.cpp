@@ -164,7 +164,7 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, cons
 // Each thread lowers its own contiguous samples, chunk by chunk, in its part of the
 // workspace, with single-threaded GEMMs.
 void CpuBackend::conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
-                                void* workspace) {
+                                    void* workspace) {
   check_shape(s);
   const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s);
@@ -185,7 +185,7 @@ void CpuBackend::conv2d_forward_f32(const Conv2dShape& s, const float* x, const 
 }
 
 void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w,
-                                      float* dx, void* workspace) {
+                                          float* dx, void* workspace) {
   check_shape(s);
   const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s);
@@ -208,7 +208,7 @@ void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy,
 // Thread 0 accumulates its samples' filter gradient in dw, thread t > 0 in its partial;
 // then dw += the partials, in thread order.
 void CpuBackend::conv2d_backward_filter_f32(const Conv2dShape& s, const float* x, const float* dy,
-                                        float* dw, void* workspace) {
+                                            float* dw, void* workspace) {
   check_shape(s);
   const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s), dw_size = static_cast<size_t>(s.c_out) * k;

@@ -13,9 +13,8 @@ const float* CpuBackend::widen(int slot, const void* p, size_t n) {
   if (f32()) return static_cast<const float*>(p);
   float* f = out(slot, nullptr, n);
   const auto* src = static_cast<const uint16_t*>(p);
-  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    to_float(act_type_, src + lo, f + lo, hi - lo);
-  });
+  parallel(n, kElementGrain,
+           [&](size_t lo, size_t hi) { to_float(act_type_, src + lo, f + lo, hi - lo); });
   return f;
 }
 
@@ -30,9 +29,8 @@ void CpuBackend::narrow(int slot, void* p, size_t n) {
   if (f32()) return;
   const float* f = scratch_[slot].data();
   auto* dst = static_cast<uint16_t*>(p);
-  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    from_float(act_type_, f + lo, dst + lo, hi - lo);
-  });
+  parallel(n, kElementGrain,
+           [&](size_t lo, size_t hi) { from_float(act_type_, f + lo, dst + lo, hi - lo); });
 }
 
 void CpuBackend::convert(const float* src, void* dst, size_t n) {
@@ -113,8 +111,8 @@ void CpuBackend::conv2d_forward(const Conv2dShape& s, const void* x, const void*
   narrow(2, y, output_elems(s));
 }
 
-void CpuBackend::conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w,
-                                      void* dx, void* workspace) {
+void CpuBackend::conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
+                                      void* workspace) {
   conv2d_backward_data_f32(s, widen(0, dy, output_elems(s)), widen(1, w, weight_elems(s)),
                            out(2, dx, input_elems(s)), workspace);
   narrow(2, dx, input_elems(s));
@@ -160,9 +158,8 @@ void CpuBackend::relu_backward(const void* y, const void* dy, void* dx, size_t n
 
 void CpuBackend::batchnorm_forward_training(const void* x, const float* gamma, const float* beta,
                                             void* y, int n, int c, int hw, float eps,
-                                            float momentum, float* running_mean,
-                                            float* running_var, float* save_mean,
-                                            float* save_invstd) {
+                                            float momentum, float* running_mean, float* running_var,
+                                            float* save_mean, float* save_invstd) {
   const size_t count = static_cast<size_t>(n) * c * hw;
   batchnorm_forward_training_f32(widen(0, x, count), gamma, beta, out(1, y, count), n, c, hw, eps,
                                  momentum, running_mean, running_var, save_mean, save_invstd);

@@ -20,10 +20,11 @@ size_t plane_offset(int i, int ch, int c, int hw) {
 
 }  // namespace
 
-void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gamma, const float* beta,
-                                            float* y, int n, int c, int hw, float eps,
-                                            float momentum, float* running_mean, float* running_var,
-                                            float* save_mean, float* save_invstd) {
+void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gamma,
+                                                const float* beta, float* y, int n, int c, int hw,
+                                                float eps, float momentum, float* running_mean,
+                                                float* running_var, float* save_mean,
+                                                float* save_invstd) {
   check_shape(n, c, hw);
   const double m = static_cast<double>(n) * hw;
   parallel(static_cast<size_t>(c), grain_for(static_cast<size_t>(n) * hw),
@@ -62,9 +63,10 @@ void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gam
            });
 }
 
-void CpuBackend::batchnorm_forward_inference_f32(const float* x, const float* gamma, const float* beta,
-                                             float* y, int n, int c, int hw, float eps,
-                                             const float* running_mean, const float* running_var) {
+void CpuBackend::batchnorm_forward_inference_f32(const float* x, const float* gamma,
+                                                 const float* beta, float* y, int n, int c, int hw,
+                                                 float eps, const float* running_mean,
+                                                 const float* running_var) {
   check_shape(n, c, hw);
   parallel(static_cast<size_t>(c), grain_for(static_cast<size_t>(n) * hw),
            [&](size_t lo, size_t hi) {
@@ -79,10 +81,10 @@ void CpuBackend::batchnorm_forward_inference_f32(const float* x, const float* ga
            });
 }
 
-void CpuBackend::batchnorm_backward_f32(const float* x, const float* dy, const float* gamma, float* dx,
-                                    float* dgamma, float* dbeta, int n, int c, int hw,
-                                    float /*eps: in save_invstd*/, const float* save_mean,
-                                    const float* save_invstd) {
+void CpuBackend::batchnorm_backward_f32(const float* x, const float* dy, const float* gamma,
+                                        float* dx, float* dgamma, float* dbeta, int n, int c,
+                                        int hw, float /*eps: in save_invstd*/,
+                                        const float* save_mean, const float* save_invstd) {
   check_shape(n, c, hw);
   const double m = static_cast<double>(n) * hw;
   parallel(static_cast<size_t>(c), grain_for(static_cast<size_t>(n) * hw),

@@ -10,9 +10,9 @@
 namespace hpctrain {
 
 struct CudaBackendOptions {
-  int device = 0;              // CUDA device ordinal
-  bool deterministic = false;  // only cuDNN algorithms that give repeatable results
-  bool tf32 = false;           // TF32 tensor cores in GEMMs and convolutions
+  int device = 0;                // CUDA device ordinal
+  bool deterministic = false;    // only cuDNN algorithms that give repeatable results
+  bool tf32 = false;             // TF32 tensor cores in GEMMs and convolutions
   DType act_type = DType::kF32;  // activations (Backend::act_type())
   // Synchronise after every operation and check for errors, so that an asynchronous
   // failure names the operation that caused it (slow; for debugging). The environment

@@ -38,7 +38,7 @@ class Conv2d final : public Layer {
   size_t weight_count() const { return static_cast<size_t>(shape_.c_out) * shape_.patch(); }
 
   Options options_;
-  Conv2dShape shape_;  // n unset; filled by output_dims()
+  Conv2dShape shape_;        // n unset; filled by output_dims()
   const void* w_ = nullptr;  // the weights' compute copy
   const float* b_ = nullptr;
   float* dw_ = nullptr;

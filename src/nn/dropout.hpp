@@ -26,7 +26,7 @@ class Dropout final : public Layer {
   float p_;
   int64_t sample_elems_ = 0;
   uint64_t seed_ = 0;
-  bool masked_ = false;  // the last forward applied the mask (training with p > 0)
+  bool masked_ = false;          // the last forward applied the mask (training with p > 0)
   DeviceArray<std::byte> mask_;  // activation type
 };
 

@@ -118,7 +118,7 @@ class Model {
   std::vector<size_t> state_offsets_;
   DeviceArray<float> state_;
   std::vector<DeviceArray<std::byte>> acts_, d_acts_;  // empty for view layers
-  size_t first_compute_ = 0;                       // index of the first non-view layer
+  size_t first_compute_ = 0;                           // index of the first non-view layer
   LayerClock* clock_ = nullptr;
   DeviceArray<std::byte> workspace_;  // shared scratch (Layer::workspace_bytes)
   Tensor input_;

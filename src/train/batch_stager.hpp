@@ -40,7 +40,7 @@ class BatchStager {
   }
 
   Backend& backend_;
-  DeviceArray<uint8_t> raw_[2];  // stored bytes as uploaded, before decode_input
+  DeviceArray<uint8_t> raw_[2];       // stored bytes as uploaded, before decode_input
   DeviceArray<std::byte> images_[2];  // decoded (only images_[0] for host memory)
   DeviceArray<int32_t> labels_[2];
   int slot_ = 0;  // the slot of the batch in use

@@ -135,7 +135,8 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     h.world_size = s->world_size;
     h.state_size =
         s->arrays.count(kStateArray) ? static_cast<int64_t>(s->arrays.at(kStateArray).size()) : 0;
-    if (auto it = s->arrays.find(kLossScaleArray); it != s->arrays.end() && it->second.size() == 2) {
+    if (auto it = s->arrays.find(kLossScaleArray);
+        it != s->arrays.end() && it->second.size() == 2) {
       h.loss_scale[0] = it->second[0];
       h.loss_scale[1] = it->second[1];
     }

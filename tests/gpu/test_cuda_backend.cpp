@@ -253,7 +253,8 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int cla
   cpu.softmax_xent(la.data, labels.data(), batch, classes, 1.0f / batch, nullptr, a.dlogits(), &cs);
   a.backward();
   const Tensor& lb = b.forward(gx.data(), batch, true, 5);
-  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, nullptr, b.dlogits(), gs.data());
+  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, nullptr, b.dlogits(),
+                   gs.data());
   b.backward();
   LossStats gstats;
   gpu.copy_to_host(&gstats, gs.data(), sizeof(gstats));

@@ -182,7 +182,8 @@ inline void check_model_gradients(Model& m, std::vector<float>& x,
   };
   LossStats s;
   const Tensor& logits = m.forward(x.data(), batch, true);
-  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(), &s);
+  be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(),
+                  &s);
   m.backward();
   const std::vector<float> grads(m.grads(), m.grads() + m.param_count());
   const float eps = 1e-3f;

@@ -74,8 +74,8 @@ TEST(GradientBuckets, BackwardNamesOnlyFinalGradients) {
   auto x = gradcheck::random_vector(static_cast<size_t>(batch * dims_elems(in)), 3);
   std::vector<int32_t> labels = {0, 3, 4};
   LossStats stats;
-  cpu.softmax_xent(m.forward(x.data(), batch, true, 1).data, labels.data(), batch, 5, 1.0f / batch, nullptr,
-                   m.dlogits(), &stats);
+  cpu.softmax_xent(m.forward(x.data(), batch, true, 1).data, labels.data(), batch, 5, 1.0f / batch,
+                   nullptr, m.dlogits(), &stats);
   Snapshots s(m, m.grads());
   m.backward(&s);
   ASSERT_FALSE(s.taken.empty());
