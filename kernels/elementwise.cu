@@ -1,8 +1,11 @@
-// Element-wise kernels: grid-stride loops, one element per thread per iteration.
+// Element-wise kernels: grid-stride loops, one element per thread per iteration. An
+// activation result is one float operation on the widened operands, rounded once when
+// stored (kernels/act.cuh): the CPU backend's result bit for bit.
 #include <cuda_fp16.h>
 
 #include "backend/backend.hpp"
 #include "core/random.hpp"
+#include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
 
@@ -13,55 +16,82 @@ namespace {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
        i += static_cast<size_t>(gridDim.x) * blockDim.x)
 
-__global__ void add_bias_kernel(float* y, const float* bias, size_t total, int cols) {
-  HT_GRID_STRIDE(i, total) { y[i] += bias[i % cols]; }
+template <typename T>
+__global__ void convert_kernel(const float* src, T* dst, size_t n) {
+  HT_GRID_STRIDE(i, n) { dst[i] = to_act<T>(src[i]); }
 }
 
-__global__ void add_channel_bias_kernel(float* y, const float* bias, size_t total, int c, int hw) {
-  HT_GRID_STRIDE(i, total) { y[i] += bias[(i / hw) % c]; }
+template <typename T>
+__global__ void convert_to_float_kernel(const T* src, float* dst, size_t n) {
+  HT_GRID_STRIDE(i, n) { dst[i] = as_float(src[i]); }
 }
 
-__global__ void decode_u8_kernel(const uint8_t* in, size_t n, float scale, float* out) {
-  HT_GRID_STRIDE(i, n) { out[i] = static_cast<float>(in[i]) * scale; }
+template <typename T>
+__global__ void add_bias_kernel(T* y, const float* bias, size_t total, int cols) {
+  HT_GRID_STRIDE(i, total) { y[i] = to_act<T>(as_float(y[i]) + bias[i % cols]); }
 }
 
-// Half to float: exact, every half is a float.
-__global__ void decode_f16_kernel(const uint16_t* in, size_t n, float* out) {
-  HT_GRID_STRIDE(i, n) { out[i] = __half2float(__ushort_as_half(in[i])); }
+template <typename T>
+__global__ void add_channel_bias_kernel(T* y, const float* bias, size_t total, int c, int hw) {
+  HT_GRID_STRIDE(i, total) { y[i] = to_act<T>(as_float(y[i]) + bias[(i / hw) % c]); }
 }
 
-__global__ void add_kernel(const float* a, const float* b, float* y, size_t n) {
-  HT_GRID_STRIDE(i, n) { y[i] = a[i] + b[i]; }
+template <typename T>
+__global__ void decode_u8_kernel(const uint8_t* in, size_t n, float scale, T* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(static_cast<float>(in[i]) * scale); }
 }
 
-__global__ void multiply_kernel(const float* a, const float* b, float* y, size_t n) {
-  HT_GRID_STRIDE(i, n) { y[i] = a[i] * b[i]; }
+// Half to float is exact (every half is a float); the float is then rounded to T.
+template <typename T>
+__global__ void decode_f16_kernel(const uint16_t* in, size_t n, T* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(__half2float(__ushort_as_half(in[i]))); }
 }
 
-__global__ void relu_forward_kernel(const float* x, float* y, size_t n) {
-  HT_GRID_STRIDE(i, n) { y[i] = x[i] > 0.0f ? x[i] : 0.0f; }
+template <typename T>
+__global__ void add_kernel(const T* a, const T* b, T* y, size_t n) {
+  HT_GRID_STRIDE(i, n) { y[i] = to_act<T>(as_float(a[i]) + as_float(b[i])); }
 }
 
-__global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, size_t n) {
-  HT_GRID_STRIDE(i, n) { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
+template <typename T>
+__global__ void multiply_kernel(const T* a, const T* b, T* y, size_t n) {
+  HT_GRID_STRIDE(i, n) { y[i] = to_act<T>(as_float(a[i]) * as_float(b[i])); }
+}
+
+template <typename T>
+__global__ void relu_forward_kernel(const T* x, T* y, size_t n) {
+  HT_GRID_STRIDE(i, n) {
+    const float v = as_float(x[i]);
+    y[i] = to_act<T>(v > 0.0f ? v : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, size_t n) {
+  HT_GRID_STRIDE(i, n) { dx[i] = to_act<T>(as_float(y[i]) > 0.0f ? as_float(dy[i]) : 0.0f); }
 }
 
 __global__ void scale_kernel(float* x, size_t n, float alpha) {
   HT_GRID_STRIDE(i, n) { x[i] *= alpha; }
 }
 
-__global__ void dropout_kernel(const float* x, float* y, float* mask, size_t n, float p,
-                               float keep_scale, uint64_t seed) {
+// y multiplies x by the mask as stored (1 / (1 - p) rounded to T), as backward's
+// multiply(dy, mask) does.
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, T* mask, size_t n, float p, float keep_scale,
+                               uint64_t seed) {
   HT_GRID_STRIDE(i, n) {
-    const float m = counter_uniform(seed, i) >= p ? keep_scale : 0.0f;
+    const T m = to_act<T>(counter_uniform(seed, i) >= p ? keep_scale : 0.0f);
     mask[i] = m;
-    y[i] = x[i] * m;
+    y[i] = to_act<T>(as_float(x[i]) * as_float(m));
   }
 }
 
 // The CPU backend's three SGD variants in one kernel; mu == 0 leaves velocity untouched.
+// A step whose loss-scaled gradients overflowed (*skip != 0) changes nothing: the flag is
+// read here rather than on the host, so the step loop never waits for the device.
 __global__ void sgd_kernel(float* params, const float* grads, float* velocity, size_t n, float lr,
-                           float mu, float wd, bool nesterov) {
+                           float mu, float wd, bool nesterov, const float* skip) {
+  if (skip != nullptr && *skip != 0.0f) return;
   HT_GRID_STRIDE(i, n) {
     const float p = params[i];
     if (mu == 0.0f) {
@@ -79,57 +109,134 @@ __global__ void sgd_kernel(float* params, const float* grads, float* velocity, s
   }
 }
 
+// Every thread that meets a non-finite gradient writes the same 1 to kFoundInf (a benign
+// race with one possible outcome), which stays set across a step's calls until
+// update_loss_scale clears it: no reduction, and the result does not depend on timing.
+__global__ void unscale_kernel(float* grads, size_t n, float* state) {
+  const float inv = 1.0f / state[LossScaleState::kScale];
+  HT_GRID_STRIDE(i, n) {
+    const float g = grads[i] * inv;
+    grads[i] = g;
+    if (!isfinite(g)) state[LossScaleState::kFoundInf] = 1.0f;
+  }
+}
+
+// One thread: a handful of scalar updates.
+__global__ void update_loss_scale_kernel(float* state, float growth, float backoff, int interval) {
+  if (state[LossScaleState::kFoundInf] != 0.0f) {
+    state[LossScaleState::kScale] *= backoff;
+    state[LossScaleState::kGood] = 0.0f;
+    state[LossScaleState::kSkipped] += 1.0f;
+  } else {
+    state[LossScaleState::kGood] += 1.0f;
+    if (state[LossScaleState::kGood] >= static_cast<float>(interval)) {
+      state[LossScaleState::kScale] *= growth;
+      state[LossScaleState::kGood] = 0.0f;
+    }
+  }
+  state[LossScaleState::kFoundInf] = 0.0f;
+}
+
 #undef HT_GRID_STRIDE
 
 }  // namespace
 
-void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream) {
+void convert(DType t, const float* src, void* dst, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    convert_kernel<<<grid_for(n), kBlock, 0, stream>>>(src, static_cast<T*>(dst), n);
+  });
+  check_launch("convert");
+}
+
+void convert_to_float(DType t, const void* src, float* dst, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    convert_to_float_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(src), dst, n);
+  });
+  check_launch("convert_to_float");
+}
+
+void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(rows) * cols;
   if (total == 0) return;
-  add_bias_kernel<<<grid_for(total), kBlock, 0, stream>>>(y, bias, total, cols);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    add_bias_kernel<<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(y), bias, total, cols);
+  });
   check_launch("add_bias");
 }
 
-void add_channel_bias(float* y, const float* bias, int n, int c, int hw, cudaStream_t stream) {
+void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,
+                      cudaStream_t stream) {
   const size_t total = static_cast<size_t>(n) * c * hw;
   if (total == 0) return;
-  add_channel_bias_kernel<<<grid_for(total), kBlock, 0, stream>>>(y, bias, total, c, hw);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    add_channel_bias_kernel<<<grid_for(total), kBlock, 0, stream>>>(static_cast<T*>(y), bias, total,
+                                                                    c, hw);
+  });
   check_launch("add_channel_bias");
 }
 
-void add(const float* a, const float* b, float* y, size_t n, cudaStream_t stream) {
+void add(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  add_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    add_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(a),
+                                                   static_cast<const T*>(b), static_cast<T*>(y), n);
+  });
   check_launch("add");
 }
 
-void multiply(const float* a, const float* b, float* y, size_t n, cudaStream_t stream) {
+void multiply(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(a, b, y, n);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), n);
+  });
   check_launch("multiply");
 }
 
-void decode_u8(const uint8_t* in, size_t n, float scale, float* out, cudaStream_t stream) {
+void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream) {
   if (n == 0) return;
-  decode_u8_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, scale, out);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    decode_u8_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, scale, static_cast<T*>(out));
+  });
   check_launch("decode_u8");
 }
 
-void decode_f16(const uint16_t* in, size_t n, float* out, cudaStream_t stream) {
+void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t stream) {
   if (n == 0) return;
-  decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, out);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, static_cast<T*>(out));
+  });
   check_launch("decode_f16");
 }
 
-void relu_forward(const float* x, float* y, size_t n, cudaStream_t stream) {
+void relu_forward(DType t, const void* x, void* y, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  relu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, n);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    relu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x),
+                                                            static_cast<T*>(y), n);
+  });
   check_launch("relu_forward");
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, size_t n, cudaStream_t stream) {
+void relu_backward(DType t, const void* y, const void* dy, void* dx, size_t n,
+                   cudaStream_t stream) {
   if (n == 0) return;
-  relu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(y, dy, dx, n);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    relu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n);
+  });
   check_launch("relu_backward");
 }
 
@@ -139,19 +246,36 @@ void scale(float* x, size_t n, float alpha, cudaStream_t stream) {
   check_launch("scale");
 }
 
-void dropout_forward(const float* x, float* y, float* mask, size_t n, float p, uint64_t seed,
+void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream) {
   if (n == 0) return;
-  dropout_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, y, mask, n, p, 1.0f / (1.0f - p), seed);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    dropout_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                       static_cast<T*>(mask), n, p,
+                                                       1.0f / (1.0f - p), seed);
+  });
   check_launch("dropout_forward");
 }
 
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,
-                cudaStream_t stream) {
+                const float* skip, cudaStream_t stream) {
   if (n == 0) return;
   sgd_kernel<<<grid_for(n), kBlock, 0, stream>>>(params, grads, velocity, n, sgd.lr, sgd.momentum,
-                                                 sgd.weight_decay, sgd.nesterov);
+                                                 sgd.weight_decay, sgd.nesterov, skip);
   check_launch("sgd_update");
+}
+
+void unscale_grads(float* grads, size_t n, float* state, cudaStream_t stream) {
+  if (n == 0) return;
+  unscale_kernel<<<grid_for(n), kBlock, 0, stream>>>(grads, n, state);
+  check_launch("unscale_grads");
+}
+
+void update_loss_scale(float* state, float growth, float backoff, int interval,
+                       cudaStream_t stream) {
+  update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, growth, backoff, interval);
+  check_launch("update_loss_scale");
 }
 
 }  // namespace hpctrain::kernels

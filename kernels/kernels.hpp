@@ -2,12 +2,18 @@
 // Each mirrors one CpuBackend operation with the same semantics (backend.hpp documents
 // them); the GPU tests compare the two on random inputs. Reductions run in a fixed order
 // (no atomics), so results repeat bit for bit.
+//
+// Activations (`void*`) are of the type `t` names (the backend's act_type()): kernels
+// widen them to float, compute in float and round what they store to nearest even.
+// Parameters, gradients, biases and statistics are float32 (`float*`).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "core/dtype.hpp"
 
 namespace hpctrain {
 
@@ -17,40 +23,54 @@ struct Pool2dShape;
 
 namespace kernels {
 
+// Conversions (elementwise.cu): dst = src rounded to t (the weights' compute copy), and
+// activations widened to float32 (exact).
+void convert(DType t, const float* src, void* dst, size_t n, cudaStream_t stream);
+void convert_to_float(DType t, const void* src, float* dst, size_t n, cudaStream_t stream);
+
 // Element-wise (elementwise.cu).
-void add_bias(float* y, const float* bias, int rows, int cols, cudaStream_t stream);
-void add_channel_bias(float* y, const float* bias, int n, int c, int hw, cudaStream_t stream);
-void add(const float* a, const float* b, float* y, size_t n, cudaStream_t stream);
-void multiply(const float* a, const float* b, float* y, size_t n, cudaStream_t stream);
-void relu_forward(const float* x, float* y, size_t n, cudaStream_t stream);
-void relu_backward(const float* y, const float* dy, float* dx, size_t n, cudaStream_t stream);
+void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream);
+void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,
+                      cudaStream_t stream);
+void add(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream);
+void multiply(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream);
+void relu_forward(DType t, const void* x, void* y, size_t n, cudaStream_t stream);
+void relu_backward(DType t, const void* y, const void* dy, void* dx, size_t n, cudaStream_t stream);
 void scale(float* x, size_t n, float alpha, cudaStream_t stream);
-void dropout_forward(const float* x, float* y, float* mask, size_t n, float p, uint64_t seed,
+void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream);
 // Input decoding (Backend::decode_input): out[i] = in[i] * scale for uint8, the exact
-// float of each IEEE half for float16.
-void decode_u8(const uint8_t* in, size_t n, float scale, float* out, cudaStream_t stream);
-void decode_f16(const uint16_t* in, size_t n, float* out, cudaStream_t stream);
+// float of each IEEE half for float16, each rounded to t.
+void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream);
+void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t stream);
+// Does nothing when skip is not null and *skip != 0 (read on the device).
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,
-                cudaStream_t stream);
+                const float* skip, cudaStream_t stream);
+// Dynamic loss scaling on its device state (LossScaleState in backend/backend.hpp).
+void unscale_grads(float* grads, size_t n, float* state, cudaStream_t stream);
+void update_loss_scale(float* state, float growth, float backoff, int interval,
+                       cudaStream_t stream);
 
-// Reductions (reduce.cu).
-void sum_rows(const float* dy, float* dbias, int rows, int cols, cudaStream_t stream);
-void sum_channels(const float* dy, float* dbias, int n, int c, int hw, cudaStream_t stream);
+// Reductions (reduce.cu); the sums are float32.
+void sum_rows(DType t, const void* dy, float* dbias, int rows, int cols, cudaStream_t stream);
+void sum_channels(DType t, const void* dy, float* dbias, int n, int c, int hw, cudaStream_t stream);
 // dgamma and dbeta of batch normalisation (the part of its backward that needs no dx).
-void batchnorm_param_grads(const float* x, const float* dy, float* dgamma, float* dbeta, int n,
-                           int c, int hw, const float* save_mean, const float* save_invstd,
+void batchnorm_param_grads(DType t, const void* x, const void* dy, float* dgamma, float* dbeta,
+                           int n, int c, int hw, const float* save_mean, const float* save_invstd,
                            cudaStream_t stream);
-void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
-                  float* dlogits, LossStats* stats, cudaStream_t stream);
+// loss_scale: device memory, or null for 1.
+void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, int cols,
+                  float grad_scale, const float* loss_scale, void* dlogits, LossStats* stats,
+                  cudaStream_t stream);
 
 // Phase clock (clock.cu): stamps[marks + 1] and sums[marks] as Backend::phase_mark uses
 // them (zeroed to start).
 void phase_mark(unsigned long long* stamps, double* sums, int i, int marks, cudaStream_t stream);
 
 // Average pooling (pool.cu): the window clipped to the input, divided by kh * kw.
-void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream);
-void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream);
+void avgpool2d_forward(DType t, const Pool2dShape& s, const void* x, void* y, cudaStream_t stream);
+void avgpool2d_backward(DType t, const Pool2dShape& s, const void* dy, void* dx,
+                        cudaStream_t stream);
 
 }  // namespace kernels
 }  // namespace hpctrain

@@ -1,41 +1,45 @@
 // Average pooling with the CPU backend's semantics: windows clipped to the input, always
 // divided by kh * kw (padding counts as zeros). Backward gathers: each input cell sums the
-// gradients of the windows that cover it, so no atomics are needed.
+// gradients of the windows that cover it, so no atomics are needed. Sums run in float
+// over widened activations (kernels/act.cuh), rounded once when stored.
 #include "backend/conv_shape.hpp"
+#include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
 
 namespace hpctrain::kernels {
 namespace {
 
-__global__ void avgpool_forward_kernel(Pool2dShape s, const float* x, float* y) {
+template <typename T>
+__global__ void avgpool_forward_kernel(Pool2dShape s, const T* x, T* y) {
   const int oh = s.out_h(), ow = s.out_w();
   const size_t total = static_cast<size_t>(s.n) * s.c * oh * ow;
   const float inv = 1.0f / static_cast<float>(s.kh * s.kw);
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const int ox = static_cast<int>(i % ow), oy = static_cast<int>((i / ow) % oh);
-    const float* plane = x + (i / (static_cast<size_t>(oh) * ow)) * s.h * s.w;
+    const T* plane = x + (i / (static_cast<size_t>(oh) * ow)) * s.h * s.w;
     const int y0 = max(oy * s.stride_h - s.pad_h, 0),
               y1 = min(oy * s.stride_h - s.pad_h + s.kh, s.h);
     const int x0 = max(ox * s.stride_w - s.pad_w, 0),
               x1 = min(ox * s.stride_w - s.pad_w + s.kw, s.w);
     float sum = 0.0f;
     for (int iy = y0; iy < y1; ++iy) {
-      for (int ix = x0; ix < x1; ++ix) sum += plane[iy * s.w + ix];
+      for (int ix = x0; ix < x1; ++ix) sum += as_float(plane[iy * s.w + ix]);
     }
-    y[i] = sum * inv;
+    y[i] = to_act<T>(sum * inv);
   }
 }
 
-__global__ void avgpool_backward_kernel(Pool2dShape s, const float* dy, float* dx) {
+template <typename T>
+__global__ void avgpool_backward_kernel(Pool2dShape s, const T* dy, T* dx) {
   const int oh = s.out_h(), ow = s.out_w();
   const size_t total = static_cast<size_t>(s.n) * s.c * s.h * s.w;
   const float inv = 1.0f / static_cast<float>(s.kh * s.kw);
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const int ix = static_cast<int>(i % s.w), iy = static_cast<int>((i / s.w) % s.h);
-    const float* plane = dy + (i / (static_cast<size_t>(s.h) * s.w)) * oh * ow;
+    const T* plane = dy + (i / (static_cast<size_t>(s.h) * s.w)) * oh * ow;
     // Windows oy with oy * stride - pad <= iy < oy * stride - pad + kh.
     const int py = iy + s.pad_h, px = ix + s.pad_w;
     const int oy0 = py >= s.kh ? (py - s.kh) / s.stride_h + 1 : 0,
@@ -44,25 +48,34 @@ __global__ void avgpool_backward_kernel(Pool2dShape s, const float* dy, float* d
               ox1 = min(px / s.stride_w, ow - 1);
     float sum = 0.0f;
     for (int oy = oy0; oy <= oy1; ++oy) {
-      for (int ox = ox0; ox <= ox1; ++ox) sum += plane[oy * ow + ox];
+      for (int ox = ox0; ox <= ox1; ++ox) sum += as_float(plane[oy * ow + ox]);
     }
-    dx[i] = sum * inv;
+    dx[i] = to_act<T>(sum * inv);
   }
 }
 
 }  // namespace
 
-void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y, cudaStream_t stream) {
+void avgpool2d_forward(DType t, const Pool2dShape& s, const void* x, void* y, cudaStream_t stream) {
   const size_t total = static_cast<size_t>(s.n) * s.c * s.out_h() * s.out_w();
   if (total == 0) return;
-  avgpool_forward_kernel<<<grid_for(total), kBlock, 0, stream>>>(s, x, y);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    avgpool_forward_kernel<<<grid_for(total), kBlock, 0, stream>>>(s, static_cast<const T*>(x),
+                                                                   static_cast<T*>(y));
+  });
   check_launch("avgpool2d_forward");
 }
 
-void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx, cudaStream_t stream) {
+void avgpool2d_backward(DType t, const Pool2dShape& s, const void* dy, void* dx,
+                        cudaStream_t stream) {
   const size_t total = static_cast<size_t>(s.n) * s.c * s.h * s.w;
   if (total == 0) return;
-  avgpool_backward_kernel<<<grid_for(total), kBlock, 0, stream>>>(s, dy, dx);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    avgpool_backward_kernel<<<grid_for(total), kBlock, 0, stream>>>(s, static_cast<const T*>(dy),
+                                                                    static_cast<T*>(dx));
+  });
   check_launch("avgpool2d_backward");
 }
 

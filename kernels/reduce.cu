@@ -1,8 +1,10 @@
 // Reduction kernels. Each output is reduced by one block in a fixed order (per-thread
 // strided sums, then a shared-memory tree), never with atomics, so results repeat.
+// Activations are widened to float (kernels/act.cuh) and summed in float or double.
 #include <cmath>
 
 #include "backend/backend.hpp"
+#include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
 
@@ -24,10 +26,11 @@ __device__ T block_sum(T v, T* shared) {
 }
 
 // One thread per column, rows in order: coalesced across the threads of a warp.
-__global__ void sum_rows_kernel(const float* dy, float* dbias, int rows, int cols) {
+template <typename T>
+__global__ void sum_rows_kernel(const T* dy, float* dbias, int rows, int cols) {
   for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x) {
     float s = 0.0f;
-    for (int r = 0; r < rows; ++r) s += dy[static_cast<size_t>(r) * cols + j];
+    for (int r = 0; r < rows; ++r) s += as_float(dy[static_cast<size_t>(r) * cols + j]);
     dbias[j] = s;
   }
 }
@@ -38,19 +41,20 @@ __device__ size_t channel_index(size_t k, int ch, int c, int hw) {
 }
 
 // Block ch sums channel ch over every sample and position.
-__global__ void sum_channels_kernel(const float* dy, float* dbias, int n, int c, int hw) {
+template <typename T>
+__global__ void sum_channels_kernel(const T* dy, float* dbias, int n, int c, int hw) {
   __shared__ float shared[kBlock];
   const int ch = blockIdx.x;
   const size_t m = static_cast<size_t>(n) * hw;
   float s = 0.0f;
-  for (size_t k = threadIdx.x; k < m; k += kBlock) s += dy[channel_index(k, ch, c, hw)];
+  for (size_t k = threadIdx.x; k < m; k += kBlock) s += as_float(dy[channel_index(k, ch, c, hw)]);
   s = block_sum(s, shared);
   if (threadIdx.x == 0) dbias[ch] = s;
 }
 
-__global__ void bn_param_grads_kernel(const float* x, const float* dy, float* dgamma, float* dbeta,
-                                      int n, int c, int hw, const float* mean,
-                                      const float* invstd) {
+template <typename T>
+__global__ void bn_param_grads_kernel(const T* x, const T* dy, float* dgamma, float* dbeta, int n,
+                                      int c, int hw, const float* mean, const float* invstd) {
   __shared__ float shared[kBlock];
   const int ch = blockIdx.x;
   const size_t m = static_cast<size_t>(n) * hw;
@@ -58,8 +62,9 @@ __global__ void bn_param_grads_kernel(const float* x, const float* dy, float* dg
   float sum_dy = 0.0f, sum_dy_xc = 0.0f;
   for (size_t k = threadIdx.x; k < m; k += kBlock) {
     const size_t i = channel_index(k, ch, c, hw);
-    sum_dy += dy[i];
-    sum_dy_xc += dy[i] * (x[i] - mu);
+    const float d = as_float(dy[i]);
+    sum_dy += d;
+    sum_dy_xc += d * (as_float(x[i]) - mu);
   }
   sum_dy = block_sum(sum_dy, shared);
   sum_dy_xc = block_sum(sum_dy_xc, shared);
@@ -72,18 +77,23 @@ __global__ void bn_param_grads_kernel(const float* x, const float* dy, float* dg
 // One block; warp w takes rows w, w + warps, ...: a warp finds the row's max (first
 // arg-max, as the CPU backend), the sum of exponentials, and writes the gradient. Lane 0
 // keeps the warp's loss and correct count; the block adds them in warp order.
-__global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, int rows, int cols,
-                                    float grad_scale, float* dlogits, LossStats* stats) {
+template <typename T>
+__global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int rows, int cols,
+                                    float grad_scale, const float* loss_scale, T* dlogits,
+                                    LossStats* stats) {
   __shared__ double shared[kBlock];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kBlock / 32;
+  // The loss scale multiplies the gradient only: the loss statistics stay unscaled.
+  const float factor = loss_scale != nullptr ? grad_scale * *loss_scale : grad_scale;
   double loss = 0.0, correct = 0.0;
   for (int r = warp; r < rows; r += warps) {
-    const float* z = logits + static_cast<size_t>(r) * cols;
+    const T* z = logits + static_cast<size_t>(r) * cols;
     float best = -INFINITY;
     int arg = cols;
     for (int j = lane; j < cols; j += 32) {
-      if (z[j] > best) {  // strict: the first maximum of this lane's columns
-        best = z[j];
+      const float v = as_float(z[j]);
+      if (v > best) {  // strict: the first maximum of this lane's columns
+        best = v;
         arg = j;
       }
     }
@@ -96,19 +106,19 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
       }
     }
     double sum = 0.0;
-    for (int j = lane; j < cols; j += 32) sum += exp(static_cast<double>(z[j] - best));
+    for (int j = lane; j < cols; j += 32) sum += exp(static_cast<double>(as_float(z[j]) - best));
     for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
     const int label = labels[r];
     if (lane == 0) {
-      loss += log(sum) - static_cast<double>(z[label] - best);
+      loss += log(sum) - static_cast<double>(as_float(z[label]) - best);
       correct += arg == label ? 1.0 : 0.0;
     }
     if (dlogits != nullptr) {
-      float* d = dlogits + static_cast<size_t>(r) * cols;
+      T* d = dlogits + static_cast<size_t>(r) * cols;
       const double inv_sum = 1.0 / sum;
       for (int j = lane; j < cols; j += 32) {
-        const double p = exp(static_cast<double>(z[j] - best)) * inv_sum;
-        d[j] = static_cast<float>(grad_scale * (p - (j == label ? 1.0 : 0.0)));
+        const double p = exp(static_cast<double>(as_float(z[j]) - best)) * inv_sum;
+        d[j] = to_act<T>(static_cast<float>(factor * (p - (j == label ? 1.0 : 0.0))));
       }
     }
   }
@@ -123,33 +133,49 @@ __global__ void softmax_xent_kernel(const float* logits, const int32_t* labels, 
 
 }  // namespace
 
-void sum_rows(const float* dy, float* dbias, int rows, int cols, cudaStream_t stream) {
+void sum_rows(DType t, const void* dy, float* dbias, int rows, int cols, cudaStream_t stream) {
   if (cols == 0) return;
-  sum_rows_kernel<<<grid_for(static_cast<size_t>(cols)), kBlock, 0, stream>>>(dy, dbias, rows,
-                                                                              cols);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    sum_rows_kernel<<<grid_for(static_cast<size_t>(cols)), kBlock, 0, stream>>>(
+        static_cast<const T*>(dy), dbias, rows, cols);
+  });
   check_launch("sum_rows");
 }
 
-void sum_channels(const float* dy, float* dbias, int n, int c, int hw, cudaStream_t stream) {
+void sum_channels(DType t, const void* dy, float* dbias, int n, int c, int hw,
+                  cudaStream_t stream) {
   if (c == 0) return;
-  sum_channels_kernel<<<c, kBlock, 0, stream>>>(dy, dbias, n, c, hw);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    sum_channels_kernel<<<c, kBlock, 0, stream>>>(static_cast<const T*>(dy), dbias, n, c, hw);
+  });
   check_launch("sum_channels");
 }
 
-void batchnorm_param_grads(const float* x, const float* dy, float* dgamma, float* dbeta, int n,
-                           int c, int hw, const float* save_mean, const float* save_invstd,
+void batchnorm_param_grads(DType t, const void* x, const void* dy, float* dgamma, float* dbeta,
+                           int n, int c, int hw, const float* save_mean, const float* save_invstd,
                            cudaStream_t stream) {
   if (c == 0) return;
-  bn_param_grads_kernel<<<c, kBlock, 0, stream>>>(x, dy, dgamma, dbeta, n, c, hw, save_mean,
-                                                  save_invstd);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    bn_param_grads_kernel<<<c, kBlock, 0, stream>>>(static_cast<const T*>(x),
+                                                    static_cast<const T*>(dy), dgamma, dbeta, n, c,
+                                                    hw, save_mean, save_invstd);
+  });
   check_launch("batchnorm_param_grads");
 }
 
-void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
-                  float* dlogits, LossStats* stats, cudaStream_t stream) {
+void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, int cols,
+                  float grad_scale, const float* loss_scale, void* dlogits, LossStats* stats,
+                  cudaStream_t stream) {
   if (rows == 0) return;
-  softmax_xent_kernel<<<1, kBlock, 0, stream>>>(logits, labels, rows, cols, grad_scale, dlogits,
-                                                stats);
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    softmax_xent_kernel<<<1, kBlock, 0, stream>>>(static_cast<const T*>(logits), labels, rows, cols,
+                                                  grad_scale, loss_scale, static_cast<T*>(dlogits),
+                                                  stats);
+  });
   check_launch("softmax_xent");
 }
 

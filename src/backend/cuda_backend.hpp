@@ -10,10 +10,12 @@
 namespace hpctrain {
 
 struct CudaBackendOptions {
-  int device = 0;                // CUDA device ordinal
-  bool deterministic = false;    // only cuDNN algorithms that give repeatable results
-  bool tf32 = false;             // TF32 tensor cores in GEMMs and convolutions
-  DType act_type = DType::kF32;  // activations (Backend::act_type())
+  int device = 0;              // CUDA device ordinal
+  bool deterministic = false;  // only cuDNN algorithms that give repeatable results
+  // Activations and the weights' compute copy (Backend::act_type): float32, or bfloat16 /
+  // float16 for mixed precision (cuBLAS and cuDNN on tensor cores, float32 arithmetic).
+  DType act_type = DType::kF32;
+  bool tf32 = false;  // TF32 tensor cores in GEMMs and convolutions (float32 activations only)
   // Synchronise after every operation and check for errors, so that an asynchronous
   // failure names the operation that caused it (slow; for debugging). The environment
   // variable HPCTRAIN_CUDA_SYNC=1 turns it on too.
@@ -26,7 +28,8 @@ bool cuda_built();
 // Devices this process can use: 0 without a driver or a device, or without the backend.
 int cuda_device_count();
 
-// Throws UsageError when the backend is not built or the device does not exist.
+// Throws UsageError when the backend is not built, the device does not exist, or tf32 is
+// asked for with 16-bit activations.
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace hpctrain

@@ -45,10 +45,11 @@ const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, 
 
 }  // namespace
 
-ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, bool tf32, bool deterministic,
-                         std::function<void()> warm_up)
+ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool tf32,
+                         bool deterministic, std::function<void()> warm_up)
     : cudnn_(cudnn),
       stream_(stream),
+      act_(act),
       tf32_(tf32),
       deterministic_(deterministic),
       warm_up_(std::move(warm_up)) {}
@@ -64,14 +65,19 @@ const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
                 s.kw, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   ConvPlan& p = plans_[key];
-  set_nchw(p.x, s.n, s.c_in, s.h, s.w);
-  set_nchw(p.y, s.n, s.c_out, s.out_h(), s.out_w());
-  HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, s.c_out,
-                                     s.c_in, s.kh, s.kw));
+  const cudnnDataType_t type = cudnn_type(act_);
+  set_nchw(p.x, type, s.n, s.c_in, s.h, s.w);
+  set_nchw(p.y, type, s.n, s.c_out, s.out_h(), s.out_w());
+  HT_CUDA(
+      cudnnSetFilter4dDescriptor(p.w.get(), type, CUDNN_TENSOR_NCHW, s.c_out, s.c_in, s.kh, s.kw));
+  // Float32 arithmetic for every data type (PSEUDO_HALF / PSEUDO_BFLOAT16 for 16-bit data).
   HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1,
                                           1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed.
-  HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed;
+  // 16-bit data: tensor cores, which take it as it is (no rounding of the operands).
+  cudnnMathType_t math = tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  if (act_ != DType::kF32) math = CUDNN_TENSOR_OP_MATH;
+  HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), math));
   const bool measure = !deterministic_;
   constexpr int kFwd = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   constexpr int kBwdData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
@@ -99,11 +105,12 @@ const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
     widen(fwd, nf);
     widen(bd, nd);
     widen(bf, ng);
+    const size_t bytes = dtype_size(act_);
     const size_t nx = size_t(s.n) * s.c_in * s.h * s.w;
     const size_t ny = size_t(s.n) * s.c_out * s.out_h() * s.out_w();
     const size_t nw = size_t(s.c_out) * s.c_in * s.kh * s.kw;
-    Scratch x(nx * sizeof(float), stream_), y(ny * sizeof(float), stream_),
-        w(nw * sizeof(float), stream_), work(ws, nullptr);
+    Scratch x(nx * bytes, stream_), y(ny * bytes, stream_), w(nw * bytes, stream_),
+        work(ws, nullptr);
     if (warm_up_) {
       warm_up_();
       warm_up_ = nullptr;

@@ -3,6 +3,8 @@
 // heuristics' ranking (the same choice every run, deterministic algorithms only); others
 // time the candidates on the GPU (cuDNN Find, twice, summed; what PyTorch's
 // cudnn.benchmark does), after a warm-up that lets an idle GPU's clocks ramp up.
+// Data and filters are of the backend's activation type (for 16-bit types cuDNN's
+// "pseudo" configurations: float32 arithmetic on tensor cores).
 #pragma once
 
 #include <cudnn.h>
@@ -14,12 +16,13 @@
 
 #include "backend/conv_shape.hpp"
 #include "backend/cuda/cudnn_util.hpp"
+#include "core/dtype.hpp"
 
 namespace hpctrain::cuda {
 
 struct ConvPlan {
   TensorDesc x, y;
-  FilterDesc w;
+  FilterDesc w;  // also the filter gradient's: cuDNN writes dw in the activation type
   ConvDesc conv;
   cudnnConvolutionFwdAlgo_t fwd{};
   cudnnConvolutionBwdDataAlgo_t bwd_data{};
@@ -29,12 +32,13 @@ struct ConvPlan {
 
 class ConvPlanner {
  public:
-  // `warm_up` runs once, before the first timing. The handle runs on `stream`.
-  ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, bool tf32, bool deterministic,
+  // `warm_up` runs once, before the first timing. The handle runs on `stream`. `act` is
+  // the type of data and filters; tf32 applies to float32 only.
+  ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool tf32, bool deterministic,
               std::function<void()> warm_up);
 
-  // At set-up: the workspace shape s needs, its algorithms chosen within a generous limit.
-  // The largest answer becomes the limit for shapes first seen later.
+  // At set-up: the cuDNN workspace shape s needs, its algorithms chosen within a generous
+  // limit. The largest answer becomes the limit for shapes first seen later.
   size_t workspace_bytes(const Conv2dShape& s);
   // The plan for s. A shape first seen inside the step loop (a smaller last batch) must
   // fit the workspace the model sized from the shapes it asked about at set-up.
@@ -48,6 +52,7 @@ class ConvPlanner {
 
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
+  DType act_;
   bool tf32_, deterministic_;
   std::function<void()> warm_up_;  // emptied once run
   std::map<Key, ConvPlan> plans_;

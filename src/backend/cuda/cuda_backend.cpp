@@ -2,7 +2,9 @@
 // normalisation, kernels/ for the rest, all on one stream per backend. Nothing in an
 // operation synchronises with the host except the copies to host memory and
 // synchronize(); with sync_each_call every operation is followed by a checked
-// synchronisation, so an asynchronous error names its operation.
+// synchronisation, so an asynchronous error names its operation. Activations are of
+// options.act_type: cuBLAS and cuDNN read and write 16-bit data with float32 arithmetic,
+// while parameters, gradients and normalisation statistics stay float32.
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>
@@ -10,9 +12,11 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 
 #include "backend/cuda/conv_planner.hpp"
 #include "backend/cuda/cuda_check.hpp"
@@ -24,15 +28,24 @@ namespace hpctrain {
 namespace {
 
 using cuda::ConvPlan;
+using cuda::cudnn_type;
 using cuda::fail;
 using cuda::PoolDesc;
 using cuda::Scratch;
 using cuda::set_nchw;
 using cuda::TensorDesc;
 
+// cuBLAS's name for the element type t.
+cudaDataType_t cublas_type(DType t) {
+  return t == DType::kF32 ? CUDA_R_32F : t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+// Offsets inside a convolution workspace keep cuDNN's alignment (cudaMalloc's 256 bytes).
+constexpr size_t kWorkspaceAlign = 256;
+
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const CudaBackendOptions& o) : options_(o) {
+  explicit CudaBackend(const CudaBackendOptions& o) : options_(o), act_(o.act_type) {
     const char* env = std::getenv("HPCTRAIN_CUDA_SYNC");
     if (env != nullptr && std::strcmp(env, "1") == 0) options_.sync_each_call = true;
     HT_CUDA(cudaSetDevice(o.device));
@@ -46,10 +59,18 @@ class CudaBackend final : public Backend {
     HT_CUDA(cublasCreate(&cublas_));
     HT_CUDA(cublasSetStream(cublas_, stream_));
     // fp32 means fp32: no TF32 tensor-core rounding unless precision tf32 asks for it.
-    HT_CUDA(cublasSetMathMode(cublas_, o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    // 16-bit operands take tensor cores by default; the flag keeps their products' sums in
+    // float32 also where cuBLAS splits a sum, which it may otherwise add up in the 16-bit
+    // output type.
+    cublasMath_t math = o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+    if (act_ != DType::kF32) {
+      math = static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    }
+    HT_CUDA(cublasSetMathMode(cublas_, math));
     HT_CUDA(cudnnCreate(&cudnn_));
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
-    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, o.tf32, o.deterministic,
+    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, act_, o.tf32, o.deterministic,
                                                    [this] { warm_up(); });
   }
   ~CudaBackend() override {
@@ -73,6 +94,7 @@ class CudaBackend final : public Backend {
   }
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
+  DType act_type() const override { return act_; }
   std::string device_id() const override {
     char bus[32] = {};
     HT_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), options_.device));
@@ -107,6 +129,10 @@ class CudaBackend final : public Backend {
     }
     done("copy");
   }
+  void convert(const float* src, void* dst, size_t n) override {
+    to_act(src, dst, n);
+    done("convert");
+  }
   void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
 
   // Input on copy_stream_: batch k+1 moves while batch k computes (see Backend).
@@ -135,18 +161,16 @@ class CudaBackend final : public Backend {
   }
   void wait_uploads() override { HT_CUDA(cudaEventSynchronize(copied_)); }
 
-  void decode_input(const void* raw, SampleType type, size_t n, float* out) override {
+  void decode_input(const void* raw, SampleType type, size_t n, void* out) override {
     switch (type) {
       case SampleType::kU8:
-        kernels::decode_u8(static_cast<const uint8_t*>(raw), n, kU8Scale, out, stream_);
+        kernels::decode_u8(act_, static_cast<const uint8_t*>(raw), n, kU8Scale, out, stream_);
         break;
       case SampleType::kF16:
-        kernels::decode_f16(static_cast<const uint16_t*>(raw), n, out, stream_);
+        kernels::decode_f16(act_, static_cast<const uint16_t*>(raw), n, out, stream_);
         break;
       case SampleType::kF32:
-        if (n > 0) {
-          HT_CUDA(cudaMemcpyAsync(out, raw, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-        }
+        to_act(static_cast<const float*>(raw), out, n);
         break;
     }
     done("decode_input");
@@ -163,44 +187,47 @@ class CudaBackend final : public Backend {
     return sums;
   }
 
-  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-            const float* b, float beta, float* c) override {
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
-    HT_CUDA(cublasSgemm(cublas_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                        trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda, &beta,
-                        c, n));
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+            const void* b, float beta, void* c) override {
+    matmul(trans_a, trans_b, m, n, k, alpha, a, b, beta, c, act_);
     done("gemm");
   }
-  void add_bias(float* y, const float* bias, int rows, int cols) override {
-    kernels::add_bias(y, bias, rows, cols, stream_);
+  void gemm_f32_out(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+                    const void* b, float beta, float* c) override {
+    matmul(trans_a, trans_b, m, n, k, alpha, a, b, beta, c, DType::kF32);
+    done("gemm_f32_out");
+  }
+  void add_bias(void* y, const float* bias, int rows, int cols) override {
+    kernels::add_bias(act_, y, bias, rows, cols, stream_);
     done("add_bias");
   }
-  void sum_rows(const float* dy, float* dbias, int rows, int cols) override {
-    kernels::sum_rows(dy, dbias, rows, cols, stream_);
+  void sum_rows(const void* dy, float* dbias, int rows, int cols) override {
+    kernels::sum_rows(act_, dy, dbias, rows, cols, stream_);
     done("sum_rows");
   }
-  void add_channel_bias(float* y, const float* bias, int n, int c, int hw) override {
-    kernels::add_channel_bias(y, bias, n, c, hw, stream_);
+  void add_channel_bias(void* y, const float* bias, int n, int c, int hw) override {
+    kernels::add_channel_bias(act_, y, bias, n, c, hw, stream_);
     done("add_channel_bias");
   }
-  void sum_channels(const float* dy, float* dbias, int n, int c, int hw) override {
-    kernels::sum_channels(dy, dbias, n, c, hw, stream_);
+  void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override {
+    kernels::sum_channels(act_, dy, dbias, n, c, hw, stream_);
     done("sum_channels");
   }
-  void add(const float* a, const float* b, float* y, size_t n) override {
-    kernels::add(a, b, y, n, stream_);
+  void add(const void* a, const void* b, void* y, size_t n) override {
+    kernels::add(act_, a, b, y, n, stream_);
     done("add");
   }
-  void multiply(const float* a, const float* b, float* y, size_t n) override {
-    kernels::multiply(a, b, y, n, stream_);
+  void multiply(const void* a, const void* b, void* y, size_t n) override {
+    kernels::multiply(act_, a, b, y, n, stream_);
     done("multiply");
   }
 
+  // With 16-bit activations the workspace starts with the filter gradient's scratch (see
+  // conv2d_backward_filter); cuDNN's own workspace follows it.
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override {
-    return planner_->workspace_bytes(s);
+    return dw_scratch_bytes(s) + planner_->workspace_bytes(s);
   }
-  void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y,
+  void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override {
     const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
@@ -208,7 +235,7 @@ class CudaBackend final : public Backend {
                                     workspace, p.workspace, &zero, p.y.get(), y));
     done("conv2d_forward");
   }
-  void conv2d_backward_data(const Conv2dShape& s, const float* dy, const float* w, float* dx,
+  void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
                             void* workspace) override {
     const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
@@ -216,49 +243,55 @@ class CudaBackend final : public Backend {
                                          p.bwd_data, workspace, p.workspace, &zero, p.x.get(), dx));
     done("conv2d_backward_data");
   }
-  void conv2d_backward_filter(const Conv2dShape& s, const float* x, const float* dy, float* dw,
+  // cuDNN writes the filter gradient in the filter's type: float32 activations straight
+  // into dw; 16-bit ones into the scratch at the workspace's start, then widened into dw.
+  void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override {
     const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
+    auto* ws = static_cast<std::byte*>(workspace);
+    void* grad = act_ == DType::kF32 ? static_cast<void*>(dw) : ws;
     HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
-                                           p.bwd_filter, workspace, p.workspace, &zero, p.w.get(),
-                                           dw));
+                                           p.bwd_filter, ws + dw_scratch_bytes(s), p.workspace,
+                                           &zero, p.w.get(), grad));
+    if (act_ != DType::kF32) kernels::convert_to_float(act_, ws, dw, filter_elems(s), stream_);
     done("conv2d_backward_filter");
   }
 
-  void maxpool2d_forward(const Pool2dShape& s, const float* x, float* y) override {
+  void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
     set_pool(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnPoolingForward(cudnn_, pool_.get(), &one, a_.get(), x, &zero, b_.get(), y));
     done("maxpool2d_forward");
   }
-  void maxpool2d_backward(const Pool2dShape& s, const float* x, const float* y, const float* dy,
-                          float* dx) override {
+  void maxpool2d_backward(const Pool2dShape& s, const void* x, const void* y, const void* dy,
+                          void* dx) override {
     set_pool(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnPoolingBackward(cudnn_, pool_.get(), &one, b_.get(), y, b_.get(), dy, a_.get(), x,
                                  &zero, a_.get(), dx));
     done("maxpool2d_backward");
   }
-  void avgpool2d_forward(const Pool2dShape& s, const float* x, float* y) override {
-    kernels::avgpool2d_forward(s, x, y, stream_);
+  void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
+    kernels::avgpool2d_forward(act_, s, x, y, stream_);
     done("avgpool2d_forward");
   }
-  void avgpool2d_backward(const Pool2dShape& s, const float* dy, float* dx) override {
-    kernels::avgpool2d_backward(s, dy, dx, stream_);
+  void avgpool2d_backward(const Pool2dShape& s, const void* dy, void* dx) override {
+    kernels::avgpool2d_backward(act_, s, dy, dx, stream_);
     done("avgpool2d_backward");
   }
 
-  void relu_forward(const float* x, float* y, size_t n) override {
-    kernels::relu_forward(x, y, n, stream_);
+  void relu_forward(const void* x, void* y, size_t n) override {
+    kernels::relu_forward(act_, x, y, n, stream_);
     done("relu_forward");
   }
-  void relu_backward(const float* y, const float* dy, float* dx, size_t n) override {
-    kernels::relu_backward(y, dy, dx, n, stream_);
+  void relu_backward(const void* y, const void* dy, void* dx, size_t n) override {
+    kernels::relu_backward(act_, y, dy, dx, n, stream_);
     done("relu_backward");
   }
 
-  void batchnorm_forward_training(const float* x, const float* gamma, const float* beta, float* y,
+  // cuDNN takes 16-bit data with float32 scale, bias, mean and variance (bn_).
+  void batchnorm_forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                   int n, int c, int hw, float eps, float momentum,
                                   float* running_mean, float* running_var, float* save_mean,
                                   float* save_invstd) override {
@@ -269,7 +302,7 @@ class CudaBackend final : public Backend {
         beta, momentum, running_mean, running_var, eps, save_mean, save_invstd));
     done("batchnorm_forward_training");
   }
-  void batchnorm_forward_inference(const float* x, const float* gamma, const float* beta, float* y,
+  void batchnorm_forward_inference(const void* x, const float* gamma, const float* beta, void* y,
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override {
     set_bn(n, c, hw, eps);
@@ -279,11 +312,11 @@ class CudaBackend final : public Backend {
                                                     beta, running_mean, running_var, eps));
     done("batchnorm_forward_inference");
   }
-  void batchnorm_backward(const float* x, const float* dy, const float* gamma, float* dx,
+  void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override {
     if (dx == nullptr) {
-      kernels::batchnorm_param_grads(x, dy, dgamma, dbeta, n, c, hw, save_mean, save_invstd,
+      kernels::batchnorm_param_grads(act_, x, dy, dgamma, dbeta, n, c, hw, save_mean, save_invstd,
                                      stream_);
     } else {
       set_bn(n, c, hw, eps);
@@ -294,16 +327,17 @@ class CudaBackend final : public Backend {
     }
     done("batchnorm_backward");
   }
-  void dropout_forward(const float* x, float* y, float* mask, size_t n, float p,
+  void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
     HT_REQUIRE(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1)");
-    kernels::dropout_forward(x, y, mask, n, p, seed, stream_);
+    kernels::dropout_forward(act_, x, y, mask, n, p, seed, stream_);
     done("dropout_forward");
   }
 
-  void softmax_xent(const float* logits, const int32_t* labels, int rows, int cols,
-                    float grad_scale, float* dlogits, LossStats* stats) override {
-    kernels::softmax_xent(logits, labels, rows, cols, grad_scale, dlogits, stats, stream_);
+  void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols, float grad_scale,
+                    const float* loss_scale, void* dlogits, LossStats* stats) override {
+    kernels::softmax_xent(act_, logits, labels, rows, cols, grad_scale, loss_scale, dlogits, stats,
+                          stream_);
     done("softmax_xent");
   }
 #ifdef HT_HAVE_NCCL
@@ -353,9 +387,17 @@ class CudaBackend final : public Backend {
 #endif
 
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,
-                  const SgdParams& sgd) override {
-    kernels::sgd_update(params, grads, velocity, n, sgd, stream_);
+                  const SgdParams& sgd, const float* skip) override {
+    kernels::sgd_update(params, grads, velocity, n, sgd, skip, stream_);
     done("sgd_update");
+  }
+  void unscale_grads(float* grads, size_t n, float* state) override {
+    kernels::unscale_grads(grads, n, state, stream_);
+    done("unscale_grads");
+  }
+  void update_loss_scale(float* state, float growth, float backoff, int interval) override {
+    kernels::update_loss_scale(state, growth, backoff, interval, stream_);
+    done("update_loss_scale");
   }
   void scale(float* x, size_t n, float alpha) override {
     kernels::scale(x, n, alpha, stream_);
@@ -367,6 +409,42 @@ class CudaBackend final : public Backend {
     HT_CUDA(
         cudaMemsetAsync(phase_stamps_, 0, (kPhaseMarks + 1) * sizeof(unsigned long long), stream_));
     HT_CUDA(cudaMemsetAsync(phase_sums_, 0, kPhaseMarks * sizeof(double), stream_));
+  }
+
+  // dst = src rounded to the activation type: a copy for float32.
+  void to_act(const float* src, void* dst, size_t n) {
+    if (act_ != DType::kF32) {
+      kernels::convert(act_, src, dst, n, stream_);
+    } else if (n > 0) {
+      HT_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+    }
+  }
+
+  // Row-major C[m x n] = alpha * op(A) op(B) + beta * C with A and B activations and C of
+  // type c_type. Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the
+  // operands.
+  void matmul(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
+              const void* b, float beta, void* c, DType c_type) {
+    const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (act_ == DType::kF32) {  // then C is float32 too
+      HT_CUDA(cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, static_cast<const float*>(b), ldb,
+                          static_cast<const float*>(a), lda, &beta, static_cast<float*>(c), n));
+      return;
+    }
+    const cudaDataType_t ab = cublas_type(act_);
+    HT_CUDA(cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, ab, ldb, a, ab, lda, &beta, c,
+                         cublas_type(c_type), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+
+  static size_t filter_elems(const Conv2dShape& s) { return size_t(s.c_out) * s.patch(); }
+  // Bytes before cuDNN's part of a convolution workspace: the 16-bit filter gradient, whose
+  // size does not depend on the batch (none for float32).
+  size_t dw_scratch_bytes(const Conv2dShape& s) const {
+    if (act_ == DType::kF32) return 0;
+    const size_t bytes = filter_elems(s) * dtype_size(act_);
+    return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
   }
 
   // With sync_each_call, waits for the operation and reports its error by name.
@@ -399,18 +477,20 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudnnSetPooling2dDescriptor(
         pool_.get(), options_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX,
         CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.stride_h, s.stride_w));
-    set_nchw(a_, s.n, s.c, s.h, s.w);
-    set_nchw(b_, s.n, s.c, s.out_h(), s.out_w());
+    set_nchw(a_, cudnn_type(act_), s.n, s.c, s.h, s.w);
+    set_nchw(b_, cudnn_type(act_), s.n, s.c, s.out_h(), s.out_w());
   }
 
-  // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1].
+  // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1], float32 whatever
+  // the data's type (cuDNN requires it for 16-bit data).
   void set_bn(int n, int c, int hw, float eps) {
     HT_REQUIRE(eps >= CUDNN_BN_MIN_EPSILON, "batchnorm: eps below cuDNN's minimum");
-    set_nchw(a_, n, c, hw, 1);
-    set_nchw(bn_, 1, c, 1, 1);
+    set_nchw(a_, cudnn_type(act_), n, c, hw, 1);
+    set_nchw(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1);
   }
 
   CudaBackendOptions options_;
+  const DType act_;  // options_.act_type
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;          // input uploads
   cudaEvent_t copied_ = nullptr;                // the uploads enqueued so far
@@ -452,6 +532,10 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
   if (options.device < 0 || options.device >= count) {
     throw UsageError("CUDA device " + std::to_string(options.device) + " does not exist (" +
                      std::to_string(count) + " visible)");
+  }
+  if (options.tf32 && options.act_type != DType::kF32) {
+    throw UsageError(std::string("tf32 applies to float32 activations, not ") +
+                     to_string(options.act_type));
   }
   return std::make_unique<CudaBackend>(options);
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "backend/cuda/cuda_check.hpp"
+#include "core/dtype.hpp"
 
 namespace hpctrain::cuda {
 
@@ -32,13 +33,21 @@ using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolution
 using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
                             cudnnDestroyPoolingDescriptor>;
 
-inline void set_nchw(const TensorDesc& d, int n, int c, int h, int w) {
-  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+// cuDNN's name for the element type t.
+inline cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::kF32    ? CUDNN_DATA_FLOAT
+         : t == DType::kBF16 ? CUDNN_DATA_BFLOAT16
+                             : CUDNN_DATA_HALF;
+}
+
+inline void set_nchw(const TensorDesc& d, cudnnDataType_t type, int n, int c, int h, int w) {
+  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, type, n, c, h, w));
 }
 
 // Device memory for set-up work (algorithm timing, warm-up), freed at the end of the
-// scope. Given a stream, it is filled there with 0x3c bytes (floats of 0.0115): timing on
-// zeros can flatter an algorithm.
+// scope. Given a stream, it is filled there with 0x3c bytes, finite in every activation
+// type (0.0115 as float32 or bfloat16, 1.06 as float16): timing on zeros can flatter an
+// algorithm.
 struct Scratch {
   Scratch(size_t bytes, cudaStream_t fill_on) {
     if (bytes == 0) return;

@@ -1,0 +1,585 @@
+// The CUDA backend with 16-bit activations (bfloat16, float16) against the CPU backend
+// with the same activation type, operation by operation, on random inputs rounded to that
+// type on the host and given to both. Operations that round one float result per element
+// (conversions, element-wise arithmetic, dropout) and the loss-scale operations must agree
+// bit for bit; reductions and cuBLAS / cuDNN results, whose float sums run in another order
+// before their one rounding, within about one unit in the last place of the 16-bit type
+// (element-wise), or 1e-2 (bfloat16) / 2e-3 (float16) of the norm for matrix products and
+// convolutions. Float32 outputs computed from 16-bit inputs (sums, weight gradients,
+// statistics) are compared as float32 results.
+// The binary exits 77 (ctest: skipped) when no CUDA device is visible.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
+#include "core/convert.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "core/sample_type.hpp"
+
+namespace hpctrain {
+namespace {
+
+// Float32 results from identical inputs, summed in another order.
+constexpr double kSums = 1e-4;
+
+std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(rng.normal() * scale);
+  return v;
+}
+
+// Each of `planes` planes of `plane` values a shuffled ramp of multiples of 1/8 (exact in
+// both 16-bit types): no pooling window holds two equal maxima, whose gradient the
+// backends could give to different cells.
+std::vector<float> distinct_planes(size_t planes, size_t plane, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(planes * plane);
+  for (size_t p = 0; p < planes; ++p) {
+    float* ramp = v.data() + p * plane;
+    for (size_t i = 0; i < plane; ++i) {
+      ramp[i] = static_cast<float>(static_cast<int>(i) - static_cast<int>(plane / 2)) * 0.125f;
+    }
+    for (size_t i = plane - 1; i > 0; --i) std::swap(ramp[i], ramp[rng.uniform_int(i + 1)]);
+  }
+  return v;
+}
+
+// Bit for bit (any NaN matches any NaN: its payload is not specified).
+void expect_same(const std::vector<float>& got, const std::vector<float>& want,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      ASSERT_TRUE(std::isnan(got[i])) << what << "[" << i << "]";
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+          << what << "[" << i << "]: " << got[i] << " != " << want[i];
+    }
+  }
+}
+
+// Element-wise |got - want| <= tol * max(1, |want|); stops at the first mismatch.
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double w = want[i];
+    ASSERT_NEAR(got[i], w, tol * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
+  }
+}
+
+// ||got - want|| / ||want||.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double d = 0.0, w = 0.0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double e = static_cast<double>(got[i]) - want[i];
+    d += e * e;
+    w += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(d / w);
+}
+
+std::string type_name(const ::testing::TestParamInfo<DType>& info) {
+  return info.param == DType::kBF16 ? "bf16" : "fp16";
+}
+
+class MixedVsCpu : public ::testing::TestWithParam<DType> {
+ protected:
+  MixedVsCpu() : t_(GetParam()), cpu_(1, CpuBackend::kDefaultConvChunkBytes, false, GetParam()) {}
+  void SetUp() override { gpu_ = make_gpu(false); }
+
+  // Synchronised after every operation, so that an error names the operation.
+  std::unique_ptr<Backend> make_gpu(bool deterministic) const {
+    CudaBackendOptions o;
+    o.act_type = t_;
+    o.deterministic = deterministic;
+    o.sync_each_call = true;
+    return make_cuda_backend(o);
+  }
+
+  // One rounding to the activation type (8 significant bits for bfloat16, 11 for
+  // float16), relative, with room for the float results before it to differ slightly.
+  double act_tol() const { return t_ == DType::kBF16 ? 1e-2 : 2e-3; }
+
+  // `v` rounded to the activation type, stored as such: the CPU backend's memory is host
+  // memory, so its operations take these vectors directly.
+  std::vector<uint16_t> act(const std::vector<float>& v) const {
+    std::vector<uint16_t> a(v.size());
+    from_float(t_, v.data(), a.data(), v.size());
+    return a;
+  }
+  std::vector<float> widen(const std::vector<uint16_t>& a) const {
+    std::vector<float> v(a.size());
+    to_float(t_, a.data(), v.data(), a.size());
+    return v;
+  }
+
+  // A device copy of `host` on the GPU backend, freed with the test.
+  template <typename T>
+  T* up(const std::vector<T>& host) {
+    arrays_.emplace_back(*gpu_, host.size() * sizeof(T));
+    gpu_->copy_to_device(arrays_.back().data(), host.data(), host.size() * sizeof(T));
+    return reinterpret_cast<T*>(arrays_.back().data());
+  }
+  std::vector<float> down(const float* p, size_t n) {
+    std::vector<float> h(n);
+    gpu_->copy_to_host(h.data(), p, n * sizeof(float));
+    return h;
+  }
+  // n activations on the device, widened to float.
+  std::vector<float> down_act(const void* p, size_t n) {
+    std::vector<uint16_t> h(n);
+    gpu_->copy_to_host(h.data(), p, n * sizeof(uint16_t));
+    return widen(h);
+  }
+
+  DType t_;
+  CpuBackend cpu_;
+  std::unique_ptr<Backend> gpu_;
+  std::vector<DeviceArray<std::byte>> arrays_;
+};
+
+TEST_P(MixedVsCpu, ReportsItsActivationType) {
+  EXPECT_EQ(gpu_->act_type(), t_);
+  EXPECT_EQ(cpu_.act_type(), t_);
+}
+
+TEST(CudaMixedOptions, Tf32IsRefusedWith16BitActivations) {
+  CudaBackendOptions o;
+  o.act_type = DType::kBF16;
+  o.tf32 = true;
+  EXPECT_THROW(make_cuda_backend(o), UsageError);
+}
+
+// Rounding to nearest even, overflow to infinity and subnormals, as the host's from_float.
+TEST_P(MixedVsCpu, ConvertRoundsAsTheHost) {
+  std::vector<float> v = random_vector(1000, 1, 3.0);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float x :
+       {0.0f, -0.0f, 1e-8f, -3e-6f, 6e-5f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-11f,
+        1.0f + 3 * 0x1p-11f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 3e38f, inf, -inf}) {
+    v.push_back(x);
+  }
+  std::vector<uint16_t> want(v.size()), cpu_out(v.size());
+  from_float(t_, v.data(), want.data(), v.size());
+  cpu_.convert(v.data(), cpu_out.data(), v.size());
+  uint16_t* out = up(std::vector<uint16_t>(v.size()));
+  gpu_->convert(up(v), out, v.size());
+  expect_same(widen(cpu_out), widen(want), "cpu convert");
+  expect_same(down_act(out, v.size()), widen(want), "convert");
+}
+
+// Stored input decoded on the device into activations: the CPU backend's bit for bit, for
+// every uint8, every finite float16 and random float32 values.
+TEST_P(MixedVsCpu, DecodeInputMatchesTheCpu) {
+  std::vector<uint8_t> bytes(256 * 3 + 1);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  std::vector<uint16_t> halves;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    if ((h & 0x7c00u) != 0x7c00u) halves.push_back(static_cast<uint16_t>(h));
+  }
+  std::vector<float> floats = random_vector(1001, 3, 100.0);
+  floats.push_back(1e-40f);
+  floats.push_back(-1e5f);
+  struct Case {
+    SampleType type;
+    const void* data;
+    size_t n;
+  };
+  for (const Case& c : {Case{SampleType::kU8, bytes.data(), bytes.size()},
+                        Case{SampleType::kF16, halves.data(), halves.size()},
+                        Case{SampleType::kF32, floats.data(), floats.size()}}) {
+    std::vector<uint16_t> want(c.n);
+    cpu_.decode_input(c.data, c.type, c.n, want.data());
+    const size_t raw_bytes = c.n * sample_type_size(c.type);
+    DeviceArray<std::byte> raw(*gpu_, raw_bytes);
+    gpu_->copy_to_device(raw.data(), c.data, raw_bytes);
+    uint16_t* out = up(std::vector<uint16_t>(c.n));
+    gpu_->decode_input(raw.data(), c.type, c.n, out);
+    expect_same(down_act(out, c.n), widen(want), to_string(c.type));
+  }
+}
+
+TEST_P(MixedVsCpu, GemmAllTransposes) {
+  const double tol = act_tol();  // of the norm
+  struct Size {
+    int m, n, k;
+  };
+  for (const Size& z : {Size{37, 29, 53}, Size{128, 96, 256}}) {
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      const auto a = act(random_vector(size_t(z.m) * z.k, 1 + t));
+      const auto b = act(random_vector(size_t(z.k) * z.n, 5 + t));
+      const auto c = act(random_vector(size_t(z.m) * z.n, 9));
+      const std::string what = "gemm " + std::to_string(z.m) + " t" + std::to_string(t);
+      std::vector<uint16_t> want = c;
+      cpu_.gemm(ta, tb, z.m, z.n, z.k, 0.7f, a.data(), b.data(), 0.3f, want.data());
+      const uint16_t *ga = up(a), *gb = up(b);
+      uint16_t* gc = up(c);
+      gpu_->gemm(ta, tb, z.m, z.n, z.k, 0.7f, ga, gb, 0.3f, gc);
+      EXPECT_LT(relative_error(down_act(gc, c.size()), widen(want)), tol) << what;
+
+      // Float32 C: products of 16-bit values are exact in float, so only the order of the
+      // float sums differs.
+      const auto c32 = random_vector(size_t(z.m) * z.n, 10);
+      std::vector<float> want32 = c32;
+      cpu_.gemm_f32_out(ta, tb, z.m, z.n, z.k, 0.7f, a.data(), b.data(), 0.3f, want32.data());
+      float* gc32 = up(c32);
+      gpu_->gemm_f32_out(ta, tb, z.m, z.n, z.k, 0.7f, ga, gb, 0.3f, gc32);
+      EXPECT_LT(relative_error(down(gc32, c32.size()), want32), kSums) << what << " f32 out";
+    }
+  }
+}
+
+TEST_P(MixedVsCpu, BiasAndElementwise) {
+  const int rows = 13, cols = 37, n = 3, c = 5, hw = 7 * 9;
+  const auto y = act(random_vector(size_t(rows) * cols, 1));
+  const auto bias = random_vector(cols, 2);
+  std::vector<uint16_t> want = y;
+  cpu_.add_bias(want.data(), bias.data(), rows, cols);
+  uint16_t* dy = up(y);
+  gpu_->add_bias(dy, up(bias), rows, cols);
+  expect_same(down_act(dy, y.size()), widen(want), "add_bias");
+
+  std::vector<float> sums(cols);
+  cpu_.sum_rows(y.data(), sums.data(), rows, cols);
+  float* ds = up(std::vector<float>(cols));
+  gpu_->sum_rows(up(y), ds, rows, cols);
+  expect_close(down(ds, cols), sums, kSums, "sum_rows");
+
+  const auto img = act(random_vector(size_t(n) * c * hw, 3));
+  const auto cb = random_vector(c, 4);
+  want = img;
+  cpu_.add_channel_bias(want.data(), cb.data(), n, c, hw);
+  uint16_t* dimg = up(img);
+  gpu_->add_channel_bias(dimg, up(cb), n, c, hw);
+  expect_same(down_act(dimg, img.size()), widen(want), "add_channel_bias");
+  std::vector<float> csum(c);
+  cpu_.sum_channels(img.data(), csum.data(), n, c, hw);
+  float* dcs = up(std::vector<float>(c));
+  gpu_->sum_channels(up(img), dcs, n, c, hw);
+  expect_close(down(dcs, c), csum, kSums, "sum_channels");
+
+  const auto a = act(random_vector(1001, 5)), b = act(random_vector(1001, 6));
+  const size_t m = a.size();
+  std::vector<uint16_t> out(m);
+  uint16_t *ga = up(a), *gb = up(b), *gout = up(out);
+  cpu_.add(a.data(), b.data(), out.data(), m);
+  gpu_->add(ga, gb, gout, m);
+  expect_same(down_act(gout, m), widen(out), "add");
+  cpu_.multiply(a.data(), b.data(), out.data(), m);
+  gpu_->multiply(ga, gb, gout, m);
+  expect_same(down_act(gout, m), widen(out), "multiply");
+  // In place, as a residual connection adds into its input.
+  std::vector<uint16_t> sum = a;
+  cpu_.add(sum.data(), b.data(), sum.data(), m);
+  uint16_t* gsum = up(a);
+  gpu_->add(gsum, gb, gsum, m);
+  expect_same(down_act(gsum, m), widen(sum), "add in place");
+
+  cpu_.relu_forward(a.data(), out.data(), m);
+  gpu_->relu_forward(ga, gout, m);
+  expect_same(down_act(gout, m), widen(out), "relu_forward");
+  const std::vector<uint16_t> relu_y = out;
+  cpu_.relu_backward(relu_y.data(), b.data(), out.data(), m);
+  gpu_->relu_backward(up(relu_y), gb, gout, m);
+  expect_same(down_act(gout, m), widen(out), "relu_backward");
+}
+
+// The mask is stored in the activation type (1 / (1 - p) rounded) and y = x * mask as
+// stored, on both backends.
+TEST_P(MixedVsCpu, DropoutMatchesBitForBit) {
+  const auto x = act(random_vector(4097, 5));
+  for (float p : {0.3f, 0.5f}) {
+    std::vector<uint16_t> y(x.size()), mask(x.size());
+    cpu_.dropout_forward(x.data(), y.data(), mask.data(), x.size(), p, 77);
+    uint16_t *gy = up(y), *gmask = up(mask);
+    gpu_->dropout_forward(up(x), gy, gmask, x.size(), p, 77);
+    expect_same(down_act(gmask, x.size()), widen(mask), "dropout mask");
+    expect_same(down_act(gy, x.size()), widen(y), "dropout y");
+  }
+}
+
+TEST_P(MixedVsCpu, SoftmaxCrossEntropyWithAndWithoutLossScale) {
+  const int rows = 67, cols = 45;
+  const auto logits = act(random_vector(size_t(rows) * cols, 1, 3.0));
+  std::vector<int32_t> labels(rows);
+  for (int r = 0; r < rows; ++r) labels[r] = (r * 7) % cols;
+  const uint16_t* glogits = up(logits);
+  const int32_t* glabels = up(labels);
+  const std::vector<float> scale_host{1024.0f};
+  const float* gscale = up(scale_host);
+  for (const float* loss_scale : {static_cast<const float*>(nullptr), scale_host.data()}) {
+    const std::string what = loss_scale == nullptr ? "" : " (loss scale)";
+    std::vector<uint16_t> d(logits.size());
+    LossStats want;
+    cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, loss_scale, d.data(), &want);
+    DeviceArray<LossStats> stats(*gpu_, 1);
+    uint16_t* gd = up(d);
+    gpu_->softmax_xent(glogits, glabels, rows, cols, 0.5f, loss_scale == nullptr ? nullptr : gscale,
+                       gd, stats.data());
+    LossStats got;
+    gpu_->copy_to_host(&got, stats.data(), sizeof(got));
+    EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-9 * std::fabs(want.loss_sum)) << what;
+    EXPECT_EQ(got.correct, want.correct) << what;
+    EXPECT_EQ(got.count, want.count) << what;
+    expect_close(down_act(gd, d.size()), widen(d), act_tol(), "dlogits" + what);
+  }
+  // Statistics only (evaluation).
+  LossStats want;
+  cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 1.0f, nullptr, nullptr, &want);
+  DeviceArray<LossStats> stats(*gpu_, 1);
+  gpu_->softmax_xent(glogits, glabels, rows, cols, 1.0f, nullptr, nullptr, stats.data());
+  LossStats got;
+  gpu_->copy_to_host(&got, stats.data(), sizeof(got));
+  EXPECT_NEAR(got.loss_sum, want.loss_sum, 1e-9 * std::fabs(want.loss_sum));
+  EXPECT_EQ(got.correct, want.correct);
+}
+
+TEST_P(MixedVsCpu, Pooling) {
+  for (const Pool2dShape s :
+       {Pool2dShape{3, 4, 9, 7, 3, 3, 2, 2, 1, 1}, Pool2dShape{2, 3, 8, 10, 2, 2, 2, 2, 0, 0}}) {
+    const std::string what = " " + std::to_string(s.kh) + "x" + std::to_string(s.kw);
+    const auto x = act(distinct_planes(size_t(s.n) * s.c, size_t(s.h) * s.w, 1));
+    const size_t ny = size_t(s.n) * s.c * s.out_h() * s.out_w();
+    const auto dy = act(random_vector(ny, 2));
+    std::vector<uint16_t> y(ny), dx(x.size());
+    uint16_t *gx = up(x), *gy = up(y), *gdx = up(dx), *gdy = up(dy);
+    cpu_.maxpool2d_forward(s, x.data(), y.data());
+    gpu_->maxpool2d_forward(s, gx, gy);
+    expect_same(down_act(gy, ny), widen(y), "maxpool forward" + what);
+    cpu_.maxpool2d_backward(s, x.data(), y.data(), dy.data(), dx.data());
+    gpu_->maxpool2d_backward(s, gx, gy, gdy, gdx);
+    // Overlapping windows add up to four gradients per cell, in either type.
+    expect_close(down_act(gdx, dx.size()), widen(dx), 2 * act_tol(), "maxpool backward" + what);
+    cpu_.avgpool2d_forward(s, x.data(), y.data());
+    gpu_->avgpool2d_forward(s, gx, gy);
+    expect_close(down_act(gy, ny), widen(y), act_tol(), "avgpool forward" + what);
+    cpu_.avgpool2d_backward(s, dy.data(), dx.data());
+    gpu_->avgpool2d_backward(s, gdy, gdx);
+    expect_close(down_act(gdx, dx.size()), widen(dx), act_tol(), "avgpool backward" + what);
+  }
+}
+
+// Odd sizes with stride 2 and padding, and a wider layer for the tensor-core kernels; both
+// with timed algorithms (cuDNN Find) and the deterministic heuristics' choice. The filter
+// gradient passes through the 16-bit scratch in the workspace, so each of its values is a
+// 16-bit value. A smaller batch, first seen after set-up (a last partial batch), reuses the
+// workspace sized for the full one.
+TEST_P(MixedVsCpu, Convolution) {
+  const double tol = act_tol();  // of the norm
+  for (const Conv2dShape s : {Conv2dShape{3, 5, 11, 9, 7, 3, 3, 2, 2, 1, 1},
+                              Conv2dShape{4, 16, 15, 17, 32, 3, 3, 1, 1, 1, 1}}) {
+    for (bool deterministic : {false, true}) {
+      std::unique_ptr<Backend> g = make_gpu(deterministic);
+      const std::string what =
+          " c_in " + std::to_string(s.c_in) + (deterministic ? " (deterministic)" : " (timed)");
+      const auto x = act(random_vector(size_t(s.n) * s.c_in * s.h * s.w, 1));
+      const auto w = act(random_vector(size_t(s.c_out) * s.patch(), 2, 0.3));
+      const size_t ny = size_t(s.n) * s.c_out * s.out_h() * s.out_w();
+      const auto dy = act(random_vector(ny, 3));
+      std::vector<uint16_t> y(ny), dx(x.size());
+      std::vector<float> dw(w.size());
+      std::vector<float> cpu_ws(cpu_.conv2d_workspace_bytes(s) / sizeof(float) + 1);
+      DeviceArray<std::byte> ws(*g, g->conv2d_workspace_bytes(s));
+      DeviceArray<uint16_t> gx(*g, x.size()), gw(*g, w.size()), gy(*g, ny), gdy(*g, ny),
+          gdx(*g, x.size());
+      DeviceArray<float> gdw(*g, w.size());
+      g->copy_to_device(gx.data(), x.data(), x.size() * sizeof(uint16_t));
+      g->copy_to_device(gw.data(), w.data(), w.size() * sizeof(uint16_t));
+      g->copy_to_device(gdy.data(), dy.data(), ny * sizeof(uint16_t));
+      auto fetch = [&](const void* p, size_t n) {
+        std::vector<uint16_t> h(n);
+        g->copy_to_host(h.data(), p, n * sizeof(uint16_t));
+        return widen(h);
+      };
+
+      cpu_.conv2d_forward(s, x.data(), w.data(), y.data(), cpu_ws.data());
+      g->conv2d_forward(s, gx.data(), gw.data(), gy.data(), ws.data());
+      EXPECT_LT(relative_error(fetch(gy.data(), ny), widen(y)), tol) << "forward" << what;
+      cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data());
+      g->conv2d_backward_data(s, gdy.data(), gw.data(), gdx.data(), ws.data());
+      EXPECT_LT(relative_error(fetch(gdx.data(), x.size()), widen(dx)), tol)
+          << "backward data" << what;
+      cpu_.conv2d_backward_filter(s, x.data(), dy.data(), dw.data(), cpu_ws.data());
+      g->conv2d_backward_filter(s, gx.data(), gdy.data(), gdw.data(), ws.data());
+      std::vector<float> got(w.size());
+      g->copy_to_host(got.data(), gdw.data(), got.size() * sizeof(float));
+      EXPECT_LT(relative_error(got, dw), tol) << "backward filter" << what;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(round_to(t_, got[i]), got[i]) << "dw[" << i << "] is not a 16-bit value" << what;
+      }
+
+      Conv2dShape part = s;
+      part.n = s.n - 1;
+      const size_t ny_part = size_t(part.n) * s.c_out * s.out_h() * s.out_w();
+      cpu_.conv2d_forward(part, x.data(), w.data(), y.data(), cpu_ws.data());
+      g->conv2d_forward(part, gx.data(), gw.data(), gy.data(), ws.data());
+      y.resize(ny_part);
+      EXPECT_LT(relative_error(fetch(gy.data(), ny_part), widen(y)), tol)
+          << "forward, smaller batch" << what;
+      cpu_.conv2d_backward_filter(part, x.data(), dy.data(), dw.data(), cpu_ws.data());
+      g->conv2d_backward_filter(part, gx.data(), gdy.data(), gdw.data(), ws.data());
+      g->copy_to_host(got.data(), gdw.data(), got.size() * sizeof(float));
+      EXPECT_LT(relative_error(got, dw), tol) << "backward filter, smaller batch" << what;
+    }
+  }
+}
+
+// 16-bit data, float32 scale, bias and statistics.
+TEST_P(MixedVsCpu, BatchNormalisation) {
+  const int n = 4, c = 6, hw = 5 * 7;
+  const size_t m = size_t(n) * c * hw;
+  std::vector<float> xf = random_vector(m, 1, 2.0);
+  for (size_t i = 0; i < m; ++i) xf[i] += static_cast<float>((i / hw) % c) - 2.0f;
+  const auto x = act(xf), dy = act(random_vector(m, 2));
+  const auto gamma = random_vector(c, 3), beta = random_vector(c, 4);
+  std::vector<float> rm(c, 0.1f), rv(c, 1.5f), mean(c), inv(c);
+  std::vector<uint16_t> y(m);
+  const uint16_t* gx = up(x);
+  const uint16_t* gdy = up(dy);
+  float *gg = up(gamma), *gb = up(beta), *grm = up(rm), *grv = up(rv), *gmean = up(mean),
+        *ginv = up(inv);
+  uint16_t* gy = up(y);
+  cpu_.batchnorm_forward_training(x.data(), gamma.data(), beta.data(), y.data(), n, c, hw, 1e-5f,
+                                  0.1f, rm.data(), rv.data(), mean.data(), inv.data());
+  gpu_->batchnorm_forward_training(gx, gg, gb, gy, n, c, hw, 1e-5f, 0.1f, grm, grv, gmean, ginv);
+  expect_close(down_act(gy, m), widen(y), act_tol(), "bn forward");
+  expect_close(down(grm, c), rm, kSums, "bn running mean");
+  expect_close(down(grv, c), rv, kSums, "bn running variance");
+  expect_close(down(gmean, c), mean, kSums, "bn saved mean");
+  expect_close(down(ginv, c), inv, kSums, "bn saved 1/std");
+
+  std::vector<uint16_t> dx(m);
+  std::vector<float> dgamma(c), dbeta(c);
+  uint16_t* gdx = up(dx);
+  float *gdg = up(dgamma), *gdb = up(dbeta);
+  cpu_.batchnorm_backward(x.data(), dy.data(), gamma.data(), dx.data(), dgamma.data(), dbeta.data(),
+                          n, c, hw, 1e-5f, mean.data(), inv.data());
+  gpu_->batchnorm_backward(gx, gdy, gg, gdx, gdg, gdb, n, c, hw, 1e-5f, gmean, ginv);
+  // dx subtracts the means of dy and dy * xhat from dy: float results that cancel, then
+  // one rounding.
+  expect_close(down_act(gdx, m), widen(dx), 2 * act_tol(), "bn dx");
+  expect_close(down(gdg, c), dgamma, kSums, "bn dgamma");
+  expect_close(down(gdb, c), dbeta, kSums, "bn dbeta");
+  gpu_->fill_zero(gdg, c);
+  gpu_->fill_zero(gdb, c);
+  gpu_->batchnorm_backward(gx, gdy, gg, nullptr, gdg, gdb, n, c, hw, 1e-5f, gmean, ginv);
+  expect_close(down(gdg, c), dgamma, kSums, "bn dgamma without dx");
+  expect_close(down(gdb, c), dbeta, kSums, "bn dbeta without dx");
+
+  cpu_.batchnorm_forward_inference(x.data(), gamma.data(), beta.data(), y.data(), n, c, hw, 1e-5f,
+                                   rm.data(), rv.data());
+  gpu_->batchnorm_forward_inference(gx, gg, gb, gy, n, c, hw, 1e-5f, up(rm), up(rv));
+  expect_close(down_act(gy, m), widen(y), act_tol(), "bn inference");
+}
+
+// A non-zero skip flag (device memory) leaves parameters and velocity untouched; zero or
+// none updates them as the CPU does.
+TEST_P(MixedVsCpu, SgdWithSkipFlag) {
+  const size_t n = 4099;
+  const std::vector<float> no{0.0f}, yes{1.0f};
+  const float *gno = up(no), *gyes = up(yes);
+  for (int v = 0; v < 3; ++v) {
+    const SgdParams sgd{0.05f, v == 0 ? 0.0f : 0.9f, 1e-4f, v == 2};
+    const auto p = random_vector(n, 1), g = random_vector(n, 2), vel = random_vector(n, 3);
+    const float* gg = up(g);
+    for (int skip = 0; skip < 3; ++skip) {  // null, 0, 1
+      const float* cpu_flag = skip == 0 ? nullptr : skip == 1 ? no.data() : yes.data();
+      const float* gpu_flag = skip == 0 ? nullptr : skip == 1 ? gno : gyes;
+      const std::string what = "sgd " + std::to_string(v) + " skip " + std::to_string(skip);
+      std::vector<float> wp = p, wv = vel;
+      cpu_.sgd_update(wp.data(), g.data(), wv.data(), n, sgd, cpu_flag);
+      float *dp = up(p), *dv = up(vel);
+      gpu_->sgd_update(dp, gg, dv, n, sgd, gpu_flag);
+      if (skip == 2) {
+        expect_same(wp, p, what + " cpu params");
+        expect_same(down(dp, n), p, what + " params");
+        expect_same(down(dv, n), vel, what + " velocity");
+      } else {
+        expect_close(down(dp, n), wp, 1e-5, what + " params");
+        expect_close(down(dv, n), wv, 1e-5, what + " velocity");
+      }
+    }
+  }
+}
+
+// unscale_grads over several ranges per step (an overflow in one is remembered across the
+// others), then update_loss_scale: backoff and a skipped step on overflow, growth after
+// `interval` good steps. Bit for bit against the CPU and the documented arithmetic.
+TEST_P(MixedVsCpu, DynamicLossScaling) {
+  using S = LossScaleState;
+  const float growth = 2.0f, backoff = 0.5f;
+  const int interval = 3;
+  const size_t n = 3000;
+  std::vector<float> cpu_state(S::kCount, 0.0f);
+  cpu_state[S::kScale] = 1024.0f;
+  float* state = up(cpu_state);
+  auto expect_state = [&](float scale, float good, float skipped, const std::string& what) {
+    const std::vector<float> got = down(state, S::kCount);
+    expect_same(got, cpu_state, what + ": state against the cpu");
+    EXPECT_EQ(got[S::kScale], scale) << what;
+    EXPECT_EQ(got[S::kGood], good) << what;
+    EXPECT_EQ(got[S::kFoundInf], 0.0f) << what;
+    EXPECT_EQ(got[S::kSkipped], skipped) << what;
+  };
+  // One step over three ranges; `poison` puts an infinity and a NaN in the middle one.
+  auto step = [&](bool poison, uint64_t seed, const std::string& what) {
+    std::vector<float> grads = random_vector(n, seed, 1000.0);
+    if (poison) {
+      grads[n / 2] = std::numeric_limits<float>::infinity();
+      grads[n / 2 + 7] = std::numeric_limits<float>::quiet_NaN();
+    }
+    float* g = up(grads);
+    const size_t cuts[] = {0, n / 3, 2 * n / 3, n};
+    for (int r = 0; r < 3; ++r) {
+      const size_t lo = cuts[r], len = cuts[r + 1] - cuts[r];
+      cpu_.unscale_grads(grads.data() + lo, len, cpu_state.data());
+      gpu_->unscale_grads(g + lo, len, state);
+      EXPECT_EQ(down(state, S::kCount)[S::kFoundInf], cpu_state[S::kFoundInf])
+          << what << ", range " << r;
+    }
+    EXPECT_EQ(cpu_state[S::kFoundInf], poison ? 1.0f : 0.0f) << what;
+    expect_same(down(g, n), grads, what + ": unscaled gradients");
+    cpu_.update_loss_scale(cpu_state.data(), growth, backoff, interval);
+    gpu_->update_loss_scale(state, growth, backoff, interval);
+  };
+  step(false, 1, "good step 1");
+  expect_state(1024.0f, 1.0f, 0.0f, "after a good step");
+  step(true, 2, "overflow");
+  expect_state(512.0f, 0.0f, 1.0f, "after an overflow");
+  step(false, 3, "good step 2");
+  step(false, 4, "good step 3");
+  expect_state(512.0f, 2.0f, 1.0f, "after two good steps");
+  step(false, 5, "good step 4");
+  expect_state(1024.0f, 0.0f, 1.0f, "after interval good steps");
+}
+
+INSTANTIATE_TEST_SUITE_P(Act, MixedVsCpu, ::testing::Values(DType::kBF16, DType::kF16), type_name);
+
+}  // namespace
+}  // namespace hpctrain
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  if (hpctrain::cuda_device_count() == 0) {
+    std::fprintf(stderr, "no CUDA device found: mixed-precision GPU tests skipped\n");
+    return 77;
+  }
+  return RUN_ALL_TESTS();
+}
