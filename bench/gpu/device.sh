@@ -3,7 +3,8 @@
 # packages of its own (the lent H100/H200 image: CUDA, cuDNN and NCCL come from
 # PyTorch's Python packages there). Binaries and the Debian libraries they need are
 # built and packed on the Debian machine by bench/gpu/make_kit.sh into KIT:
-#   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,mpiexec.hydra,h5dump,hydra_pmi_proxy}
+#   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,ht_gpu_mixed_tests,mpiexec.hydra,h5dump,
+#            hydra_pmi_proxy}
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
 #
@@ -41,11 +42,14 @@ stage_env() {
 }
 
 stage_tests() {
-  timeout 300 ht_gpu_tests --gtest_color=no >"$OUT/logs/gpu_tests.log" 2>&1
-  local rc=$?
-  grep -E '^\[  (FAILED|PASSED) |tests ran' "$OUT/logs/gpu_tests.log" | sort -u | tee -a "$TABLE"
-  note "ht_gpu_tests exit $rc"
-  grep -B2 -A12 'Failure' "$OUT/logs/gpu_tests.log" | head -80
+  local t rc
+  for t in ht_gpu_tests ht_gpu_mixed_tests; do
+    timeout 300 "$t" --gtest_color=no >"$OUT/logs/$t.log" 2>&1
+    rc=$?
+    grep -E '^\[  (FAILED|PASSED) |tests ran' "$OUT/logs/$t.log" | sort -u | tee -a "$TABLE"
+    note "$t exit $rc"
+    grep -B2 -A12 'Failure' "$OUT/logs/$t.log" | head -80
+  done
 }
 
 # One training run: NAME RANKS CONFIG [--set ...]; the summary lands in OUT/logs.
@@ -90,6 +94,11 @@ stage_fmnist() {
   train cnn_1gpu 1 configs/fashion_mnist_cnn.yaml --set device=cuda
   train mlp_2ranks_1gpu 2 configs/fashion_mnist_mlp.yaml --set device=cuda
   train cnn_2ranks_1gpu 2 configs/fashion_mnist_cnn.yaml --set device=cuda
+  local p
+  for p in bf16 fp16; do
+    train "mlp_1gpu_$p" 1 configs/fashion_mnist_mlp.yaml --set device=cuda --set precision=$p
+    train "cnn_1gpu_$p" 1 configs/fashion_mnist_cnn.yaml --set device=cuda --set precision=$p
+  done
 }
 
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
@@ -105,7 +114,7 @@ resnet_pair() {
     --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
     --set data.prefetch_threads=8 --set run.threads=8)
   for rep in $(seq "${REPS:-3}"); do
-    for p in fp32 tf32; do
+    for p in ${PRECISIONS:-fp32 tf32 bf16}; do
       train "resnet34_${shape}_${p}_rep$rep" 1 configs/seed_resnet34.yaml "${sets[@]}" \
         --set precision=$p
     done

@@ -7,7 +7,8 @@ set -euo pipefail
 BUILD=${BUILD:-build}
 KIT=${KIT:-.dev}
 mkdir -p "$KIT/bin" "$KIT/fmnist"
-bins=("$BUILD/hpctrain" "$BUILD/hpctrain-data" "$BUILD/ht_gpu_tests" /usr/bin/mpiexec.hydra /usr/bin/h5dump
+bins=("$BUILD/hpctrain" "$BUILD/hpctrain-data" "$BUILD/ht_gpu_tests" "$BUILD/ht_gpu_mixed_tests"
+  /usr/bin/mpiexec.hydra /usr/bin/h5dump
   /usr/bin/hydra_pmi_proxy)
 cp "${bins[@]}" "$KIT/bin/"
 strip "$KIT"/bin/*

@@ -123,10 +123,8 @@ class CudaBackend final : public Backend {
     if (n > 0) HT_CUDA(cudaMemsetAsync(x, 0, n * sizeof(float), stream_));
     done("fill_zero");
   }
-  void copy(const float* src, float* dst, size_t n) override {
-    if (n > 0) {
-      HT_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-    }
+  void copy(const void* src, void* dst, size_t bytes) override {
+    if (bytes > 0) HT_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
     done("copy");
   }
   void convert(const float* src, void* dst, size_t n) override {
