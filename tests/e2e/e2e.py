@@ -288,9 +288,11 @@ def fresh(name):
 DET = ["run.deterministic=true", "train.epochs=4", "data.val=", "data.test="]
 
 
-def uninterrupted_sha():
-    fresh("det_full")
-    return expect_ok("det_full", 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
+def uninterrupted_sha(name):
+    """The parameters of an uninterrupted DET run, in run directory `name` (one per test:
+    ctest -j runs tests side by side)."""
+    fresh(name)
+    return expect_ok(name, 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
 
 
 def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml"):
@@ -324,7 +326,7 @@ def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.y
 def case_kill9_resume_bit_identical():
     """kill -9 of a rank at random steps, and once while a checkpoint is being
     written, then --resume auto: the final parameters equal an uninterrupted run's."""
-    want = uninterrupted_sha()
+    want = uninterrupted_sha("det_full_kill9")
     rng = random.Random(1234)
     total = 4 * 429
     for i in range(3):
@@ -347,7 +349,7 @@ def case_signal_stop_resume():
     """SIGUSR1 to mpiexec: the ranks checkpoint and exit 75; resuming finishes with
     the uninterrupted parameters. Then SIGTERM straight to one rank (as Slurm sends
     at a time limit): the ranks agree, checkpoint and exit 75."""
-    want = uninterrupted_sha()
+    want = uninterrupted_sha("det_full_signal")
     fresh("sigstop")
     p = subprocess.Popen(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
