@@ -1,5 +1,7 @@
 // The CUDA backend against the CPU backend on random inputs: every Backend operation at
-// odd sizes, then whole models (CNN and a small ResNet) through forward and backward.
+// odd sizes, then whole models (CNN and a small ResNet) through forward and backward, in
+// float32 and with bfloat16 / float16 activations (tests/gpu/test_cuda_mixed.cpp checks
+// the operations themselves in 16 bits).
 // Element-wise kernels must agree within 1e-5 relative; operations that sum many terms
 // (GEMM, convolution, batch statistics) within 1e-4, as their summation order differs.
 // The binary exits 77 (ctest: skipped) when no CUDA device is visible.
@@ -14,6 +16,7 @@
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
+#include "core/convert.hpp"
 #include "core/random.hpp"
 #include "core/sample_type.hpp"
 #include "nn/model.hpp"
@@ -231,20 +234,26 @@ TEST_F(CudaVsCpu, BatchNormalisation) {
   expect_close(down(gy, y.size()), y, kSums, "bn inference");
 }
 
-// Forward and backward of a whole model on both backends, from the same parameters.
-void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes,
-                    int64_t batch) {
-  CpuBackend cpu(1);
+// Forward and backward of a whole model on both backends, from the same parameters, with
+// activations of the GPU backend's type (the CPU computes in the same one). Gradients must
+// agree within `grad_tol` relative (float32: summation order; 16-bit: roundings that
+// differ where the two sum in another order).
+void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes, int64_t batch,
+                    double grad_tol = 1e-3) {
+  const DType t = gpu.act_type();
+  CpuBackend cpu(1, CpuBackend::kDefaultConvChunkBytes, false, t);
   Model a(cpu, build_layers(mc, classes, in), in, batch);
   Model b(gpu, build_layers(mc, classes, in), in, batch);
   a.init_params(3);
   b.init_params(3);
   const size_t nx = static_cast<size_t>(batch * dims_elems(in));
-  auto x = random_vector(nx, 11);
+  const std::vector<float> xf = random_vector(nx, 11);
+  std::vector<std::byte> x(nx * dtype_size(t));
+  from_float(t, xf.data(), x.data(), nx);
   std::vector<int32_t> labels(batch);
   for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
-  DeviceArray<float> gx(gpu, nx);
-  gpu.copy_to_device(gx.data(), x.data(), nx * sizeof(float));
+  DeviceArray<std::byte> gx(gpu, x.size());
+  gpu.copy_to_device(gx.data(), x.data(), x.size());
   DeviceArray<int32_t> gl(gpu, batch);
   gpu.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
   DeviceArray<LossStats> gs(gpu, 1);
@@ -258,15 +267,25 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int cla
   b.backward();
   LossStats gstats;
   gpu.copy_to_host(&gstats, gs.data(), sizeof(gstats));
-  EXPECT_NEAR(gstats.loss_sum, cs.loss_sum, 1e-4 * std::fabs(cs.loss_sum));
+  EXPECT_NEAR(gstats.loss_sum, cs.loss_sum, grad_tol / 10 * std::fabs(cs.loss_sum));
   std::vector<float> ga(a.param_count()), gb(b.param_count());
   ga.assign(a.grads(), a.grads() + a.param_count());
   gpu.copy_to_host(gb.data(), b.grads(), gb.size() * sizeof(float));
-  expect_close(gb, ga, 1e-3, "model gradients");
+  if (t == DType::kF32) {
+    expect_close(gb, ga, grad_tol, "model gradients");
+  } else {
+    // 16-bit roundings that differ flip single values: compare the whole vector.
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < ga.size(); ++i) {
+      diff += (static_cast<double>(gb[i]) - ga[i]) * (static_cast<double>(gb[i]) - ga[i]);
+      norm += static_cast<double>(ga[i]) * ga[i];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), grad_tol) << to_string(t) << " model gradients";
+  }
   std::vector<float> sa(a.state_count()), sb(b.state_count());
   a.get_state(sa.data());
   b.get_state(sb.data());
-  expect_close(sb, sa, kSums, "model state");
+  expect_close(sb, sa, t == DType::kF32 ? kSums : grad_tol, "model state");
 }
 
 TEST_F(CudaVsCpu, CnnAndResNetModels) {
@@ -279,6 +298,25 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   resnet.hidden.clear();
   resnet.width = 8;
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+}
+
+TEST(CudaMixed, CnnAndResNetModelsIn16Bits) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(to_string(t));
+    CudaBackendOptions o;
+    o.act_type = t;
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+    const double tol = t == DType::kBF16 ? 3e-2 : 5e-3;
+    ModelConfig cnn;
+    cnn.preset = "cnn";
+    cnn.hidden.clear();
+    compare_models(*gpu, cnn, {1, 28, 28}, 10, 8, tol);
+    ModelConfig resnet;
+    resnet.preset = "resnet18";
+    resnet.hidden.clear();
+    resnet.width = 8;
+    compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
+  }
 }
 
 // Stored input decoded on the GPU: bit for bit the host's decode_samples, for every uint8
