@@ -575,6 +575,19 @@ def case_mixed_precision():
     k = kill_and_resume("fp16_kill", fp16, lambda n: 1 if newest_step(n) >= 400 else None)
     check(k["params_sha256"] == f["params_sha256"], "fp16: resumed parameters differ")
 
+    # Checkpoints hold float32 values only, so they move between precisions: fp16's last
+    # one goes on in bf16, and that one in fp16 again (a fresh loss scale, with a warning).
+    fresh("fp16_to_bf16")
+    rc, out, err = train("fp16_to_bf16", 2, DET + ["precision=bf16", "train.epochs=5",
+                                                    "checkpoint.every_steps=40"],
+                         resume=checkpoints("fp16_full")[-1])
+    check(rc == 0 and "resuming at step 0 of epoch 5" in out, f"fp16 -> bf16 resume: exit {rc}")
+    fresh("bf16_to_fp16")
+    rc, out, err = train("bf16_to_fp16", 2, DET + ["precision=fp16", "train.epochs=6"],
+                         resume=checkpoints("fp16_to_bf16")[-1])
+    check(rc == 0 and "resuming at step 0 of epoch 6" in out and "no loss scale" in out + err,
+          f"bf16 -> fp16 resume: exit {rc}")
+
 
 def case_eval_checkpoint():
     """hpctrain eval on another world size reproduces the run's final test accuracy."""
