@@ -25,6 +25,7 @@
 #include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
+#include "train/backend_choice.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {

@@ -19,8 +19,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "backend/cpu_backend.hpp"
-#include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
 #include "comm/device_group.hpp"
 #include "comm/mpi_check.hpp"
@@ -32,6 +30,7 @@
 #include "core/random.hpp"
 #include "core/timer.hpp"
 #include "nn/presets.hpp"
+#include "train/backend_choice.hpp"
 #include "train/progress.hpp"
 #include "train/signals.hpp"
 #include "train/transfer.hpp"
@@ -73,28 +72,6 @@ int compute_threads(const Config& config, const MpiEnv& env) {
 }
 
 }  // namespace
-
-// device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
-// (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
-// each sees device 0 under Slurm's --gpus-per-task=1). Else the CPU backend;
-// HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
-std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank) {
-  const int devices = cuda_device_count();
-  const DType act = config.precision == Precision::kBf16   ? DType::kBF16
-                    : config.precision == Precision::kFp16 ? DType::kF16
-                                                           : DType::kF32;
-  if (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0)) {
-    CudaBackendOptions options;
-    options.device = devices > 0 ? local_rank % devices : 0;
-    options.deterministic = config.run.deterministic;
-    options.tf32 = config.precision == Precision::kTf32;
-    options.act_type = act;
-    return make_cuda_backend(options);
-  }
-  const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
-  return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
-                                      stage != nullptr && std::string(stage) == "1", act);
-}
 
 Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
     : config_(config),

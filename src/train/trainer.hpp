@@ -29,10 +29,6 @@ namespace hpctrain {
 
 class MpiEnv;
 
-// The backend a rank of `config` computes on: CUDA (device cuda, or auto with a GPU
-// visible) on GPU local_rank modulo the visible GPUs, else the CPU with `threads`.
-std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank);
-
 class Trainer {
  public:
   // Local set-up only (no collective calls): throws UsageError for bad input.
