@@ -110,8 +110,9 @@ void Model::set_state(const float* host) {
 
 const Tensor& Model::forward(const void* input, int64_t batch, bool training, uint64_t seed) {
   HT_REQUIRE(batch >= 1 && batch <= max_batch_, "batch size outside the model's buffers");
-  if (weights_stale_ && weights_.size() > 0)
-    backend_.convert(params_.data(), weights_.data(), param_count_);
+  if (weights_stale_ && weights_.size() > 0) {
+    backend_.convert(params_.data(), weights_.data(), param_count_);  // once per step
+  }
   weights_stale_ = false;
   input_.data = const_cast<void*>(input);  // layers never write their input
   input_.batch = batch;
