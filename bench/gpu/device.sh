@@ -122,7 +122,8 @@ resnet_pair() {
   train "resnet34_${shape}_tf32_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
     --set precision=tf32 --set train.step_timing=true
   [[ -n ${SKIP_PYTORCH:-} ]] && return
-  for p in fp32 tf32 bf16; do
+  for p in fp32 tf32 bf16 "bf16 --nchw"; do
+    # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments
     timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
       --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |
       tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
@@ -196,11 +197,11 @@ stage_allreduce() {
 }
 
 # Per-layer times of ResNet-34 at 3x224x224, batch 128 (hpctrain inspect --time) for each
-# precision in PROFILE (default "fp32 tf32"; repeat one to see the spread between
+# precision in PROFILE (default "fp32 tf32 bf16"; repeat one to see the spread between
 # processes): full tables in the logs, the step lines in the table.
 stage_profile() {
   local k=0
-  for p in ${PROFILE:-fp32 tf32}; do
+  for p in ${PROFILE:-fp32 tf32 bf16}; do
     k=$((k + 1))
     local log=$OUT/logs/profile_resnet34_${p}_$k.txt
     hpctrain inspect configs/seed_resnet34.yaml --input 3x224x224 --classes 1000 --time \

@@ -10,7 +10,8 @@ autocast (float32 master weights), PyTorch's recommended mixed-precision recipe.
 
 --precision fp32: float32 throughout, TF32 off; tf32: float32 tensors, TF32 tensor
 cores allowed in matrix products and convolutions; bf16: autocast to bfloat16 with
-channels_last.
+channels_last, or with NCHW tensors under --nchw (hpctrain's layout: how much of the
+bf16 figure the layout is worth).
 
 Timing: --warmup steps first, then --reps windows of --steps steps each, every window
 between two device synchronisations; prints one JSON line with the median window's
@@ -33,6 +34,7 @@ def parse_args():
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32")
+    p.add_argument("--nchw", action="store_true", help="bf16 without channels_last")
     p.add_argument("--warmup", type=int, default=15)
     p.add_argument("--steps", type=int, default=20, help="steps per timed window")
     p.add_argument("--reps", type=int, default=5, help="timed windows")
@@ -63,7 +65,8 @@ def main():
     if a.c != 3:
         model.conv1 = nn.Conv2d(a.c, 64, kernel_size=7, stride=2, padding=3, bias=False)
     model = model.to(dev)
-    memory_format = torch.channels_last if a.precision == "bf16" else torch.contiguous_format
+    channels_last = a.precision == "bf16" and not a.nchw
+    memory_format = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     loss_fn = nn.CrossEntropyLoss()
@@ -96,7 +99,7 @@ def main():
     print(json.dumps({
         "tool": "pytorch", "model": a.model, "shape": a.shape, "classes": a.classes,
         "batch": a.batch, "precision": a.precision,
-        "channels_last": a.precision == "bf16",
+        "channels_last": channels_last,
         "images_per_second": statistics.median(rates),
         "windows": [round(v, 1) for v in rates],
         "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),

@@ -31,11 +31,12 @@ def main():
     p.add_argument("--out", required=True)
     a = p.parse_args()
 
-    pytorch = {}
+    pytorch, pytorch_nchw = {}, {}  # bf16 with NCHW tensors apart: hpctrain's layout
     with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
         for line in f:
             r = json.loads(line)
-            pytorch[(r["shape"], r["precision"])] = r
+            nchw = r["precision"] == "bf16" and not r["channels_last"]
+            (pytorch_nchw if nchw else pytorch)[(r["shape"], r["precision"])] = r
     results = []
     for shape in sorted({s for s, _ in pytorch}):
         for precision in ("fp32", "tf32", "bf16"):
@@ -49,10 +50,13 @@ def main():
                      "pytorch_images_per_second": ref and round(ref["images_per_second"], 1),
                      "pytorch_windows": ref and ref["windows"],
                      "pytorch_channels_last": ref and ref["channels_last"]}
+            if (shape, precision) in pytorch_nchw:
+                entry["pytorch_nchw_images_per_second"] = round(
+                    pytorch_nchw[(shape, precision)]["images_per_second"], 1)
             if rates and ref:
                 entry["ratio"] = round(statistics.median(rates) / ref["images_per_second"], 3)
             elif not rates:
-                entry["note"] = "hpctrain has no such precision yet"
+                entry["note"] = "no hpctrain runs of this precision in the logs"
             results.append(entry)
         timed = os.path.join(a.logs, f"resnet34_{shape}_tf32_timed.summary.json")
         if os.path.exists(timed):
