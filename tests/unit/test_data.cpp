@@ -136,6 +136,30 @@ TEST(DataHalf, RandomFloatsRoundToTheNearestHalf) {
   }
 }
 
+// The bulk float -> half path (F16C where the CPU has it) gives float_to_half's bits for a
+// stride through all 2^32 patterns, every pattern near the subnormal and overflow
+// boundaries, and NaNs with payloads; at lengths that leave a scalar tail.
+TEST(DataHalf, BulkFloatToHalfMatchesScalarEverywhere) {
+  std::vector<uint32_t> patterns;
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4093)
+    patterns.push_back(static_cast<uint32_t>(b));
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t b = 0x32fff000u; b < 0x38801000u; b += 61) patterns.push_back(sign | b);
+    for (uint32_t b = 0x477fe000u; b < 0x47801000u; ++b) patterns.push_back(sign | b);
+    for (uint32_t b : {0x7f800000u, 0x7f800001u, 0x7fc00000u, 0x7fa5a5a5u, 0x7fffffffu, 0u, 1u})
+      patterns.push_back(sign | b);
+  }
+  std::vector<float> src(patterns.size());
+  std::memcpy(src.data(), patterns.data(), src.size() * sizeof(float));
+  for (size_t n : {src.size(), size_t{13}, size_t{7}}) {
+    std::vector<uint16_t> bulk(n);
+    float_to_half_n(src.data(), bulk.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(bulk[i], float_to_half(src[i])) << std::hex << patterns[i];
+    }
+  }
+}
+
 TEST(DataHalf, BulkConversionMatchesScalar) {
   std::vector<uint16_t> src(1001);
   for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint16_t>(i * 65 + 3);
