@@ -563,6 +563,13 @@ def case_mixed_precision():
     check(s["test_accuracy"] >= 0.85, f"bf16 MLP test accuracy {s['test_accuracy']:.4f} < 0.85")
     r = expect_ok("bf16_resnet", 2, resnet_sets() + ["precision=bf16"], config=RESNET)
     check(r["test_accuracy"] >= 0.6, f"bf16 ResNet test accuracy {r['test_accuracy']:.4f} < 0.6")
+    # The path of a GPU (stored bytes staged into device slots, decoded there into bf16;
+    # collectives staged through host memory) gives the same parameters.
+    mlp = ["precision=bf16", "run.deterministic=true", "train.epochs=1",
+           f"data.train={ARGS.data}/test.h5"]
+    a = expect_ok("bf16_plain", 2, mlp)
+    b = expect_ok("bf16_staged", 2, mlp, env={"HPCTRAIN_STAGE_CPU": "1"})
+    check(a["params_sha256"] == b["params_sha256"], "bf16: the staged run's parameters differ")
 
     fp16 = DET + ["precision=fp16", "train.loss_scale.initial=1e12",
                   "train.loss_scale.growth_interval=50", "checkpoint.every_steps=40"]
