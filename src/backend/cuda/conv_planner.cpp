@@ -56,8 +56,17 @@ ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bo
 
 size_t ConvPlanner::workspace_bytes(const Conv2dShape& s) {
   const size_t need = plan(s, kSetupWorkspaceLimit).workspace;
+  // Every layer of this geometry was given at least the smallest answer (two models of
+  // different batch sizes may share the backend).
+  const auto [it, fresh] = setup_need_.emplace(geometry(s), need);
+  if (!fresh) it->second = std::min(it->second, need);
   max_workspace_ = std::max(max_workspace_, need);
   return need;
+}
+
+const ConvPlan& ConvPlanner::plan(const Conv2dShape& s) {
+  const auto it = setup_need_.find(geometry(s));
+  return plan(s, it != setup_need_.end() ? it->second : max_workspace_);
 }
 
 const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {

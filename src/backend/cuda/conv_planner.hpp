@@ -38,17 +38,24 @@ class ConvPlanner {
               std::function<void()> warm_up);
 
   // At set-up: the cuDNN workspace shape s needs, its algorithms chosen within a generous
-  // limit. The largest answer becomes the limit for shapes first seen later.
+  // limit. The answer bounds the same convolution at other batch sizes.
   size_t workspace_bytes(const Conv2dShape& s);
   // The plan for s. A shape first seen inside the step loop (a smaller last batch) must
-  // fit the workspace the model sized from the shapes it asked about at set-up.
-  const ConvPlan& plan(const Conv2dShape& s) { return plan(s, max_workspace_); }
+  // fit the workspace its layer was given, which is at least what workspace_bytes()
+  // answered for the same convolution at set-up: its algorithms are chosen within that.
+  // (A convolution never asked about at set-up gets the largest answer.)
+  const ConvPlan& plan(const Conv2dShape& s);
 
  private:
   const ConvPlan& plan(const Conv2dShape& s, size_t limit);
 
   static constexpr size_t kSetupWorkspaceLimit = size_t{1} << 30;
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;
+  // The convolution without its batch size.
+  using Geometry = std::tuple<int, int, int, int, int, int, int, int, int, int>;
+  static Geometry geometry(const Conv2dShape& s) {
+    return {s.c_in, s.h, s.w, s.c_out, s.kh, s.kw, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
+  }
 
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
@@ -56,6 +63,7 @@ class ConvPlanner {
   bool tf32_, deterministic_;
   std::function<void()> warm_up_;  // emptied once run
   std::map<Key, ConvPlan> plans_;
+  std::map<Geometry, size_t> setup_need_;  // workspace_bytes()'s smallest answer
   size_t max_workspace_ = 0;
 };
 
