@@ -508,6 +508,12 @@ int Trainer::run() {
       std::snprintf(line, sizeof(line), "loss scale %g, %lld step(s) skipped for overflow",
                     static_cast<double>(scaler_->current_scale()), static_cast<long long>(skipped));
       log_info(line);
+      if (rank_ == 0 && skipped >= steps_per_epoch_ - first_step) {
+        // No step of the epoch trained: more than the loss scale overflows (a lower scale
+        // cannot help activations beyond float16's range).
+        log_warn("every step of this epoch overflowed in float16 and was skipped; try "
+                 "precision bf16 (float32's range) or a lower learning rate");
+      }
     }
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
