@@ -557,6 +557,8 @@ def case_mixed_precision():
     and the ResNet to the float32 targets. fp16's loss scaler, started far too high, skips
     steps and backs off; its state is in the checkpoints, so kill -9 and resume reproduce
     the uninterrupted parameters."""
+    for name in ("bf16_mlp", "bf16_resnet"):
+        fresh(name)
     s = expect_ok("bf16_mlp", 2, ["precision=bf16"])
     check(s["precision"] == "bf16" and s["loss_scale"] is None and s["skipped_steps"] is None,
           f"bf16 summary: precision {s['precision']}, loss scale {s['loss_scale']}")
@@ -567,6 +569,8 @@ def case_mixed_precision():
     # collectives staged through host memory) gives the same parameters.
     mlp = ["precision=bf16", "run.deterministic=true", "train.epochs=1",
            f"data.train={ARGS.data}/test.h5"]
+    fresh("bf16_plain")
+    fresh("bf16_staged")
     a = expect_ok("bf16_plain", 2, mlp)
     b = expect_ok("bf16_staged", 2, mlp, env={"HPCTRAIN_STAGE_CPU": "1"})
     check(a["params_sha256"] == b["params_sha256"], "bf16: the staged run's parameters differ")
@@ -583,6 +587,7 @@ def case_mixed_precision():
     check(k["params_sha256"] == f["params_sha256"], "fp16: resumed parameters differ")
 
     # A run whose every step overflows (weights blown up by a huge learning rate) says so.
+    fresh("fp16_blowup")
     rc, out, err = train("fp16_blowup", 2, ["precision=fp16", "optimizer.lr=1e6", "train.epochs=2",
                                             f"data.train={ARGS.data}/test.h5", "data.val=",
                                             "data.test="])
