@@ -104,7 +104,8 @@ stage_fmnist() {
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
 # from HDF5 through the prefetch queue; REPS runs per precision, interleaved) and PyTorch
 # (batches already on the GPU; one process per precision, 5 timed windows), same GPU.
-# One more hpctrain tf32 run with train.step_timing gives the step breakdown.
+# One more hpctrain run per precision in TIMED (default "tf32 bf16") with train.step_timing
+# gives the step breakdown.
 resnet_pair() {
   local shape=$1 classes=$2 n=$3
   local file=$WORK/synth-${shape}.h5
@@ -119,8 +120,10 @@ resnet_pair() {
         --set precision=$p
     done
   done
-  train "resnet34_${shape}_tf32_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
-    --set precision=tf32 --set train.step_timing=true
+  for p in ${TIMED:-tf32 bf16}; do
+    train "resnet34_${shape}_${p}_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
+      --set precision=$p --set train.step_timing=true
+  done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
   for p in fp32 tf32 bf16 "bf16 --nchw"; do
     # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments

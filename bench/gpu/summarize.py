@@ -2,7 +2,7 @@
 """Turns the logs of `bench/gpu/device.sh resnet` (the logs.tar.gz a lent machine sends
 back, unpacked) into one JSON record: per shape and precision, hpctrain's images/s
 (last epoch of each run; median over the runs) against PyTorch's (median window), the
-ratio, and the step breakdown of the timed tf32 run.
+ratio, and the step breakdown of the timed runs (tf32, bf16).
 
   python3 bench/gpu/summarize.py LOGS_DIR --device "NVIDIA H100 80GB HBM3" \
       --command "bench/gpu/device.sh env tests resnet" --out bench/results/x.json
@@ -58,12 +58,14 @@ def main():
             elif not rates:
                 entry["note"] = "no hpctrain runs of this precision in the logs"
             results.append(entry)
-        timed = os.path.join(a.logs, f"resnet34_{shape}_tf32_timed.summary.json")
-        if os.path.exists(timed):
+        for precision in ("tf32", "bf16"):
+            timed = os.path.join(a.logs, f"resnet34_{shape}_{precision}_timed.summary.json")
+            if not os.path.exists(timed):
+                continue
             with open(timed) as f:
                 phases = json.load(f)["step_phases_s"]
             total = sum(phases.values())
-            results.append({"shape": shape, "precision": "tf32",
+            results.append({"shape": shape, "precision": precision,
                             "step_phases_fraction": {k: round(v / total, 4)
                                                      for k, v in phases.items()},
                             "step_phases_s": phases})
