@@ -511,8 +511,9 @@ int Trainer::run() {
       if (rank_ == 0 && skipped >= steps_per_epoch_ - first_step) {
         // No step of the epoch trained: more than the loss scale overflows (a lower scale
         // cannot help activations beyond float16's range).
-        log_warn("every step of this epoch overflowed in float16 and was skipped; try "
-                 "precision bf16 (float32's range) or a lower learning rate");
+        log_warn(
+            "every step of this epoch overflowed in float16 and was skipped; try "
+            "precision bf16 (float32's range) or a lower learning rate");
       }
     }
     if (metrics_csv_) metrics_csv_->append(m);
