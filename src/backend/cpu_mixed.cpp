@@ -2,7 +2,7 @@
 // activations go straight to the float32 code; 16-bit ones are widened into float scratch,
 // computed in float32 and rounded back to nearest even, as a GPU computes with float
 // accumulators and 16-bit storage.
-#include <cstring>
+#include <cstddef>
 
 #include "backend/cpu_backend.hpp"
 #include "core/convert.hpp"
@@ -34,13 +34,10 @@ void CpuBackend::narrow(int slot, void* p, size_t n) {
 }
 
 void CpuBackend::convert(const float* src, void* dst, size_t n) {
-  if (f32()) {
-    if (n > 0) std::memcpy(dst, src, n * sizeof(float));
-    return;
-  }
-  float* f = out(0, dst, n);
-  std::memcpy(f, src, n * sizeof(float));
-  narrow(0, dst, n);
+  auto* d = static_cast<std::byte*>(dst);
+  const size_t size = dtype_size(act_type_);
+  parallel(n, kElementGrain,
+           [&](size_t lo, size_t hi) { from_float(act_type_, src + lo, d + lo * size, hi - lo); });
 }
 
 void CpuBackend::decode_input(const void* raw, SampleType type, size_t n, void* out_act) {
