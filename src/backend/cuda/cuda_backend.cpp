@@ -45,7 +45,7 @@ constexpr size_t kWorkspaceAlign = 256;
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(const CudaBackendOptions& o) : options_(o), act_(o.act_type) {
+  explicit CudaBackend(const CudaBackendOptions& o) : options_(o) {
     const char* env = std::getenv("HPCTRAIN_CUDA_SYNC");
     if (env != nullptr && std::strcmp(env, "1") == 0) options_.sync_each_call = true;
     HT_CUDA(cudaSetDevice(o.device));
@@ -63,15 +63,15 @@ class CudaBackend final : public Backend {
     // float32 also where cuBLAS splits a sum, which it may otherwise add up in the 16-bit
     // output type.
     cublasMath_t math = o.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
-    if (act_ != DType::kF32) {
+    if (options_.act_type != DType::kF32) {
       math = static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     }
     HT_CUDA(cublasSetMathMode(cublas_, math));
     HT_CUDA(cudnnCreate(&cudnn_));
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
-    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, act_, o.tf32, o.deterministic,
-                                                   [this] { warm_up(); });
+    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, options_.act_type, o.tf32,
+                                                   o.deterministic, [this] { warm_up(); });
   }
   ~CudaBackend() override {
 #ifdef HT_HAVE_NCCL
@@ -94,7 +94,7 @@ class CudaBackend final : public Backend {
   }
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
-  DType act_type() const override { return act_; }
+  DType act_type() const override { return options_.act_type; }
   std::string device_id() const override {
     char bus[32] = {};
     HT_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), options_.device));
@@ -162,10 +162,11 @@ class CudaBackend final : public Backend {
   void decode_input(const void* raw, SampleType type, size_t n, void* out) override {
     switch (type) {
       case SampleType::kU8:
-        kernels::decode_u8(act_, static_cast<const uint8_t*>(raw), n, kU8Scale, out, stream_);
+        kernels::decode_u8(options_.act_type, static_cast<const uint8_t*>(raw), n, kU8Scale, out,
+                           stream_);
         break;
       case SampleType::kF16:
-        kernels::decode_f16(act_, static_cast<const uint16_t*>(raw), n, out, stream_);
+        kernels::decode_f16(options_.act_type, static_cast<const uint16_t*>(raw), n, out, stream_);
         break;
       case SampleType::kF32:
         to_act(static_cast<const float*>(raw), out, n);
@@ -187,7 +188,7 @@ class CudaBackend final : public Backend {
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
             const void* b, float beta, void* c) override {
-    matmul(trans_a, trans_b, m, n, k, alpha, a, b, beta, c, act_);
+    matmul(trans_a, trans_b, m, n, k, alpha, a, b, beta, c, options_.act_type);
     done("gemm");
   }
   void gemm_f32_out(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a,
@@ -196,27 +197,27 @@ class CudaBackend final : public Backend {
     done("gemm_f32_out");
   }
   void add_bias(void* y, const float* bias, int rows, int cols) override {
-    kernels::add_bias(act_, y, bias, rows, cols, stream_);
+    kernels::add_bias(options_.act_type, y, bias, rows, cols, stream_);
     done("add_bias");
   }
   void sum_rows(const void* dy, float* dbias, int rows, int cols) override {
-    kernels::sum_rows(act_, dy, dbias, rows, cols, stream_);
+    kernels::sum_rows(options_.act_type, dy, dbias, rows, cols, stream_);
     done("sum_rows");
   }
   void add_channel_bias(void* y, const float* bias, int n, int c, int hw) override {
-    kernels::add_channel_bias(act_, y, bias, n, c, hw, stream_);
+    kernels::add_channel_bias(options_.act_type, y, bias, n, c, hw, stream_);
     done("add_channel_bias");
   }
   void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override {
-    kernels::sum_channels(act_, dy, dbias, n, c, hw, stream_);
+    kernels::sum_channels(options_.act_type, dy, dbias, n, c, hw, stream_);
     done("sum_channels");
   }
   void add(const void* a, const void* b, void* y, size_t n) override {
-    kernels::add(act_, a, b, y, n, stream_);
+    kernels::add(options_.act_type, a, b, y, n, stream_);
     done("add");
   }
   void multiply(const void* a, const void* b, void* y, size_t n) override {
-    kernels::multiply(act_, a, b, y, n, stream_);
+    kernels::multiply(options_.act_type, a, b, y, n, stream_);
     done("multiply");
   }
 
@@ -248,11 +249,12 @@ class CudaBackend final : public Backend {
     const ConvPlan& p = planner_->plan(s);
     const float one = 1.0f, zero = 0.0f;
     auto* ws = static_cast<std::byte*>(workspace);
-    void* grad = act_ == DType::kF32 ? static_cast<void*>(dw) : ws;
+    void* grad = options_.act_type == DType::kF32 ? static_cast<void*>(dw) : ws;
     HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
                                            p.bwd_filter, ws + dw_scratch_bytes(s), p.workspace,
                                            &zero, p.w.get(), grad));
-    if (act_ != DType::kF32) kernels::convert_to_float(act_, ws, dw, filter_elems(s), stream_);
+    if (options_.act_type != DType::kF32)
+      kernels::convert_to_float(options_.act_type, ws, dw, filter_elems(s), stream_);
     done("conv2d_backward_filter");
   }
 
@@ -271,20 +273,20 @@ class CudaBackend final : public Backend {
     done("maxpool2d_backward");
   }
   void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
-    kernels::avgpool2d_forward(act_, s, x, y, stream_);
+    kernels::avgpool2d_forward(options_.act_type, s, x, y, stream_);
     done("avgpool2d_forward");
   }
   void avgpool2d_backward(const Pool2dShape& s, const void* dy, void* dx) override {
-    kernels::avgpool2d_backward(act_, s, dy, dx, stream_);
+    kernels::avgpool2d_backward(options_.act_type, s, dy, dx, stream_);
     done("avgpool2d_backward");
   }
 
   void relu_forward(const void* x, void* y, size_t n) override {
-    kernels::relu_forward(act_, x, y, n, stream_);
+    kernels::relu_forward(options_.act_type, x, y, n, stream_);
     done("relu_forward");
   }
   void relu_backward(const void* y, const void* dy, void* dx, size_t n) override {
-    kernels::relu_backward(act_, y, dy, dx, n, stream_);
+    kernels::relu_backward(options_.act_type, y, dy, dx, n, stream_);
     done("relu_backward");
   }
 
@@ -314,8 +316,8 @@ class CudaBackend final : public Backend {
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override {
     if (dx == nullptr) {
-      kernels::batchnorm_param_grads(act_, x, dy, dgamma, dbeta, n, c, hw, save_mean, save_invstd,
-                                     stream_);
+      kernels::batchnorm_param_grads(options_.act_type, x, dy, dgamma, dbeta, n, c, hw, save_mean,
+                                     save_invstd, stream_);
     } else {
       set_bn(n, c, hw, eps);
       const float one = 1.0f, zero = 0.0f;
@@ -328,14 +330,14 @@ class CudaBackend final : public Backend {
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
     HT_REQUIRE(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1)");
-    kernels::dropout_forward(act_, x, y, mask, n, p, seed, stream_);
+    kernels::dropout_forward(options_.act_type, x, y, mask, n, p, seed, stream_);
     done("dropout_forward");
   }
 
   void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                     const float* loss_scale, void* dlogits, LossStats* stats) override {
-    kernels::softmax_xent(act_, logits, labels, rows, cols, grad_scale, loss_scale, dlogits, stats,
-                          stream_);
+    kernels::softmax_xent(options_.act_type, logits, labels, rows, cols, grad_scale, loss_scale,
+                          dlogits, stats, stream_);
     done("softmax_xent");
   }
 #ifdef HT_HAVE_NCCL
@@ -411,8 +413,8 @@ class CudaBackend final : public Backend {
 
   // dst = src rounded to the activation type: a copy for float32.
   void to_act(const float* src, void* dst, size_t n) {
-    if (act_ != DType::kF32) {
-      kernels::convert(act_, src, dst, n, stream_);
+    if (options_.act_type != DType::kF32) {
+      kernels::convert(options_.act_type, src, dst, n, stream_);
     } else if (n > 0) {
       HT_CUDA(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     }
@@ -426,12 +428,12 @@ class CudaBackend final : public Backend {
     const int lda = trans_a ? m : k, ldb = trans_b ? k : n;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    if (act_ == DType::kF32) {  // then C is float32 too
+    if (options_.act_type == DType::kF32) {  // then C is float32 too
       HT_CUDA(cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, static_cast<const float*>(b), ldb,
                           static_cast<const float*>(a), lda, &beta, static_cast<float*>(c), n));
       return;
     }
-    const cudaDataType_t ab = cublas_type(act_);
+    const cudaDataType_t ab = cublas_type(options_.act_type);
     HT_CUDA(cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, ab, ldb, a, ab, lda, &beta, c,
                          cublas_type(c_type), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
@@ -440,8 +442,8 @@ class CudaBackend final : public Backend {
   // Bytes before cuDNN's part of a convolution workspace: the 16-bit filter gradient, whose
   // size does not depend on the batch (none for float32).
   size_t dw_scratch_bytes(const Conv2dShape& s) const {
-    if (act_ == DType::kF32) return 0;
-    const size_t bytes = filter_elems(s) * dtype_size(act_);
+    if (options_.act_type == DType::kF32) return 0;
+    const size_t bytes = filter_elems(s) * dtype_size(options_.act_type);
     return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
   }
 
@@ -475,20 +477,19 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudnnSetPooling2dDescriptor(
         pool_.get(), options_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX,
         CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.stride_h, s.stride_w));
-    set_nchw(a_, cudnn_type(act_), s.n, s.c, s.h, s.w);
-    set_nchw(b_, cudnn_type(act_), s.n, s.c, s.out_h(), s.out_w());
+    set_nchw(a_, cudnn_type(options_.act_type), s.n, s.c, s.h, s.w);
+    set_nchw(b_, cudnn_type(options_.act_type), s.n, s.c, s.out_h(), s.out_w());
   }
 
   // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1], float32 whatever
   // the data's type (cuDNN requires it for 16-bit data).
   void set_bn(int n, int c, int hw, float eps) {
     HT_REQUIRE(eps >= CUDNN_BN_MIN_EPSILON, "batchnorm: eps below cuDNN's minimum");
-    set_nchw(a_, cudnn_type(act_), n, c, hw, 1);
+    set_nchw(a_, cudnn_type(options_.act_type), n, c, hw, 1);
     set_nchw(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1);
   }
 
   CudaBackendOptions options_;
-  const DType act_;  // options_.act_type
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;          // input uploads
   cudaEvent_t copied_ = nullptr;                // the uploads enqueued so far
