@@ -1,6 +1,9 @@
 #include "train/loss_scaler.hpp"
 
+#include <cstdio>
+
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace hpctrain {
 
@@ -36,6 +39,22 @@ int64_t LossScaler::take_skipped() {
   const auto skipped = static_cast<int64_t>(s[LossScaleState::kSkipped]);
   s[LossScaleState::kSkipped] = 0.0f;
   backend_.copy_to_device(state_.data(), s, sizeof(s));
+  return skipped;
+}
+
+int64_t LossScaler::end_epoch(int64_t steps, bool warn) {
+  const int64_t skipped = take_skipped();
+  char line[96];
+  std::snprintf(line, sizeof(line), "loss scale %g, %lld step(s) skipped for overflow",
+                static_cast<double>(current_scale()), static_cast<long long>(skipped));
+  log_info(line);
+  if (warn && skipped >= steps) {
+    // No step trained: more than the scale overflows, and a lower scale cannot help
+    // activations beyond float16's range.
+    log_warn(
+        "every step of this epoch overflowed in float16 and was skipped; try precision bf16 "
+        "(float32's range) or a lower learning rate");
+  }
   return skipped;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "backend/backend.hpp"
 
@@ -44,6 +45,9 @@ class LossScaler {
   void restore(const Saved& saved);
   // Steps skipped since the last call.
   int64_t take_skipped();
+  // After an epoch of `steps` steps: take_skipped(), logged with the scale (and, if
+  // `warn`, a warning when no step trained).
+  int64_t end_epoch(int64_t steps, bool warn);
   float current_scale() const { return save().scale; }
 
  private:

@@ -502,20 +502,7 @@ int Trainer::run() {
                   m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
                   m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
     log_info(line);
-    if (scaler_) {
-      const int64_t skipped = scaler_->take_skipped();
-      skipped_steps_ += skipped;
-      std::snprintf(line, sizeof(line), "loss scale %g, %lld step(s) skipped for overflow",
-                    static_cast<double>(scaler_->current_scale()), static_cast<long long>(skipped));
-      log_info(line);
-      if (rank_ == 0 && skipped >= steps_per_epoch_ - first_step) {
-        // No step of the epoch trained: more than the loss scale overflows (a lower scale
-        // cannot help activations beyond float16's range).
-        log_warn(
-            "every step of this epoch overflowed in float16 and was skipped; try "
-            "precision bf16 (float32's range) or a lower learning rate");
-      }
-    }
+    if (scaler_) skipped_steps_ += scaler_->end_epoch(steps_per_epoch_ - first_step, rank_ == 0);
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
