@@ -46,7 +46,8 @@ stage_tests() {
   for t in ht_gpu_tests ht_gpu_mixed_tests; do
     timeout 300 "$t" --gtest_color=no >"$OUT/logs/$t.log" 2>&1
     rc=$?
-    grep -E '^\[  (FAILED|PASSED) |tests ran' "$OUT/logs/$t.log" | sort -u | tee -a "$TABLE"
+    grep -E '^\[  (FAILED|PASSED) |tests ran|error against float32' "$OUT/logs/$t.log" | sort -u |
+      tee -a "$TABLE"
     note "$t exit $rc"
     grep -B2 -A12 'Failure' "$OUT/logs/$t.log" | head -80
   done

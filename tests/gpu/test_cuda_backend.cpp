@@ -234,58 +234,100 @@ TEST_F(CudaVsCpu, BatchNormalisation) {
   expect_close(down(gy, y.size()), y, kSums, "bn inference");
 }
 
-// Forward and backward of a whole model on both backends, from the same parameters, with
-// activations of the GPU backend's type (the CPU computes in the same one). Gradients must
-// agree within `grad_tol` relative (float32: summation order; 16-bit: roundings that
-// differ where the two sum in another order).
+// Gradients of one training step of `mc` on `be` from seed-3 parameters, for input `xf`
+// (float32 values, stored in the backend's activation type) and labels i % classes; the
+// loss sum and model state come back too.
+struct StepResult {
+  std::vector<float> grads, state;
+  std::vector<size_t> layer_offsets;  // parameter offset of each layer, then the count
+  double loss_sum = 0;
+};
+
+StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, int classes,
+                      int64_t batch, const std::vector<float>& xf) {
+  const DType t = be.act_type();
+  Model m(be, build_layers(mc, classes, in), in, batch);
+  m.init_params(3);
+  std::vector<std::byte> x(xf.size() * dtype_size(t));
+  from_float(t, xf.data(), x.data(), xf.size());
+  std::vector<int32_t> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
+  DeviceArray<std::byte> gx(be, x.size());
+  be.copy_to_device(gx.data(), x.data(), x.size());
+  DeviceArray<int32_t> gl(be, batch);
+  be.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
+  DeviceArray<LossStats> gs(be, 1);
+  const Tensor& logits = m.forward(gx.data(), batch, true, 5);
+  be.softmax_xent(logits.data, gl.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(),
+                  gs.data());
+  m.backward();
+  StepResult r;
+  LossStats stats;
+  be.copy_to_host(&stats, gs.data(), sizeof(stats));
+  r.loss_sum = stats.loss_sum;
+  r.grads.resize(m.param_count());
+  be.copy_to_host(r.grads.data(), m.grads(), r.grads.size() * sizeof(float));
+  r.state.resize(m.state_count());
+  m.get_state(r.state.data());
+  for (size_t l = 0; l < m.layers().size(); ++l) r.layer_offsets.push_back(m.param_offset(l));
+  r.layer_offsets.push_back(m.param_count());
+  return r;
+}
+
+// |a - b| / |b| over elements [begin, end).
+double rel_error(const std::vector<float>& a, const std::vector<float>& b, size_t begin,
+                 size_t end) {
+  double diff = 0, norm = 0;
+  for (size_t i = begin; i < end; ++i) {
+    diff += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    norm += static_cast<double>(b[i]) * b[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// Forward and backward of a whole model on both backends, from the same parameters and
+// input. Float32: gradients agree within `grad_tol` relative (summation order). 16-bit:
+// both backends round at the same points but sum in different orders, and one rounding
+// that flips feeds every later layer, so the two are compared with a float32 reference
+// (CPU, same rounded input) instead of with each other: the GPU's error must stay within
+// 1.5 times the CPU's (or `grad_tol`, whichever is larger). Through BatchNorm the 16-bit
+// error grows layer by layer towards the input (a ResNet's first layers: tens of percent
+// in bfloat16 on both backends).
 void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes, int64_t batch,
                     double grad_tol = 1e-3) {
   const DType t = gpu.act_type();
+  std::vector<float> xf = random_vector(static_cast<size_t>(batch * dims_elems(in)), 11);
+  for (float& v : xf) v = round_to(t, v);
   CpuBackend cpu(1, CpuBackend::kDefaultConvChunkBytes, false, t);
-  Model a(cpu, build_layers(mc, classes, in), in, batch);
-  Model b(gpu, build_layers(mc, classes, in), in, batch);
-  a.init_params(3);
-  b.init_params(3);
-  const size_t nx = static_cast<size_t>(batch * dims_elems(in));
-  const std::vector<float> xf = random_vector(nx, 11);
-  std::vector<std::byte> x(nx * dtype_size(t));
-  from_float(t, xf.data(), x.data(), nx);
-  std::vector<int32_t> labels(batch);
-  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
-  DeviceArray<std::byte> gx(gpu, x.size());
-  gpu.copy_to_device(gx.data(), x.data(), x.size());
-  DeviceArray<int32_t> gl(gpu, batch);
-  gpu.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
-  DeviceArray<LossStats> gs(gpu, 1);
-  LossStats cs;
-  const Tensor& la = a.forward(x.data(), batch, true, 5);
-  cpu.softmax_xent(la.data, labels.data(), batch, classes, 1.0f / batch, nullptr, a.dlogits(), &cs);
-  a.backward();
-  const Tensor& lb = b.forward(gx.data(), batch, true, 5);
-  gpu.softmax_xent(lb.data, gl.data(), batch, classes, 1.0f / batch, nullptr, b.dlogits(),
-                   gs.data());
-  b.backward();
-  LossStats gstats;
-  gpu.copy_to_host(&gstats, gs.data(), sizeof(gstats));
-  EXPECT_NEAR(gstats.loss_sum, cs.loss_sum, grad_tol / 10 * std::fabs(cs.loss_sum));
-  std::vector<float> ga(a.param_count()), gb(b.param_count());
-  ga.assign(a.grads(), a.grads() + a.param_count());
-  gpu.copy_to_host(gb.data(), b.grads(), gb.size() * sizeof(float));
+  const StepResult a = model_step(cpu, mc, in, classes, batch, xf);
+  const StepResult b = model_step(gpu, mc, in, classes, batch, xf);
   if (t == DType::kF32) {
-    expect_close(gb, ga, grad_tol, "model gradients");
-  } else {
-    // 16-bit roundings that differ flip single values: compare the whole vector.
-    double diff = 0, norm = 0;
-    for (size_t i = 0; i < ga.size(); ++i) {
-      diff += (static_cast<double>(gb[i]) - ga[i]) * (static_cast<double>(gb[i]) - ga[i]);
-      norm += static_cast<double>(ga[i]) * ga[i];
-    }
-    EXPECT_LT(std::sqrt(diff / norm), grad_tol) << to_string(t) << " model gradients";
+    EXPECT_NEAR(b.loss_sum, a.loss_sum, grad_tol / 10 * std::fabs(a.loss_sum));
+    expect_close(b.grads, a.grads, grad_tol, "model gradients");
+    expect_close(b.state, a.state, kSums, "model state");
+    return;
   }
-  std::vector<float> sa(a.state_count()), sb(b.state_count());
-  a.get_state(sa.data());
-  b.get_state(sb.data());
-  expect_close(sb, sa, t == DType::kF32 ? kSums : grad_tol, "model state");
+  CpuBackend f32(1);
+  const StepResult r = model_step(f32, mc, in, classes, batch, xf);
+  const double cpu_err = rel_error(a.grads, r.grads, 0, r.grads.size());
+  const double gpu_err = rel_error(b.grads, r.grads, 0, r.grads.size());
+  std::printf("%s %s: gradient error against float32, cpu %.2e gpu %.2e; loss %.6f %.6f %.6f\n",
+              mc.preset.c_str(), to_string(t), cpu_err, gpu_err, r.loss_sum, a.loss_sum,
+              b.loss_sum);
+  const double bound = std::max(1.5 * cpu_err, grad_tol);
+  EXPECT_LT(gpu_err, bound) << to_string(t) << " model gradients";
+  EXPECT_NEAR(b.loss_sum, r.loss_sum, grad_tol * std::fabs(r.loss_sum));
+  if (gpu_err >= bound) {
+    for (size_t l = 0; l + 1 < r.layer_offsets.size(); ++l) {
+      const size_t begin = r.layer_offsets[l], end = r.layer_offsets[l + 1];
+      if (begin == end) continue;
+      std::printf("  layer %zu (%zu params): cpu %.2e gpu %.2e\n", l, end - begin,
+                  rel_error(a.grads, r.grads, begin, end), rel_error(b.grads, r.grads, begin, end));
+    }
+  }
+  EXPECT_LT(rel_error(b.state, r.state, 0, r.state.size()),
+            std::max(1.5 * rel_error(a.state, r.state, 0, r.state.size()), grad_tol))
+      << "model state";
 }
 
 TEST_F(CudaVsCpu, CnnAndResNetModels) {
