@@ -28,6 +28,15 @@ namespace kernels {
 void convert(DType t, const float* src, void* dst, size_t n, cudaStream_t stream);
 void convert_to_float(DType t, const void* src, float* dst, size_t n, cudaStream_t stream);
 
+// Channels-last layout (layout.cu): [n][a][b] -> [n][b][a]. Activations to activations
+// (NCHW <-> NHWC: a, b = c, h * w or the reverse); float32 to type t, rounded (a KCRS
+// filter's compute copy in KRSC); type t to float32 (a KRSC filter gradient into KCRS).
+void transpose(DType t, const void* src, void* dst, int n, int a, int b, cudaStream_t stream);
+void convert_transposed(DType t, const float* src, void* dst, int n, int a, int b,
+                        cudaStream_t stream);
+void convert_to_float_transposed(DType t, const void* src, float* dst, int n, int a, int b,
+                                 cudaStream_t stream);
+
 // Element-wise (elementwise.cu).
 void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream);
 void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,
@@ -63,13 +72,34 @@ void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, 
                   float grad_scale, const float* loss_scale, void* dlogits, LossStats* stats,
                   cudaStream_t stream);
 
+// Channels-last batch normalisation (batchnorm.cu) of data [m, c] (m = samples x
+// positions) with CpuBackend's arithmetic: mean, then variance around it, each summed in
+// float per thread and in double across threads, in a fixed order. `scratch` is device
+// memory of scratch_floats >= batchnorm_nhwc_min_scratch(c) floats. Backward writes dx
+// only when it is not null.
+size_t batchnorm_nhwc_min_scratch(int c);
+void batchnorm_nhwc_forward_training(DType t, const void* x, const float* gamma, const float* beta,
+                                     void* y, int m, int c, float eps, float momentum,
+                                     float* running_mean, float* running_var, float* save_mean,
+                                     float* save_invstd, float* scratch, size_t scratch_floats,
+                                     cudaStream_t stream);
+void batchnorm_nhwc_forward_inference(DType t, const void* x, const float* gamma, const float* beta,
+                                      void* y, int m, int c, float eps, const float* running_mean,
+                                      const float* running_var, cudaStream_t stream);
+void batchnorm_nhwc_backward(DType t, const void* x, const void* dy, const float* gamma, void* dx,
+                             float* dgamma, float* dbeta, int m, int c, const float* save_mean,
+                             const float* save_invstd, float* scratch, size_t scratch_floats,
+                             cudaStream_t stream);
+
 // Phase clock (clock.cu): stamps[marks + 1] and sums[marks] as Backend::phase_mark uses
 // them (zeroed to start).
 void phase_mark(unsigned long long* stamps, double* sums, int i, int marks, cudaStream_t stream);
 
-// Average pooling (pool.cu): the window clipped to the input, divided by kh * kw.
-void avgpool2d_forward(DType t, const Pool2dShape& s, const void* x, void* y, cudaStream_t stream);
-void avgpool2d_backward(DType t, const Pool2dShape& s, const void* dy, void* dx,
+// Average pooling (pool.cu): the window clipped to the input, divided by kh * kw; data
+// in NCHW order, or NHWC with nhwc.
+void avgpool2d_forward(DType t, const Pool2dShape& s, bool nhwc, const void* x, void* y,
+                       cudaStream_t stream);
+void avgpool2d_backward(DType t, const Pool2dShape& s, bool nhwc, const void* dy, void* dx,
                         cudaStream_t stream);
 
 }  // namespace kernels

@@ -103,7 +103,8 @@ stage_fmnist() {
 }
 
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
-# from HDF5 through the prefetch queue; REPS runs per precision, interleaved) and PyTorch
+# from HDF5 through the prefetch queue; REPS runs per precision in PRECISIONS, default
+# "fp32 tf32 bf16 bf16_nchw", interleaved) and PyTorch
 # (batches already on the GPU; one process per precision, 5 timed windows), same GPU.
 # One more hpctrain run per precision in TIMED (default "tf32 bf16") with train.step_timing
 # gives the step breakdown.
@@ -116,9 +117,12 @@ resnet_pair() {
     --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
     --set data.prefetch_threads=8 --set run.threads=8)
   for rep in $(seq "${REPS:-3}"); do
-    for p in ${PRECISIONS:-fp32 tf32 bf16}; do
+    for p in ${PRECISIONS:-fp32 tf32 bf16 bf16_nchw}; do
+      # bf16_nchw: bf16 with layout nchw (bf16 alone takes layout auto: nhwc on a GPU)
+      local layout=auto
+      [[ $p == *_nchw ]] && layout=nchw
       train "resnet34_${shape}_${p}_rep$rep" 1 configs/seed_resnet34.yaml "${sets[@]}" \
-        --set precision=$p
+        --set precision="${p%_nchw}" --set layout=$layout
     done
   done
   for p in ${TIMED:-tf32 bf16}; do
@@ -126,7 +130,9 @@ resnet_pair() {
       --set precision=$p --set train.step_timing=true
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
-  for p in fp32 tf32 bf16 "bf16 --nchw"; do
+  # PYTORCH: the precisions PyTorch runs ("bf16_nchw": bf16 in NCHW, hpctrain's layout nchw)
+  for p in ${PYTORCH:-fp32 tf32 bf16 bf16_nchw}; do
+    [[ $p == bf16_nchw ]] && p="bf16 --nchw"
     # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments
     timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
       --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |

@@ -39,18 +39,24 @@ def main():
             (pytorch_nchw if nchw else pytorch)[(r["shape"], r["precision"])] = r
     results = []
     for shape in sorted({s for s, _ in pytorch}):
-        for precision in ("fp32", "tf32", "bf16"):
+        # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
+        for precision in ("fp32", "tf32", "bf16", "bf16_nchw"):
             runs = sorted(glob.glob(os.path.join(
                 a.logs, f"resnet34_{shape}_{precision}_rep*.metrics.csv")))
             rates = [last_epoch_rate(r[: -len(".metrics.csv")]) for r in runs]
-            ref = pytorch.get((shape, precision))
-            entry = {"shape": shape, "precision": precision, "batch": 128,
+            ref = (pytorch_nchw.get((shape, "bf16")) if precision == "bf16_nchw"
+                   else pytorch.get((shape, precision)))
+            layout = None
+            if runs:
+                with open(runs[0][: -len(".metrics.csv")] + ".summary.json") as f:
+                    layout = json.load(f).get("layout")
+            entry = {"shape": shape, "precision": precision, "layout": layout, "batch": 128,
                      "hpctrain_images_per_second": statistics.median(rates) if rates else None,
                      "hpctrain_runs": [round(v, 1) for v in rates],
                      "pytorch_images_per_second": ref and round(ref["images_per_second"], 1),
                      "pytorch_windows": ref and ref["windows"],
                      "pytorch_channels_last": ref and ref["channels_last"]}
-            if (shape, precision) in pytorch_nchw:
+            if precision == "bf16" and (shape, precision) in pytorch_nchw:
                 entry["pytorch_nchw_images_per_second"] = round(
                     pytorch_nchw[(shape, precision)]["images_per_second"], 1)
             if rates and ref:

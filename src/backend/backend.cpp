@@ -1,4 +1,5 @@
-// Backend's defaults for the optional device collectives: a backend without them says so.
+// Backend's defaults for the optional operations (device collectives, channels-last
+// layout): a backend without them says so.
 #include "backend/backend.hpp"
 
 #include <string>
@@ -13,7 +14,19 @@ namespace {
   throw Error(std::string("the ") + b.name() + " backend has no device collectives");
 }
 
+[[noreturn]] void not_channels_last(const Backend& b) {
+  throw Error(std::string("the ") + b.name() + " backend does not store activations channels-last");
+}
+
 }  // namespace
+
+void Backend::transpose(const void* /*src*/, void* /*dst*/, int /*n*/, int /*a*/, int /*b*/) {
+  not_channels_last(*this);
+}
+void Backend::convert_filter(const float* /*kcrs*/, void* /*krsc*/, int /*k*/, int /*c*/,
+                             int /*rs*/) {
+  not_channels_last(*this);
+}
 
 std::vector<std::byte> Backend::new_collective_id() { no_collectives(*this); }
 void Backend::join_collectives(const std::vector<std::byte>& /*id*/, int /*rank*/, int /*size*/) {

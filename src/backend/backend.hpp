@@ -11,6 +11,12 @@
 // state are float32 always (`float*`): mixed precision keeps float32 master weights.
 // Arithmetic is float32 throughout (16-bit values are widened, results rounded to
 // nearest even when stored).
+//
+// Layout: activations with channels ([n, c, h, w] per the shapes below) are stored NCHW,
+// or NHWC (channels last) where channels_last() says so; shapes and parameters are the
+// same either way. Filters' float32 values and gradients are KCRS always; a channels-last
+// backend's convolutions read a KRSC compute copy (convert_filter). The model moves data
+// between the layouts where it enters and leaves the spatial layers (transpose).
 #pragma once
 
 #include <array>
@@ -59,6 +65,8 @@ class Backend {
   virtual bool host_accessible() const = 0;
   // The type of activations and of the weights' compute copy (see above).
   virtual DType act_type() const = 0;
+  // Activations with channels are stored NHWC (see above).
+  virtual bool channels_last() const { return false; }
 
   // Memory. Allocations happen at set-up, never inside the step loop.
   virtual void* alloc_bytes(size_t bytes) = 0;  // zero-filled
@@ -70,6 +78,11 @@ class Backend {
   virtual void copy(const void* src, void* dst, size_t bytes) = 0;
   // dst = src rounded to act_type() (n values; the weights' compute copy).
   virtual void convert(const float* src, void* dst, size_t n) = 0;
+  // Channels-last backends only. transpose: activations [n][a][b] -> [n][b][a] (NCHW to
+  // NHWC with a, b = c, h * w; back with a, b = h * w, c). convert_filter: a float32 KCRS
+  // filter [k][c][rs] rounded into its KRSC compute copy [k][rs][c].
+  virtual void transpose(const void* src, void* dst, int n, int a, int b);
+  virtual void convert_filter(const float* kcrs, void* krsc, int k, int c, int rs);
   // Waits for all work issued so far (no-op on the CPU).
   virtual void synchronize() = 0;
 

@@ -16,6 +16,9 @@ struct CudaBackendOptions {
   // float16 for mixed precision (cuBLAS and cuDNN on tensor cores, float32 arithmetic).
   DType act_type = DType::kF32;
   bool tf32 = false;  // TF32 tensor cores in GEMMs and convolutions (float32 activations only)
+  // Activations stored NHWC and filters' compute copy KRSC (Backend::channels_last): the
+  // layout of cuDNN's fastest 16-bit convolutions (16-bit activations only).
+  bool channels_last = false;
   // Synchronise after every operation and check for errors, so that an asynchronous
   // failure names the operation that caused it (slow; for debugging). The environment
   // variable HPCTRAIN_CUDA_SYNC=1 turns it on too.
@@ -29,7 +32,7 @@ bool cuda_built();
 int cuda_device_count();
 
 // Throws UsageError when the backend is not built, the device does not exist, or tf32 is
-// asked for with 16-bit activations.
+// asked for with 16-bit activations, or channels_last with float32 ones.
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace hpctrain

@@ -15,6 +15,10 @@ enum class Device { kAuto, kCpu, kCuda };
 // fp16: mixed precision, activations and the weights' compute copy in bfloat16 / float16,
 // float32 master weights, gradients and optimizer state; fp16 adds dynamic loss scaling.
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
+// How a GPU stores activations with channels: nchw, or nhwc (channels last, the layout
+// of cuDNN's fastest 16-bit convolutions; bf16 and fp16 only). auto: nhwc for bf16 and
+// fp16 on a GPU, else nchw. The CPU computes in NCHW.
+enum class Layout { kAuto, kNchw, kNhwc };
 enum class Strategy { kAllreduce, kAverage };
 // Gradient all-reduce: auto = nccl when the backend has device collectives and no two
 // ranks share a GPU, else ring.
@@ -127,6 +131,7 @@ struct Config {
   RunConfig run;
   Device device = Device::kAuto;
   Precision precision = Precision::kFp32;
+  Layout layout = Layout::kAuto;
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;
@@ -146,6 +151,7 @@ std::string config_to_yaml(const Config& config);
 
 const char* to_string(Device d);
 const char* to_string(Precision p);
+const char* to_string(Layout l);
 const char* to_string(Strategy s);
 const char* to_string(AllreduceAlgorithm a);
 const char* to_string(ScheduleType t);

@@ -40,6 +40,7 @@ int layer_int(const LayerSpec& layer, std::string_view key) {
 
 const char* to_string(Device d) { return enum_name(config_schema::kDeviceNames, d); }
 const char* to_string(Precision p) { return enum_name(config_schema::kPrecisionNames, p); }
+const char* to_string(Layout l) { return enum_name(config_schema::kLayoutNames, l); }
 const char* to_string(Strategy s) { return enum_name(config_schema::kStrategyNames, s); }
 const char* to_string(AllreduceAlgorithm a) { return enum_name(config_schema::kAlgorithmNames, a); }
 const char* to_string(ScheduleType t) { return enum_name(config_schema::kScheduleNames, t); }
@@ -60,6 +61,7 @@ std::string config_to_yaml(const Config& c) {
 
   out << YAML::Key << "device" << YAML::Value << to_string(c.device);
   out << YAML::Key << "precision" << YAML::Value << to_string(c.precision);
+  out << YAML::Key << "layout" << YAML::Value << to_string(c.layout);
 
   out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "train" << YAML::Value << c.data.train;

@@ -342,6 +342,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   read_run(origins, top.section("run"), config.run);
   top.get("device", config.device, schema::kDeviceNames);
   top.get("precision", config.precision, schema::kPrecisionNames);
+  top.get("layout", config.layout, schema::kLayoutNames);
   read_data(origins, top.section("data"), config.data);
   read_model(origins, top.section("model"), config.model);
   read_optimizer(origins, top.section("optimizer"), config.optimizer);
@@ -353,6 +354,15 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
     origins.fail(v->path, v->mark,
                  "fp16 needs distributed.strategy allreduce (its ranks must agree on the loss "
                  "scale); bf16 needs no loss scale and works with average");
+  }
+  if (config.layout == Layout::kNhwc) {
+    const auto v = top.find("layout");
+    if (config.precision != Precision::kBf16 && config.precision != Precision::kFp16) {
+      origins.fail(v->path, v->mark, "nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
+    }
+    if (config.device == Device::kCpu) {
+      origins.fail(v->path, v->mark, "nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
+    }
   }
   return config;
 }

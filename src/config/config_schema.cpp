@@ -16,8 +16,8 @@ using KeyList = std::vector<std::string_view>;
 const std::vector<std::pair<std::string_view, KeyList>>& sections() {
   static const std::vector<std::pair<std::string_view, KeyList>> table = {
       {"",
-       {"run", "device", "precision", "data", "model", "optimizer", "train", "distributed",
-        "checkpoint"}},
+       {"run", "device", "precision", "layout", "data", "model", "optimizer", "train",
+        "distributed", "checkpoint"}},
       {"run", {"name", "dir", "seed", "deterministic", "threads"}},
       {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
       {"model", {"preset", "hidden", "width", "stem", "layers", "init_from", "freeze"}},

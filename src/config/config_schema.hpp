@@ -44,6 +44,8 @@ inline constexpr EnumName<Precision> kPrecisionNames[] = {{"fp32", Precision::kF
                                                           {"tf32", Precision::kTf32},
                                                           {"bf16", Precision::kBf16},
                                                           {"fp16", Precision::kFp16}};
+inline constexpr EnumName<Layout> kLayoutNames[] = {
+    {"auto", Layout::kAuto}, {"nchw", Layout::kNchw}, {"nhwc", Layout::kNhwc}};
 inline constexpr EnumName<Strategy> kStrategyNames[] = {{"allreduce", Strategy::kAllreduce},
                                                         {"average", Strategy::kAverage}};
 inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {

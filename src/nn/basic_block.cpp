@@ -124,6 +124,13 @@ void BasicBlock::set_batch(int64_t batch) {
   for (Tensor* t : {&t1v_, &t2v_, &t4v_, &s1v_, &s2v_, &ga_, &gb_, &gc_, &gx_}) t->batch = batch;
 }
 
+void BasicBlock::filters(size_t offset, std::vector<FilterSpec>& out) const {
+  for (const Layer* l : parts_) {
+    l->filters(offset, out);
+    offset += l->param_count();
+  }
+}
+
 void BasicBlock::bind(const ParamSlice& p) {
   size_t offset = 0;
   for (Layer* l : parts_) {

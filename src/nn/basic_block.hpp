@@ -22,6 +22,7 @@ class BasicBlock final : public Layer {
   BasicBlock(std::string name, int filters, int stride);
   ~BasicBlock() override;
   const char* type() const override { return "basic_block"; }
+  bool any_layout() const override { return true; }
 
   // Throws UsageError unless the input is [c, h, w].
   Dims output_dims(const Dims& input) override;
@@ -31,6 +32,7 @@ class BasicBlock final : public Layer {
   size_t workspace_bytes(Backend& backend, int64_t max_batch) const override;
   void set_workspace(void* workspace) override;
   void allocate(Backend& backend, int64_t max_batch) override;
+  void filters(size_t offset, std::vector<FilterSpec>& out) const override;
   void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   size_t state_count() const override;

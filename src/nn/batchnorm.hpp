@@ -15,6 +15,7 @@ class BatchNorm final : public Layer {
   static constexpr float kDefaultMomentum = 0.1f;  // PyTorch's: weight of the new batch
   BatchNorm(std::string name, float eps = kDefaultEps, float momentum = kDefaultMomentum);
   const char* type() const override { return "batchnorm"; }
+  bool any_layout() const override { return true; }
 
   // Throws UsageError unless the input is [c, h, w] or [f].
   Dims output_dims(const Dims& input) override;

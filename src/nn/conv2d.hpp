@@ -20,6 +20,7 @@ class Conv2d final : public Layer {
   };
   Conv2d(std::string name, const Options& options);
   const char* type() const override { return "conv2d"; }
+  bool any_layout() const override { return true; }
 
   // Input [c_in, h, w]; throws UsageError if it is not 3-D or smaller than the kernel.
   Dims output_dims(const Dims& input) override;
@@ -27,6 +28,9 @@ class Conv2d final : public Layer {
   int64_t forward_macs() const override;
   std::string attributes() const override;
   size_t workspace_bytes(Backend& backend, int64_t max_batch) const override;
+  void filters(size_t offset, std::vector<FilterSpec>& out) const override {
+    out.push_back({offset, shape_.c_out, shape_.c_in, shape_.kh * shape_.kw});
+  }
   void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;

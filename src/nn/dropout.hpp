@@ -13,6 +13,7 @@ class Dropout final : public Layer {
   // Throws UsageError unless 0 <= p < 1.
   Dropout(std::string name, float p);
   const char* type() const override { return "dropout"; }
+  bool any_layout() const override { return true; }
 
   Dims output_dims(const Dims& input) override;
   std::string attributes() const override;

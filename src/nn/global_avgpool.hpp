@@ -11,6 +11,7 @@ class GlobalAvgPool final : public Layer {
  public:
   explicit GlobalAvgPool(std::string name) : Layer(std::move(name)) {}
   const char* type() const override { return "global_avgpool"; }
+  bool any_layout() const override { return true; }
 
   // Throws UsageError unless the input is [c, h, w].
   Dims output_dims(const Dims& input) override;

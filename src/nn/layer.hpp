@@ -38,6 +38,13 @@ struct ParamSlice {
   }
 };
 
+// A convolution filter inside a layer's parameters: k x c x rs float32 values (KCRS) at
+// `offset` in the parameter arena; a channels-last backend reads its compute copy KRSC.
+struct FilterSpec {
+  size_t offset;
+  int k, c, rs;
+};
+
 class Layer {
  public:
   explicit Layer(std::string name) : name_(std::move(name)) {}
@@ -77,6 +84,13 @@ class Layer {
   // A view's output is its input with other dims (same elements in the same order): the
   // model points the output and its gradient at the input's buffers instead of allocating.
   virtual bool is_view() const { return false; }
+
+  // True when the layer computes on activations with channels in either layout
+  // (Backend::channels_last): through backend operations that know the layout, or element
+  // by element. The model gives other layers (dense, flatten) such inputs in NCHW order.
+  virtual bool any_layout() const { return false; }
+  // Appends the layer's convolution filters, its parameters starting at `offset`.
+  virtual void filters(size_t /*offset*/, std::vector<FilterSpec>& /*out*/) const {}
 
   // Gives the layer its slices of the parameter arenas.
   virtual void bind(const ParamSlice& /*p*/) {}

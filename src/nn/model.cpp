@@ -3,11 +3,23 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
 
 namespace hpctrain {
+namespace {
+
+// Per-sample [c, h, w] with more than one channel and more than one cell: stored
+// differently in NCHW and NHWC order.
+bool has_channel_layout(const Dims& d) { return d.size() == 3 && d[0] > 1 && d[1] * d[2] > 1; }
+
+std::pair<int, int> channels_and_plane(const Dims& d) {
+  return {static_cast<int>(d[0]), static_cast<int>(d[1] * d[2])};
+}
+
+}  // namespace
 
 Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const Dims& input_dims,
              int64_t max_batch)
@@ -45,23 +57,58 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
   }
   // 3. Activations and their gradients for the largest batch. A view layer shares its
   // input's buffers: its output data pointer is set in forward() (the model input changes
-  // per call), its gradient is the previous layer's gradient buffer.
+  // per call), its gradient is the previous layer's gradient buffer (or its own NCHW one).
+  // Channels last, activations with channels are NHWC from the model input on (moved at
+  // the start of forward()) as far as layers of any layout reach; a layer that reads NCHW
+  // only gets its input and gradient through buffers of its own.
+  auto act_bytes = [&](const Dims& d) {
+    return static_cast<size_t>(max_batch_ * dims_elems(d)) * act_size;
+  };
+  const bool channels_last = backend_.channels_last();
+  // (An input of one channel reads the same in both orders.)
+  bool nhwc = channels_last && layers_[0]->any_layout();
+  if (nhwc && has_channel_layout(input_dims_)) {
+    input_nhwc_ = DeviceArray<std::byte>(backend_, act_bytes(input_dims_));
+  }
+  if (channels_last) {
+    for (size_t i = 0; i < layers_.size(); ++i) layers_[i]->filters(offsets_[i], filters_);
+    // A filter with one input channel or a 1x1 kernel reads the same in both orders.
+    std::erase_if(filters_, [](const FilterSpec& f) { return f.c == 1 || f.rs == 1; });
+  }
   first_compute_ = layers_.size();
+  nchw_in_.resize(layers_.size());
+  nchw_d_in_.resize(layers_.size());
+  nchw_views_.resize(layers_.size());
+  nchw_d_views_.resize(layers_.size());
   for (size_t i = 0; i < layers_.size(); ++i) {
+    const Dims& in = i == 0 ? input_dims_ : dims_[i - 1];
     const Dims& d = dims_[i];
+    if (!layers_[i]->any_layout()) {
+      if (nhwc && has_channel_layout(in)) {
+        nchw_in_[i] = DeviceArray<std::byte>(backend_, act_bytes(in));
+        nchw_d_in_[i] = DeviceArray<std::byte>(backend_, act_bytes(in));
+        nchw_views_[i] = Tensor{nchw_in_[i].data(), 0, in};
+        nchw_d_views_[i] = Tensor{nchw_d_in_[i].data(), 0, in};
+      }
+      HT_REQUIRE(!channels_last || !has_channel_layout(d),
+                 "layer " + layers_[i]->name() + ": channels-last backends need layers of any " +
+                     "layout to produce activations with channels");
+      nhwc = false;
+    }
     if (layers_[i]->is_view()) {
-      const Dims& in = i == 0 ? input_dims_ : dims_[i - 1];
       HT_REQUIRE(dims_elems(in) == dims_elems(d), "a view layer must keep the element count");
       acts_.emplace_back();
       d_acts_.emplace_back();
       out_views_.push_back(Tensor{nullptr, 0, d});
-      d_views_.push_back(Tensor{i == 0 ? nullptr : d_views_[i - 1].data, 0, d});
+      void* grad = nchw_d_in_[i].size() > 0 ? nchw_d_in_[i].data()
+                   : i == 0                 ? nullptr
+                                            : d_views_[i - 1].data;
+      d_views_.push_back(Tensor{grad, 0, d});
       continue;
     }
     first_compute_ = std::min(first_compute_, i);
-    const size_t n = static_cast<size_t>(max_batch_ * dims_elems(d)) * act_size;
-    acts_.emplace_back(backend_, n);
-    d_acts_.emplace_back(backend_, n);
+    acts_.emplace_back(backend_, act_bytes(d));
+    d_acts_.emplace_back(backend_, act_bytes(d));
     out_views_.push_back(Tensor{acts_.back().data(), 0, d});
     d_views_.push_back(Tensor{d_acts_.back().data(), 0, d});
   }
@@ -110,14 +157,30 @@ void Model::set_state(const float* host) {
 
 const Tensor& Model::forward(const void* input, int64_t batch, bool training, uint64_t seed) {
   HT_REQUIRE(batch >= 1 && batch <= max_batch_, "batch size outside the model's buffers");
-  if (weights_stale_ && weights_.size() > 0) {
-    backend_.convert(params_.data(), weights_.data(), param_count_);  // once per step
+  if (weights_stale_ && weights_.size() > 0) {  // once per step
+    backend_.convert(params_.data(), weights_.data(), param_count_);
+    const size_t act_size = dtype_size(backend_.act_type());
+    for (const FilterSpec& f : filters_) {
+      backend_.convert_filter(params_.data() + f.offset, weights_.data() + f.offset * act_size, f.k,
+                              f.c, f.rs);
+    }
   }
   weights_stale_ = false;
   input_.data = const_cast<void*>(input);  // layers never write their input
   input_.batch = batch;
+  if (input_nhwc_.size() > 0) {
+    const auto [c, hw] = channels_and_plane(input_dims_);
+    backend_.transpose(input, input_nhwc_.data(), static_cast<int>(batch), c, hw);
+    input_.data = input_nhwc_.data();
+  }
   const Tensor* x = &input_;
   for (size_t i = 0; i < layers_.size(); ++i) {
+    if (nchw_in_[i].size() > 0) {  // NHWC [hw][c] -> NCHW [c][hw]
+      const auto [c, hw] = channels_and_plane(x->dims);
+      nchw_views_[i].batch = batch;
+      backend_.transpose(x->data, nchw_views_[i].data, static_cast<int>(batch), hw, c);
+      x = &nchw_views_[i];
+    }
     out_views_[i].batch = batch;
     if (layers_[i]->is_view()) out_views_[i].data = x->data;
     if (training) layers_[i]->set_rng_seed(mix_seed(seed, 0xd7, i));
@@ -132,16 +195,25 @@ const Tensor& Model::forward(const void* input, int64_t batch, bool training, ui
 void Model::backward(GradientListener* listener) {
   const int64_t batch = input_.batch;
   for (size_t i = layers_.size(); i-- > 0;) {
-    const Tensor& x = i == 0 ? input_ : out_views_[i - 1];
+    const bool nchw = nchw_in_[i].size() > 0;
+    const Tensor& x = nchw ? nchw_views_[i] : i == 0 ? input_ : out_views_[i - 1];
     Tensor* dx = nullptr;
     // Layers before the first computing one are views of the model input: no dx needed.
     if (i > first_compute_) {
       d_views_[i - 1].batch = batch;
       dx = &d_views_[i - 1];
+      if (nchw) {
+        nchw_d_views_[i].batch = batch;
+        dx = &nchw_d_views_[i];
+      }
     }
     d_views_[i].batch = batch;
     if (clock_ != nullptr) clock_->start(i, true);
     layers_[i]->backward(backend_, x, out_views_[i], d_views_[i], dx);
+    if (nchw && dx != nullptr) {  // NCHW [c][hw] -> NHWC [hw][c]
+      const auto [c, hw] = channels_and_plane(x.dims);
+      backend_.transpose(dx->data, d_views_[i - 1].data, static_cast<int>(batch), c, hw);
+    }
     if (clock_ != nullptr) clock_->stop(i, true);
     if (listener != nullptr && layers_[i]->param_count() > 0) {
       listener->grads_final_from(offsets_[i]);

@@ -118,11 +118,19 @@ class Model {
   std::vector<size_t> state_offsets_;
   DeviceArray<float> state_;
   std::vector<DeviceArray<std::byte>> acts_, d_acts_;  // empty for view layers
-  size_t first_compute_ = 0;                           // index of the first non-view layer
+  // Channels-last backends: the input moved into NHWC order for the first layer, and the
+  // filters whose compute copy is KRSC. Per layer that reads NCHW only (dense, flatten)
+  // from an NHWC activation, its input in NCHW order and the gradient before it goes back
+  // to NHWC (empty elsewhere).
+  DeviceArray<std::byte> input_nhwc_;
+  std::vector<FilterSpec> filters_;
+  std::vector<DeviceArray<std::byte>> nchw_in_, nchw_d_in_;
+  size_t first_compute_ = 0;  // index of the first non-view layer
   LayerClock* clock_ = nullptr;
   DeviceArray<std::byte> workspace_;  // shared scratch (Layer::workspace_bytes)
   Tensor input_;
-  std::vector<Tensor> out_views_, d_views_;  // per-layer views, batch set per call
+  std::vector<Tensor> out_views_, d_views_;        // per-layer views, batch set per call
+  std::vector<Tensor> nchw_views_, nchw_d_views_;  // over nchw_in_, nchw_d_in_
 };
 
 }  // namespace hpctrain

@@ -16,6 +16,7 @@ class Pool2d final : public Layer {
   Pool2d(std::string name, Kind kind, int kernel, int stride, int padding = 0)
       : Layer(std::move(name)), kind_(kind), kernel_(kernel), stride_(stride), padding_(padding) {}
   const char* type() const override { return kind_ == Kind::kMax ? "maxpool" : "avgpool"; }
+  bool any_layout() const override { return true; }
 
   Dims output_dims(const Dims& input) override {
     shape_ = pool_shape(name(), type(), input, kernel_, stride_, padding_);

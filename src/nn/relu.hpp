@@ -9,6 +9,7 @@ class Relu final : public Layer {
  public:
   explicit Relu(std::string name) : Layer(std::move(name)) {}
   const char* type() const override { return "relu"; }
+  bool any_layout() const override { return true; }
   Dims output_dims(const Dims& input) override { return input; }
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) override {
     backend.relu_forward(x.data, y.data, static_cast<size_t>(x.elems()));

@@ -5,6 +5,7 @@
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
+#include "core/error.hpp"
 
 namespace hpctrain {
 
@@ -23,7 +24,12 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int loc
     options.deterministic = config.run.deterministic;
     options.tf32 = config.precision == Precision::kTf32;
     options.act_type = act;
+    options.channels_last =
+        act != DType::kF32 && config.layout != Layout::kNchw;  // auto: nhwc for 16 bits
     return make_cuda_backend(options);
+  }
+  if (config.layout == Layout::kNhwc) {
+    throw UsageError("layout: nhwc needs a GPU, and none is visible (the CPU computes in NCHW)");
   }
   const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
   return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,

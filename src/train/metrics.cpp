@@ -78,6 +78,7 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"strategy\": " << json_string(s.strategy) << ",\n";
   o << "  \"algorithm\": " << json_string(s.algorithm) << ",\n";
   o << "  \"precision\": " << json_string(s.precision) << ",\n";
+  o << "  \"layout\": " << json_string(s.layout) << ",\n";
   o << "  \"world_size\": " << s.world_size << ",\n";
   o << "  \"threads_per_rank\": " << s.threads_per_rank << ",\n";
   o << "  \"global_batch\": " << s.global_batch << ",\n";

@@ -33,6 +33,7 @@ class MetricsCsv {
 
 struct RunSummary {
   std::string run_name, backend, strategy, algorithm, precision;
+  std::string layout;  // how the backend stored activations with channels: nchw or nhwc
   int world_size = 1, threads_per_rank = 1, epochs_completed = 0;
   int64_t global_batch = 0, param_count = 0;
   std::optional<double> test_loss, test_accuracy, val_loss, val_accuracy;

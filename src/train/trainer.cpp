@@ -532,6 +532,7 @@ int Trainer::run() {
                           ? (device_collectives_ ? "nccl" : to_string(host_algorithm_))
                           : (device_collectives_ ? "nccl allreduce" : "reduce+bcast");
   summary.precision = to_string(config_.precision);
+  summary.layout = backend_->channels_last() ? "nhwc" : "nchw";
   if (scaler_) {
     summary.loss_scale = scaler_->current_scale();
     summary.skipped_steps = skipped_steps_;

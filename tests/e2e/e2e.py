@@ -155,6 +155,9 @@ def case_bad_config():
         rc, out, err = train("bad4", 2, ["distributed.algorithm=nccl"])
         check(rc == 2, f"algorithm nccl on the CPU backend: exit {rc}, expected 2")
         one_error_line(err, "distributed.algorithm: nccl")
+        rc, out, err = train("bad5", 2, ["precision=bf16", "layout=nhwc"])
+        check(rc == 2, f"layout nhwc on the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "layout: nhwc needs a GPU")
 
 
 def case_missing_data():

@@ -17,6 +17,7 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "core/convert.hpp"
+#include "core/error.hpp"
 #include "core/random.hpp"
 #include "core/sample_type.hpp"
 #include "nn/model.hpp"
@@ -359,6 +360,103 @@ TEST(CudaMixed, CnnAndResNetModelsIn16Bits) {
     resnet.width = 8;
     compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
   }
+}
+
+// Every layer type where the channels-last layout matters: BatchNorm first (on the model
+// input, moved to NHWC; no dx), a convolution with bias, average and max pooling, a
+// projection block, and dense layers straight on [c, h, w] (moved back to NCHW) and after
+// a dropout.
+ModelConfig layout_layers() {
+  ModelConfig c;
+  c.preset = "layers";
+  c.hidden.clear();
+  auto layer = [](const char* type) {
+    LayerSpec s;
+    s.type = type;
+    return s;
+  };
+  LayerSpec conv = layer("conv2d");
+  conv.filters = 6;
+  conv.kernel = 3;
+  conv.padding = 1;
+  LayerSpec avg = layer("avgpool");
+  avg.kernel = 2;
+  avg.stride = 1;
+  LayerSpec pool = layer("maxpool");
+  pool.kernel = 2;
+  pool.stride = 2;
+  LayerSpec block = layer("basic_block");
+  block.filters = 8;
+  block.stride = 2;
+  LayerSpec dense = layer("dense");
+  dense.units = 16;
+  LayerSpec drop = layer("dropout");
+  drop.rate = 0.25;
+  c.layers = {layer("batchnorm"), conv, layer("relu"), avg, pool, block, dense, drop};
+  return c;
+}
+
+// Channels last (NHWC activations, KRSC filter copies): the same gradients and state as
+// the float32 reference within the CPU's 16-bit error, as in NCHW.
+TEST(CudaChannelsLast, ModelsMatchTheFloat32Reference) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(to_string(t));
+    CudaBackendOptions o;
+    o.act_type = t;
+    o.channels_last = true;
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+    ASSERT_TRUE(gpu->channels_last());
+    const double tol = t == DType::kBF16 ? 3e-2 : 5e-3;
+    ModelConfig cnn;
+    cnn.preset = "cnn";
+    cnn.hidden.clear();
+    compare_models(*gpu, cnn, {1, 28, 28}, 10, 8, tol);
+    ModelConfig resnet;
+    resnet.preset = "resnet18";
+    resnet.hidden.clear();
+    resnet.width = 8;
+    compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
+    compare_models(*gpu, layout_layers(), {3, 12, 10}, 7, 5, tol);
+  }
+  CudaBackendOptions f32;
+  f32.channels_last = true;
+  EXPECT_THROW(make_cuda_backend(f32), UsageError);
+}
+
+// transpose moves 16-bit values exactly; convert_filter is KCRS -> KRSC rounded.
+TEST(CudaChannelsLast, TransposeAndFilterCopy) {
+  CudaBackendOptions o;
+  o.act_type = DType::kBF16;
+  o.channels_last = true;
+  const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+  const int n = 3, a = 37, b = 70;  // not multiples of the 32x32 tile
+  const size_t count = static_cast<size_t>(n) * a * b;
+  const std::vector<float> x = random_vector(count, 21);
+  std::vector<uint16_t> x16(count);
+  from_float(DType::kBF16, x.data(), x16.data(), count);
+  DeviceArray<uint16_t> gx(*gpu, count), gy(*gpu, count);
+  DeviceArray<float> gf(*gpu, count);
+  gpu->copy_to_device(gx.data(), x16.data(), count * 2);
+  gpu->transpose(gx.data(), gy.data(), n, a, b);
+  std::vector<uint16_t> y16(count);
+  gpu->copy_to_host(y16.data(), gy.data(), count * 2);
+  gpu->copy_to_device(gf.data(), x.data(), count * sizeof(float));
+  gpu->convert_filter(gf.data(), gy.data(), n, a, b);
+  std::vector<uint16_t> f16(count);
+  gpu->copy_to_host(f16.data(), gy.data(), count * 2);
+  size_t wrong = 0, wrong_filter = 0;
+  for (int z = 0; z < n; ++z) {
+    for (int i = 0; i < a; ++i) {
+      for (int j = 0; j < b; ++j) {
+        const size_t zz = static_cast<size_t>(z);
+        const size_t src = (zz * a + i) * b + j, dst = (zz * b + j) * a + i;
+        wrong += y16[dst] != x16[src];
+        wrong_filter += f16[dst] != x16[src];
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(wrong_filter, 0u);
 }
 
 // Stored input decoded on the GPU: bit for bit the host's decode_samples, for every uint8

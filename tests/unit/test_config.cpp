@@ -32,6 +32,7 @@ const char* const kFull = R"(run:
   threads: 3
 device: cuda
 precision: tf32
+layout: nchw
 data:
   train: a/train.h5
   val: a/val.h5
@@ -84,6 +85,7 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_EQ(c.run.threads, 3);
   EXPECT_EQ(c.device, Device::kCuda);
   EXPECT_EQ(c.precision, Precision::kTf32);
+  EXPECT_EQ(c.layout, Layout::kNchw);
   EXPECT_EQ(c.data.train, "a/train.h5");
   EXPECT_EQ(c.data.val, "a/val.h5");
   EXPECT_EQ(c.data.test, "a/test.h5");
@@ -127,6 +129,7 @@ TEST(ConfigLoad, MinimalFileTakesDefaults) {
   EXPECT_EQ(c.run.threads, d.run.threads);
   EXPECT_EQ(c.device, Device::kAuto);
   EXPECT_EQ(c.precision, Precision::kFp32);
+  EXPECT_EQ(c.layout, Layout::kAuto);
   EXPECT_FALSE(c.train.step_timing);
   EXPECT_EQ(c.train.loss_scale.initial, 65536.0);
   EXPECT_EQ(c.train.loss_scale.growth_interval, 2000);
@@ -356,6 +359,14 @@ TEST(ConfigErrors, BadEnumValues) {
   expect_error(head + "precision: fp16\ndistributed:\n  strategy: average\n",
                "FILE:3: precision: fp16 needs distributed.strategy allreduce (its ranks must agree "
                "on the loss scale); bf16 needs no loss scale and works with average");
+  expect_error(head + "layout: nhwc\n",
+               "FILE:3: layout: nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
+  expect_error(head + "precision: bf16\nlayout: nhwc\ndevice: cpu\n",
+               "FILE:4: layout: nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
+  expect_error(head + "layout: chwn\n",
+               "FILE:3: layout: expected one of auto, nchw, nhwc, got 'chwn'");
+  EXPECT_EQ(load_config(write_yaml(head + "precision: fp16\nlayout: nhwc\n"), {}).layout,
+            Layout::kNhwc);
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");
@@ -504,6 +515,7 @@ void expect_same_config(const Config& a, const Config& b) {
   EXPECT_EQ(a.run.threads, b.run.threads);
   EXPECT_EQ(a.device, b.device);
   EXPECT_EQ(a.precision, b.precision);
+  EXPECT_EQ(a.layout, b.layout);
   EXPECT_EQ(a.data.train, b.data.train);
   EXPECT_EQ(a.data.val, b.data.val);
   EXPECT_EQ(a.data.test, b.data.test);
@@ -617,6 +629,7 @@ TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {
                           "threads: 0",
                           "device: auto",
                           "precision: fp32",
+                          "layout: auto",
                           "step_timing: false",
                           "initial: 65536",
                           "growth_interval: 2000",

@@ -45,11 +45,12 @@ const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, 
 
 }  // namespace
 
-ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool tf32,
+ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool nhwc, bool tf32,
                          bool deterministic, std::function<void()> warm_up)
     : cudnn_(cudnn),
       stream_(stream),
       act_(act),
+      nhwc_(nhwc),
       tf32_(tf32),
       deterministic_(deterministic),
       warm_up_(std::move(warm_up)) {}
@@ -75,10 +76,10 @@ const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   ConvPlan& p = plans_[key];
   const cudnnDataType_t type = cudnn_type(act_);
-  set_nchw(p.x, type, s.n, s.c_in, s.h, s.w);
-  set_nchw(p.y, type, s.n, s.c_out, s.out_h(), s.out_w());
-  HT_CUDA(
-      cudnnSetFilter4dDescriptor(p.w.get(), type, CUDNN_TENSOR_NCHW, s.c_out, s.c_in, s.kh, s.kw));
+  set_tensor(p.x, type, s.n, s.c_in, s.h, s.w, nhwc_);
+  set_tensor(p.y, type, s.n, s.c_out, s.out_h(), s.out_w(), nhwc_);
+  HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), type, cudnn_format(nhwc_), s.c_out, s.c_in, s.kh,
+                                     s.kw));
   // Float32 arithmetic for every data type (PSEUDO_HALF / PSEUDO_BFLOAT16 for 16-bit data).
   HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1,
                                           1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));

@@ -4,7 +4,8 @@
 // time the candidates on the GPU (cuDNN Find, twice, summed; what PyTorch's
 // cudnn.benchmark does), after a warm-up that lets an idle GPU's clocks ramp up.
 // Data and filters are of the backend's activation type (for 16-bit types cuDNN's
-// "pseudo" configurations: float32 arithmetic on tensor cores).
+// "pseudo" configurations: float32 arithmetic on tensor cores), in NCHW / KCRS order or
+// NHWC / KRSC (channels last).
 #pragma once
 
 #include <cudnn.h>
@@ -34,8 +35,9 @@ class ConvPlanner {
  public:
   // `warm_up` runs once, before the first timing. The handle runs on `stream`. `act` is
   // the type of data and filters; tf32 applies to float32 only.
-  ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool tf32, bool deterministic,
-              std::function<void()> warm_up);
+  // With nhwc, data is NHWC and filters KRSC.
+  ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool nhwc, bool tf32,
+              bool deterministic, std::function<void()> warm_up);
 
   // At set-up: the cuDNN workspace shape s needs, its algorithms chosen within a generous
   // limit. The answer bounds the same convolution at other batch sizes.
@@ -60,7 +62,7 @@ class ConvPlanner {
   cudnnHandle_t cudnn_;
   cudaStream_t stream_;
   DType act_;
-  bool tf32_, deterministic_;
+  bool nhwc_, tf32_, deterministic_;
   std::function<void()> warm_up_;  // emptied once run
   std::map<Key, ConvPlan> plans_;
   std::map<Geometry, size_t> setup_need_;  // workspace_bytes()'s smallest answer

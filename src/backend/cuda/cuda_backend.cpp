@@ -4,7 +4,10 @@
 // synchronize(); with sync_each_call every operation is followed by a checked
 // synchronisation, so an asynchronous error names its operation. Activations are of
 // options.act_type: cuBLAS and cuDNN read and write 16-bit data with float32 arithmetic,
-// while parameters, gradients and normalisation statistics stay float32.
+// while parameters, gradients and normalisation statistics stay float32. With
+// options.channels_last (16-bit only) activations are NHWC: cuDNN convolutions and pooling
+// take NHWC descriptors and KRSC filters, batch normalisation and average pooling run in
+// kernels/ (NHWC variants), and filter gradients are transposed back to KCRS.
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>
@@ -32,7 +35,7 @@ using cuda::cudnn_type;
 using cuda::fail;
 using cuda::PoolDesc;
 using cuda::Scratch;
-using cuda::set_nchw;
+using cuda::set_tensor;
 using cuda::TensorDesc;
 
 // cuBLAS's name for the element type t.
@@ -70,8 +73,10 @@ class CudaBackend final : public Backend {
     HT_CUDA(cublasSetMathMode(cublas_, math));
     HT_CUDA(cudnnCreate(&cudnn_));
     HT_CUDA(cudnnSetStream(cudnn_, stream_));
-    planner_ = std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, options_.act_type, o.tf32,
-                                                   o.deterministic, [this] { warm_up(); });
+    if (o.channels_last) HT_CUDA(cudaMalloc(&bn_scratch_, kBnScratchFloats * sizeof(float)));
+    planner_ =
+        std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, options_.act_type, o.channels_last,
+                                            o.tf32, o.deterministic, [this] { warm_up(); });
   }
   ~CudaBackend() override {
 #ifdef HT_HAVE_NCCL
@@ -85,6 +90,7 @@ class CudaBackend final : public Backend {
     planner_.reset();
     cudnnDestroy(cudnn_);
     cublasDestroy(cublas_);
+    cudaFree(bn_scratch_);
     cudaFree(phase_sums_);
     cudaFree(phase_stamps_);
     for (cudaEvent_t e : slot_free_) cudaEventDestroy(e);
@@ -95,6 +101,7 @@ class CudaBackend final : public Backend {
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
   DType act_type() const override { return options_.act_type; }
+  bool channels_last() const override { return options_.channels_last; }
   std::string device_id() const override {
     char bus[32] = {};
     HT_CUDA(cudaDeviceGetPCIBusId(bus, sizeof(bus), options_.device));
@@ -130,6 +137,16 @@ class CudaBackend final : public Backend {
   void convert(const float* src, void* dst, size_t n) override {
     to_act(src, dst, n);
     done("convert");
+  }
+  void transpose(const void* src, void* dst, int n, int a, int b) override {
+    HT_REQUIRE(options_.channels_last, "transpose: the backend is not channels-last");
+    kernels::transpose(options_.act_type, src, dst, n, a, b, stream_);
+    done("transpose");
+  }
+  void convert_filter(const float* kcrs, void* krsc, int k, int c, int rs) override {
+    HT_REQUIRE(options_.channels_last, "convert_filter: the backend is not channels-last");
+    kernels::convert_transposed(options_.act_type, kcrs, krsc, k, c, rs, stream_);
+    done("convert_filter");
   }
   void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
 
@@ -204,12 +221,21 @@ class CudaBackend final : public Backend {
     kernels::sum_rows(options_.act_type, dy, dbias, rows, cols, stream_);
     done("sum_rows");
   }
+  // Channels last, [n * hw, c] is a matrix whose columns are the channels.
   void add_channel_bias(void* y, const float* bias, int n, int c, int hw) override {
-    kernels::add_channel_bias(options_.act_type, y, bias, n, c, hw, stream_);
+    if (options_.channels_last) {
+      kernels::add_bias(options_.act_type, y, bias, n * hw, c, stream_);
+    } else {
+      kernels::add_channel_bias(options_.act_type, y, bias, n, c, hw, stream_);
+    }
     done("add_channel_bias");
   }
   void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override {
-    kernels::sum_channels(options_.act_type, dy, dbias, n, c, hw, stream_);
+    if (options_.channels_last) {
+      kernels::sum_rows(options_.act_type, dy, dbias, n * hw, c, stream_);
+    } else {
+      kernels::sum_channels(options_.act_type, dy, dbias, n, c, hw, stream_);
+    }
     done("sum_channels");
   }
   void add(const void* a, const void* b, void* y, size_t n) override {
@@ -243,7 +269,8 @@ class CudaBackend final : public Backend {
     done("conv2d_backward_data");
   }
   // cuDNN writes the filter gradient in the filter's type: float32 activations straight
-  // into dw; 16-bit ones into the scratch at the workspace's start, then widened into dw.
+  // into dw; 16-bit ones into the scratch at the workspace's start, then widened into dw
+  // (and, channels last, from KRSC into dw's KCRS order).
   void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override {
     const ConvPlan& p = planner_->plan(s);
@@ -253,8 +280,12 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
                                            p.bwd_filter, ws + dw_scratch_bytes(s), p.workspace,
                                            &zero, p.w.get(), grad));
-    if (options_.act_type != DType::kF32)
+    if (options_.channels_last) {
+      kernels::convert_to_float_transposed(options_.act_type, ws, dw, s.c_out, s.kh * s.kw, s.c_in,
+                                           stream_);
+    } else if (options_.act_type != DType::kF32) {
       kernels::convert_to_float(options_.act_type, ws, dw, filter_elems(s), stream_);
+    }
     done("conv2d_backward_filter");
   }
 
@@ -273,11 +304,11 @@ class CudaBackend final : public Backend {
     done("maxpool2d_backward");
   }
   void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
-    kernels::avgpool2d_forward(options_.act_type, s, x, y, stream_);
+    kernels::avgpool2d_forward(options_.act_type, s, options_.channels_last, x, y, stream_);
     done("avgpool2d_forward");
   }
   void avgpool2d_backward(const Pool2dShape& s, const void* dy, void* dx) override {
-    kernels::avgpool2d_backward(options_.act_type, s, dy, dx, stream_);
+    kernels::avgpool2d_backward(options_.act_type, s, options_.channels_last, dy, dx, stream_);
     done("avgpool2d_backward");
   }
 
@@ -290,11 +321,20 @@ class CudaBackend final : public Backend {
     done("relu_backward");
   }
 
-  // cuDNN takes 16-bit data with float32 scale, bias, mean and variance (bn_).
+  // cuDNN takes 16-bit data with float32 scale, bias, mean and variance (bn_). Channels
+  // last, kernels/batchnorm.cu instead (cuDNN's legacy calls are slow in that layout).
   void batchnorm_forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                   int n, int c, int hw, float eps, float momentum,
                                   float* running_mean, float* running_var, float* save_mean,
                                   float* save_invstd) override {
+    if (options_.channels_last) {
+      check_bn_scratch(c);
+      kernels::batchnorm_nhwc_forward_training(options_.act_type, x, gamma, beta, y, n * hw, c, eps,
+                                               momentum, running_mean, running_var, save_mean,
+                                               save_invstd, bn_scratch_, kBnScratchFloats, stream_);
+      done("batchnorm_forward_training");
+      return;
+    }
     set_bn(n, c, hw, eps);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnBatchNormalizationForwardTraining(
@@ -305,6 +345,12 @@ class CudaBackend final : public Backend {
   void batchnorm_forward_inference(const void* x, const float* gamma, const float* beta, void* y,
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override {
+    if (options_.channels_last) {
+      kernels::batchnorm_nhwc_forward_inference(options_.act_type, x, gamma, beta, y, n * hw, c,
+                                                eps, running_mean, running_var, stream_);
+      done("batchnorm_forward_inference");
+      return;
+    }
     set_bn(n, c, hw, eps);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnBatchNormalizationForwardInference(cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
@@ -315,7 +361,12 @@ class CudaBackend final : public Backend {
   void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override {
-    if (dx == nullptr) {
+    if (options_.channels_last) {
+      check_bn_scratch(c);
+      kernels::batchnorm_nhwc_backward(options_.act_type, x, dy, gamma, dx, dgamma, dbeta, n * hw,
+                                       c, save_mean, save_invstd, bn_scratch_, kBnScratchFloats,
+                                       stream_);
+    } else if (dx == nullptr) {
       kernels::batchnorm_param_grads(options_.act_type, x, dy, dgamma, dbeta, n, c, hw, save_mean,
                                      save_invstd, stream_);
     } else {
@@ -477,19 +528,30 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudnnSetPooling2dDescriptor(
         pool_.get(), options_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX,
         CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.stride_h, s.stride_w));
-    set_nchw(a_, cudnn_type(options_.act_type), s.n, s.c, s.h, s.w);
-    set_nchw(b_, cudnn_type(options_.act_type), s.n, s.c, s.out_h(), s.out_w());
+    const cudnnDataType_t type = cudnn_type(options_.act_type);
+    set_tensor(a_, type, s.n, s.c, s.h, s.w, options_.channels_last);
+    set_tensor(b_, type, s.n, s.c, s.out_h(), s.out_w(), options_.channels_last);
   }
 
   // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1], float32 whatever
   // the data's type (cuDNN requires it for 16-bit data).
   void set_bn(int n, int c, int hw, float eps) {
     HT_REQUIRE(eps >= CUDNN_BN_MIN_EPSILON, "batchnorm: eps below cuDNN's minimum");
-    set_nchw(a_, cudnn_type(options_.act_type), n, c, hw, 1);
-    set_nchw(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1);
+    set_tensor(a_, cudnn_type(options_.act_type), n, c, hw, 1, options_.channels_last);
+    set_tensor(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1, false);
   }
 
+  void check_bn_scratch(int c) const {
+    HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
+               "batchnorm: too many channels for the channels-last kernels");
+  }
+
+  // Partial sums of the channels-last batch normalisation (kernels/batchnorm.cu), 32 MiB:
+  // 128 row chunks of up to 32,000 channels (fewer chunks for more channels).
+  static constexpr size_t kBnScratchFloats = size_t{8} << 20;
+
   CudaBackendOptions options_;
+  float* bn_scratch_ = nullptr;  // channels last only
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;          // input uploads
   cudaEvent_t copied_ = nullptr;                // the uploads enqueued so far
@@ -535,6 +597,9 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
   if (options.tf32 && options.act_type != DType::kF32) {
     throw UsageError(std::string("tf32 applies to float32 activations, not ") +
                      to_string(options.act_type));
+  }
+  if (options.channels_last && options.act_type == DType::kF32) {
+    throw UsageError("the channels-last layout applies to 16-bit activations, not float32");
   }
   return std::make_unique<CudaBackend>(options);
 }

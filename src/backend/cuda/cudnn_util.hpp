@@ -40,8 +40,13 @@ inline cudnnDataType_t cudnn_type(DType t) {
                              : CUDNN_DATA_HALF;
 }
 
-inline void set_nchw(const TensorDesc& d, cudnnDataType_t type, int n, int c, int h, int w) {
-  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NCHW, type, n, c, h, w));
+// Tensors and filters in NCHW (KCRS) order, or NHWC (KRSC) with nhwc.
+inline cudnnTensorFormat_t cudnn_format(bool nhwc) {
+  return nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+}
+inline void set_tensor(const TensorDesc& d, cudnnDataType_t type, int n, int c, int h, int w,
+                       bool nhwc) {
+  HT_CUDA(cudnnSetTensor4dDescriptor(d.get(), cudnn_format(nhwc), type, n, c, h, w));
 }
 
 // Device memory for set-up work (algorithm timing, warm-up), freed at the end of the
