@@ -1,172 +1,339 @@
-// Channels-last batch normalisation: data [m, c], channels adjacent in memory. cuDNN's
-// legacy batch normalisation took 15.7 ms forward and 24.2 ms backward on ResNet-34's stem
-// in this layout (bfloat16, 128x64x112x112 on an H100), against about 1.5 and 2.3 ms in
-// NCHW; these kernels move the data a few times at memory speed instead.
+// Channels-last batch normalisation of data [m, c] (channels adjacent in memory), alone or
+// fused with what follows it in a ResNet: y = relu(bn(x) + z). cuDNN's legacy batch
+// normalisation took 15.7 ms forward and 24.2 ms backward on ResNet-34's stem in this
+// layout (bfloat16, 128x64x112x112 on an H100), against about 1.5 and 2.3 ms in NCHW;
+// these kernels move each tensor a few times at memory speed instead.
 //
-// Per-channel sums: blocks of 32 channels x 8 row lanes (a warp reads 32 adjacent
-// channels of one row) over a chunk of rows; each thread sums in float, the block adds its
-// 8 lanes in order and writes one partial per channel and chunk; one thread per channel
-// then adds the chunks in order in double. Nothing depends on timing: results repeat bit
-// for bit.
+// Work layout: a thread owns V adjacent channels (one 16-byte access: 8 16-bit values or
+// 4 floats; V = 1 when c or an address does not allow it) and walks rows; a block is bx
+// column threads x lanes rows (256 threads) over bx * V channels; blocks along y take
+// chunks of rows (sums) or stride over rows (element-wise passes).
+//
+// Forward statistics take one pass: each thread keeps Welford's running mean and sum of
+// squared deviations per channel in float, the block merges its lanes in lane order (Chan
+// et al.'s pairwise update) into one partial per chunk, and one kernel merges the chunks in
+// chunk order in double. Backward sums g and g * (x - mean) the same way. Nothing depends
+// on timing: results repeat bit for bit. Each fused step rounds as the separate operations
+// (batchnorm_forward_*, add, relu_*) round theirs, so the fused and separate calls agree
+// bit for bit on the same backend.
 #include <algorithm>
 
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
+#include "kernels/pack.cuh"
 
 namespace hpctrain::kernels {
 namespace {
 
-constexpr int kChannels = 32, kLanes = 8;
-constexpr int kMaxChunks = 128;
-constexpr int kRowsPerChunk = 128;  // at least, before kMaxChunks caps the count
+constexpr int kThreads = 256;        // per block of the row kernels
+constexpr int kMaxColumns = 32;      // column threads per block
+constexpr int kMaxValues = 8;        // values per access at most (16-bit)
+constexpr int kTargetBlocks = 2048;  // per pass: an H100 holds 132 SMs x 8 such blocks
+constexpr int kMinRowsPerLane = 4;   // in a chunk of the sums
+constexpr int kMergeChannels = 32, kMergeLanes = 16;  // the per-channel merge kernels
 
-enum class Sum { kX, kCenteredSquare, kDyAndDyCentered };
+// v as a separate operation would store it: rounded to T, widened again.
+template <typename T>
+__device__ __forceinline__ float rounded(float v) {
+  return as_float(to_act<T>(v));
+}
 
-// part1/part2: [chunks][c]. kX: x; kCenteredSquare: (x - mean)^2; kDyAndDyCentered: dy
-// into part1, dy * (x - mean) into part2.
-template <Sum kSum, typename T>
-__global__ void partials_kernel(const T* x, const T* dy, const float* mean, int m, int c,
-                                int chunk_rows, float* part1, float* part2) {
-  __shared__ float s1[kLanes][kChannels], s2[kLanes][kChannels];
-  const int ch = blockIdx.x * kChannels + threadIdx.x;
+// Rows that lane `lane` of `lanes` visits among `rows` (lane, lane + lanes, ...).
+__device__ __forceinline__ int lane_rows(int rows, int lane, int lanes) {
+  return rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
+}
+
+// Chan et al.'s merge of (n_b, mean_b, m2_b) into (n_a, mean_a, m2_a); m2 is the sum of
+// squared deviations from the mean.
+template <typename F>
+__device__ __forceinline__ void merge(F& n_a, F& mean_a, F& m2_a, F n_b, F mean_b, F m2_b) {
+  if (n_b == F(0)) return;
+  const F n = n_a + n_b, delta = mean_b - mean_a;
+  mean_a += delta * (n_b / n);
+  m2_a += m2_b + delta * delta * (n_a * n_b / n);
+  n_a = n;
+}
+
+// Per chunk of rows and channel: the rows' mean and sum of squared deviations.
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    welford_kernel(const T* x, int m, int c, int chunk_rows, float* part_mean, float* part_m2) {
+  __shared__ float s_mean[kThreads * kMaxValues], s_m2[kThreads * kMaxValues];
+  const int bx = blockDim.x, lanes = blockDim.y;
+  const int col = blockIdx.x * bx + threadIdx.x;  // channels col * V, ...
   const int r0 = blockIdx.y * chunk_rows, r1 = min(m, r0 + chunk_rows);
-  float a = 0.0f, b = 0.0f;
-  if (ch < c) {
-    const float mu = kSum == Sum::kX ? 0.0f : mean[ch];
-    for (int r = r0 + threadIdx.y; r < r1; r += kLanes) {
-      const size_t i = static_cast<size_t>(r) * c + ch;
-      const float v = as_float(x[i]);
-      if constexpr (kSum == Sum::kX) {
-        a += v;
-      } else if constexpr (kSum == Sum::kCenteredSquare) {
-        a += (v - mu) * (v - mu);
-      } else {
-        const float d = as_float(dy[i]);
-        a += d;
-        b += d * (v - mu);
+  float mean[V], m2[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) mean[j] = m2[j] = 0.0f;
+  if (col * V < c) {
+    int count = 0;
+    for (int r = r0 + threadIdx.y; r < r1; r += lanes) {
+      float v[V];
+      load<T, V>(x + static_cast<size_t>(r) * c + col * V, v);
+      const float inv = 1.0f / static_cast<float>(++count);
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float d = v[j] - mean[j];
+        mean[j] += d * inv;
+        m2[j] += d * (v[j] - mean[j]);
       }
     }
   }
-  s1[threadIdx.y][threadIdx.x] = a;
-  s2[threadIdx.y][threadIdx.x] = b;
+  const int t = threadIdx.y * bx + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    s_mean[t * V + j] = mean[j];
+    s_m2[t * V + j] = m2[j];
+  }
   __syncthreads();
-  if (threadIdx.y == 0 && ch < c) {
-    for (int l = 1; l < kLanes; ++l) {
-      a += s1[l][threadIdx.x];
-      b += s2[l][threadIdx.x];
+  // Thread t merges the lanes of the block's channel t in lane order.
+  const int ch = blockIdx.x * bx * V + t;
+  if (t >= bx * V || ch >= c) return;
+  const int tcol = t / V, j = t % V;
+  float n_a = 0.0f, mean_a = 0.0f, m2_a = 0.0f;
+  for (int l = 0; l < lanes; ++l) {
+    const int s = (l * bx + tcol) * V + j;
+    merge(n_a, mean_a, m2_a, static_cast<float>(lane_rows(r1 - r0, l, lanes)), s_mean[s], s_m2[s]);
+  }
+  part_mean[static_cast<size_t>(blockIdx.y) * c + ch] = mean_a;
+  part_m2[static_cast<size_t>(blockIdx.y) * c + ch] = m2_a;
+}
+
+// Merges each channel's chunk partials in chunk order, in double (lane l of the block
+// takes chunks l, l + kMergeLanes, ...; lane 0 then merges the lanes in order), and writes
+// the saved mean and 1/sqrt(var + eps), the running statistics (unbiased variance), as
+// CpuBackend, and the apply kernel's coefficients scale = gamma * invstd and
+// shift = beta - mean * scale.
+__global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
+    merge_statistics_kernel(const float* part_mean, const float* part_m2, int chunks,
+                            int chunk_rows, int m, int c, const float* gamma, const float* beta,
+                            float eps, float momentum, float* running_mean, float* running_var,
+                            float* save_mean, float* save_invstd, float* scale, float* shift) {
+  __shared__ double s_n[kMergeLanes][kMergeChannels], s_mean[kMergeLanes][kMergeChannels],
+      s_m2[kMergeLanes][kMergeChannels];
+  const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
+  double n = 0.0, mean = 0.0, m2 = 0.0;
+  if (ch < c) {
+    for (int k = threadIdx.y; k < chunks; k += kMergeLanes) {
+      const size_t i = static_cast<size_t>(k) * c + ch;
+      const int rows = min(m - k * chunk_rows, chunk_rows);
+      merge<double>(n, mean, m2, rows, part_mean[i], part_m2[i]);
     }
-    part1[static_cast<size_t>(blockIdx.y) * c + ch] = a;
-    if constexpr (kSum == Sum::kDyAndDyCentered)
-      part2[static_cast<size_t>(blockIdx.y) * c + ch] = b;
   }
-}
-
-__device__ double sum_chunks(const float* part, int chunks, int c, int ch) {
-  double s = 0.0;
-  for (int k = 0; k < chunks; ++k) s += part[static_cast<size_t>(k) * c + ch];
-  return s;
-}
-
-__global__ void mean_kernel(const float* part, int chunks, int m, int c, float* mean) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch < c) mean[ch] = static_cast<float>(sum_chunks(part, chunks, c, ch) / m);
-}
-
-// Variance from the centred squares; the saved 1/std and the running statistics (unbiased
-// variance), as CpuBackend.
-__global__ void variance_kernel(const float* part, int chunks, int m, int c, float eps,
-                                float momentum, const float* mean, float* running_mean,
-                                float* running_var, float* save_invstd) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch >= c) return;
-  const double var = sum_chunks(part, chunks, c, ch) / m;
-  save_invstd[ch] = static_cast<float>(1.0 / sqrt(var + eps));
-  const double unbiased = m > 1 ? var * m / (m - 1) : var;
-  running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mean[ch];
+  s_n[threadIdx.y][threadIdx.x] = n;
+  s_mean[threadIdx.y][threadIdx.x] = mean;
+  s_m2[threadIdx.y][threadIdx.x] = m2;
+  __syncthreads();
+  if (threadIdx.y != 0 || ch >= c) return;
+  for (int l = 1; l < kMergeLanes; ++l) {
+    merge(n, mean, m2, s_n[l][threadIdx.x], s_mean[l][threadIdx.x], s_m2[l][threadIdx.x]);
+  }
+  const double var = m2 / m;
+  const float mu = static_cast<float>(mean);
+  const float invstd = static_cast<float>(1.0 / sqrt(var + eps));
+  save_mean[ch] = mu;
+  save_invstd[ch] = invstd;
+  const double unbiased = m > 1 ? m2 / (m - 1) : var;
+  running_mean[ch] = (1.0f - momentum) * running_mean[ch] + momentum * mu;
   running_var[ch] = (1.0f - momentum) * running_var[ch] + momentum * static_cast<float>(unbiased);
+  const float s = gamma[ch] * invstd;
+  scale[ch] = s;
+  shift[ch] = beta[ch] - mu * s;
 }
 
-// y = x * scale + shift with scale = gamma * invstd, shift = beta - mean * scale.
-template <typename T>
-__global__ void normalize_kernel(const T* x, const float* gamma, const float* beta,
-                                 const float* mean, const float* invstd, T* y, size_t total,
-                                 int c) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int ch = static_cast<int>(i % c);
-    const float scale = gamma[ch] * invstd[ch], shift = beta[ch] - mean[ch] * scale;
-    y[i] = to_act<T>(as_float(x[i]) * scale + shift);
-  }
-}
-
-template <typename T>
-__global__ void inference_kernel(const T* x, const float* gamma, const float* beta,
-                                 const float* running_mean, const float* running_var, float eps,
-                                 T* y, size_t total, int c) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int ch = static_cast<int>(i % c);
-    const float scale = gamma[ch] / sqrtf(running_var[ch] + eps);
-    const float shift = beta[ch] - running_mean[ch] * scale;
-    y[i] = to_act<T>(as_float(x[i]) * scale + shift);
-  }
-}
-
-// dbeta, dgamma, and the coefficients of dx: coef[ch] = mean(dy), coef[c + ch] =
-// mean(dy * (x - mean)) * invstd^2.
-__global__ void backward_params_kernel(const float* part1, const float* part2, int chunks, int m,
-                                       int c, const float* invstd, float* dgamma, float* dbeta,
-                                       float* coef) {
+// Evaluation: scale and shift from the running statistics.
+__global__ void inference_coefficients_kernel(const float* gamma, const float* beta,
+                                              const float* running_mean, const float* running_var,
+                                              float eps, int c, float* scale, float* shift) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  const double sum_dy = sum_chunks(part1, chunks, c, ch);
-  const double sum_dy_xc = sum_chunks(part2, chunks, c, ch);
-  dbeta[ch] = static_cast<float>(sum_dy);
-  dgamma[ch] = static_cast<float>(sum_dy_xc * invstd[ch]);
-  coef[ch] = static_cast<float>(sum_dy / m);
-  coef[c + ch] = static_cast<float>(sum_dy_xc / m) * invstd[ch] * invstd[ch];
+  const float s = gamma[ch] / sqrtf(running_var[ch] + eps);
+  scale[ch] = s;
+  shift[ch] = beta[ch] - running_mean[ch] * s;
 }
 
-// dx = gamma * invstd * (dy - mean(dy) - (x - mean) * coef2).
-template <typename T>
-__global__ void backward_dx_kernel(const T* x, const T* dy, const float* gamma, const float* mean,
-                                   const float* invstd, const float* coef, T* dx, size_t total,
-                                   int c) {
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    const int ch = static_cast<int>(i % c);
-    const float k = gamma[ch] * invstd[ch];
-    dx[i] =
-        to_act<T>(k * (as_float(dy[i]) - coef[ch] - (as_float(x[i]) - mean[ch]) * coef[c + ch]));
+// y = x * scale + shift, then (kAdd) + z, then (kRelu) relu, each rounded as stored.
+template <typename T, int V, bool kAdd, bool kRelu>
+__global__ void __launch_bounds__(kThreads) apply_kernel(const T* x, const T* z, const float* scale,
+                                                         const float* shift, T* y, int m, int c) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col * V >= c) return;
+  float a[V], b[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    a[j] = scale[col * V + j];
+    b[j] = shift[col * V + j];
+  }
+  for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < m; r += gridDim.y * blockDim.y) {
+    const size_t i = static_cast<size_t>(r) * c + col * V;
+    float v[V];
+    load<T, V>(x + i, v);
+#pragma unroll
+    for (int j = 0; j < V; ++j) v[j] = v[j] * a[j] + b[j];
+    if constexpr (kAdd) {
+      float w[V];
+      load<T, V>(z + i, w);
+#pragma unroll
+      for (int j = 0; j < V; ++j) v[j] = rounded<T>(v[j]) + w[j];
+    }
+    if constexpr (kRelu) {
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float u = rounded<T>(v[j]);
+        v[j] = u > 0.0f ? u : 0.0f;
+      }
+    }
+    store<T, V>(y + i, v);
   }
 }
 
-// Row chunks for m rows of c channels within the scratch: two partial arrays of
-// chunks x c floats after 2c floats of coefficients.
-int chunks_for(int m, int c, size_t scratch_floats) {
-  const size_t fit = (scratch_floats - 2 * static_cast<size_t>(c)) / (2 * static_cast<size_t>(c));
-  const int wanted = (m + kRowsPerChunk - 1) / kRowsPerChunk;
-  return std::max(1, static_cast<int>(std::min<size_t>(
-                         {static_cast<size_t>(wanted), static_cast<size_t>(kMaxChunks), fit})));
+// Per chunk of rows and channel: the sums of g and g * (x - mean), with g = dy, or (kMask)
+// g = dy where y > 0, else 0, which it also stores to g_out (relu_backward's result).
+template <typename T, int V, bool kMask>
+__global__ void __launch_bounds__(kThreads)
+    backward_sums_kernel(const T* x, const T* y, const T* dy, T* g_out, const float* mean, int m,
+                         int c, int chunk_rows, float* part_g, float* part_gx) {
+  __shared__ float s_g[kThreads * kMaxValues], s_gx[kThreads * kMaxValues];
+  const int bx = blockDim.x, lanes = blockDim.y;
+  const int col = blockIdx.x * bx + threadIdx.x;
+  const int r0 = blockIdx.y * chunk_rows, r1 = min(m, r0 + chunk_rows);
+  float sum_g[V], sum_gx[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) sum_g[j] = sum_gx[j] = 0.0f;
+  if (col * V < c) {
+    float mu[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) mu[j] = mean[col * V + j];
+    for (int r = r0 + threadIdx.y; r < r1; r += lanes) {
+      const size_t i = static_cast<size_t>(r) * c + col * V;
+      float xv[V], g[V];
+      load<T, V>(x + i, xv);
+      load<T, V>(dy + i, g);
+      if constexpr (kMask) {
+        float yv[V];
+        load<T, V>(y + i, yv);
+#pragma unroll
+        for (int j = 0; j < V; ++j) g[j] = yv[j] > 0.0f ? g[j] : 0.0f;
+        store<T, V>(g_out + i, g);
+      }
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        sum_g[j] += g[j];
+        sum_gx[j] += g[j] * (xv[j] - mu[j]);
+      }
+    }
+  }
+  const int t = threadIdx.y * bx + threadIdx.x;
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    s_g[t * V + j] = sum_g[j];
+    s_gx[t * V + j] = sum_gx[j];
+  }
+  __syncthreads();
+  const int ch = blockIdx.x * bx * V + t;
+  if (t >= bx * V || ch >= c) return;
+  const int tcol = t / V, j = t % V;
+  float a = 0.0f, b = 0.0f;
+  for (int l = 0; l < lanes; ++l) {
+    const int s = (l * bx + tcol) * V + j;
+    a += s_g[s];
+    b += s_gx[s];
+  }
+  part_g[static_cast<size_t>(blockIdx.y) * c + ch] = a;
+  part_gx[static_cast<size_t>(blockIdx.y) * c + ch] = b;
 }
 
+// Adds each channel's chunk sums in chunk order in double (as merge_statistics_kernel),
+// then dbeta, dgamma and the coefficients of dx: coef_a = mean(g),
+// coef_b = mean(g * (x - mean)) * invstd^2.
+__global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
+    merge_sums_kernel(const float* part_g, const float* part_gx, int chunks, int m, int c,
+                      const float* invstd, float* dgamma, float* dbeta, float* coef_a,
+                      float* coef_b) {
+  __shared__ double s_g[kMergeLanes][kMergeChannels], s_gx[kMergeLanes][kMergeChannels];
+  const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
+  double g = 0.0, gx = 0.0;
+  if (ch < c) {
+    for (int k = threadIdx.y; k < chunks; k += kMergeLanes) {
+      g += part_g[static_cast<size_t>(k) * c + ch];
+      gx += part_gx[static_cast<size_t>(k) * c + ch];
+    }
+  }
+  s_g[threadIdx.y][threadIdx.x] = g;
+  s_gx[threadIdx.y][threadIdx.x] = gx;
+  __syncthreads();
+  if (threadIdx.y != 0 || ch >= c) return;
+  for (int l = 1; l < kMergeLanes; ++l) {
+    g += s_g[l][threadIdx.x];
+    gx += s_gx[l][threadIdx.x];
+  }
+  dbeta[ch] = static_cast<float>(g);
+  dgamma[ch] = static_cast<float>(gx * invstd[ch]);
+  coef_a[ch] = static_cast<float>(g / m);
+  coef_b[ch] = static_cast<float>(gx / m) * invstd[ch] * invstd[ch];
+}
+
+// dx = gamma * invstd * (g - coef_a - (x - mean) * coef_b).
+template <typename T, int V>
+__global__ void __launch_bounds__(kThreads)
+    backward_dx_kernel(const T* x, const T* g, const float* gamma, const float* mean,
+                       const float* invstd, const float* coef_a, const float* coef_b, T* dx, int m,
+                       int c) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col * V >= c) return;
+  float k[V], mu[V], ca[V], cb[V];
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    const int ch = col * V + j;
+    k[j] = gamma[ch] * invstd[ch];
+    mu[j] = mean[ch];
+    ca[j] = coef_a[ch];
+    cb[j] = coef_b[ch];
+  }
+  for (int r = blockIdx.y * blockDim.y + threadIdx.y; r < m; r += gridDim.y * blockDim.y) {
+    const size_t i = static_cast<size_t>(r) * c + col * V;
+    float xv[V], gv[V];
+    load<T, V>(x + i, xv);
+    load<T, V>(g + i, gv);
+#pragma unroll
+    for (int j = 0; j < V; ++j) gv[j] = k[j] * (gv[j] - ca[j] - (xv[j] - mu[j]) * cb[j]);
+    store<T, V>(dx + i, gv);
+  }
+}
+
+// The grids of one call for m rows of c channels, and its scratch: the two coefficient
+// arrays (c floats each), then the two partial arrays (chunks x c floats each).
 struct Plan {
+  int values;  // per access: 16 / sizeof(T), or 1
+  dim3 block;  // column threads x row lanes
+  unsigned column_blocks, row_blocks;
   int chunks, chunk_rows;
-  dim3 grid, block;
-  unsigned channel_blocks;  // for the one-thread-per-channel kernels (kBlock threads)
-  float *coef, *part1, *part2;
+  float *coef_a, *coef_b, *part1, *part2;
+
+  dim3 sums_grid() const { return dim3(column_blocks, static_cast<unsigned>(chunks)); }
+  dim3 rows_grid() const { return dim3(column_blocks, row_blocks); }
+  dim3 merge_grid(int c) const { return dim3((c + kMergeChannels - 1) / kMergeChannels); }
 };
 
-Plan plan(int m, int c, float* scratch, size_t scratch_floats) {
+Plan plan(int m, int c, int values, float* scratch, size_t scratch_floats) {
   Plan p;
-  p.chunks = chunks_for(m, c, scratch_floats);
+  p.values = values;
+  const int accesses = c / p.values;  // per row
+  int bx = 1;
+  while (bx < accesses && bx < kMaxColumns) bx *= 2;
+  const int lanes = kThreads / bx;
+  p.block = dim3(bx, lanes);
+  p.column_blocks = static_cast<unsigned>((accesses + bx - 1) / bx);
+  const int per_column = std::max(1, kTargetBlocks / static_cast<int>(p.column_blocks));
+  const size_t fit = (scratch_floats - 2 * static_cast<size_t>(c)) / (2 * static_cast<size_t>(c));
+  p.chunks = std::max(1, std::min({per_column, m / (lanes * kMinRowsPerLane),
+                                   static_cast<int>(std::min<size_t>(fit, 1 << 20))}));
   p.chunk_rows = (m + p.chunks - 1) / p.chunks;
   p.chunks = (m + p.chunk_rows - 1) / p.chunk_rows;  // no empty chunk
-  p.grid = dim3((c + kChannels - 1) / kChannels, p.chunks);
-  p.block = dim3(kChannels, kLanes);
-  p.channel_blocks = static_cast<unsigned>((c + kBlock - 1) / kBlock);
-  p.coef = scratch;
+  p.row_blocks = static_cast<unsigned>(std::clamp((m + lanes - 1) / lanes, 1, 2 * per_column));
+  p.coef_a = scratch;
+  p.coef_b = scratch + c;
   p.part1 = scratch + 2 * static_cast<size_t>(c);
   p.part2 = p.part1 + static_cast<size_t>(p.chunks) * c;
   return p;
@@ -176,62 +343,81 @@ Plan plan(int m, int c, float* scratch, size_t scratch_floats) {
 
 size_t batchnorm_nhwc_min_scratch(int c) { return 4 * static_cast<size_t>(c); }
 
-void batchnorm_nhwc_forward_training(DType t, const void* x, const float* gamma, const float* beta,
-                                     void* y, int m, int c, float eps, float momentum,
-                                     float* running_mean, float* running_var, float* save_mean,
-                                     float* save_invstd, float* scratch, size_t scratch_floats,
-                                     cudaStream_t stream) {
+void batchnorm_nhwc_forward(DType t, bool training, const void* x, const void* z, bool relu,
+                            const float* gamma, const float* beta, void* y, int m, int c, float eps,
+                            float momentum, float* running_mean, float* running_var,
+                            float* save_mean, float* save_invstd, float* scratch,
+                            size_t scratch_floats, cudaStream_t stream) {
   if (m == 0 || c == 0) return;
-  const Plan p = plan(m, c, scratch, scratch_floats);
-  const size_t total = static_cast<size_t>(m) * c;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
+    const Plan p = plan(m, c, pack_values<T>(c, {x, z, y}), scratch, scratch_floats);
     const T* xt = static_cast<const T*>(x);
-    partials_kernel<Sum::kX>
-        <<<p.grid, p.block, 0, stream>>>(xt, xt, nullptr, m, c, p.chunk_rows, p.part1, nullptr);
-    mean_kernel<<<p.channel_blocks, kBlock, 0, stream>>>(p.part1, p.chunks, m, c, save_mean);
-    partials_kernel<Sum::kCenteredSquare>
-        <<<p.grid, p.block, 0, stream>>>(xt, xt, save_mean, m, c, p.chunk_rows, p.part1, nullptr);
-    variance_kernel<<<p.channel_blocks, kBlock, 0, stream>>>(
-        p.part1, p.chunks, m, c, eps, momentum, save_mean, running_mean, running_var, save_invstd);
-    normalize_kernel<<<grid_for(total), kBlock, 0, stream>>>(
-        xt, gamma, beta, save_mean, save_invstd, static_cast<T*>(y), total, c);
+    const T* zt = static_cast<const T*>(z);
+    T* yt = static_cast<T*>(y);
+    if (training) {
+      with_pack<T>(p.values, [&](auto values) {
+        welford_kernel<T, decltype(values)::value>
+            <<<p.sums_grid(), p.block, 0, stream>>>(xt, m, c, p.chunk_rows, p.part1, p.part2);
+      });
+      merge_statistics_kernel<<<p.merge_grid(c), dim3(kMergeChannels, kMergeLanes), 0, stream>>>(
+          p.part1, p.part2, p.chunks, p.chunk_rows, m, c, gamma, beta, eps, momentum, running_mean,
+          running_var, save_mean, save_invstd, p.coef_a, p.coef_b);
+    } else {
+      inference_coefficients_kernel<<<(c + kBlock - 1) / kBlock, kBlock, 0, stream>>>(
+          gamma, beta, running_mean, running_var, eps, c, p.coef_a, p.coef_b);
+    }
+    with_pack<T>(p.values, [&](auto values) {
+      constexpr int V = decltype(values)::value;
+      const dim3 grid = p.rows_grid();
+      if (z != nullptr && relu) {
+        apply_kernel<T, V, true, true>
+            <<<grid, p.block, 0, stream>>>(xt, zt, p.coef_a, p.coef_b, yt, m, c);
+      } else if (z != nullptr) {
+        apply_kernel<T, V, true, false>
+            <<<grid, p.block, 0, stream>>>(xt, zt, p.coef_a, p.coef_b, yt, m, c);
+      } else if (relu) {
+        apply_kernel<T, V, false, true>
+            <<<grid, p.block, 0, stream>>>(xt, zt, p.coef_a, p.coef_b, yt, m, c);
+      } else {
+        apply_kernel<T, V, false, false>
+            <<<grid, p.block, 0, stream>>>(xt, zt, p.coef_a, p.coef_b, yt, m, c);
+      }
+    });
   });
-  check_launch("batchnorm_nhwc_forward_training");
+  check_launch("batchnorm_nhwc_forward");
 }
 
-void batchnorm_nhwc_forward_inference(DType t, const void* x, const float* gamma, const float* beta,
-                                      void* y, int m, int c, float eps, const float* running_mean,
-                                      const float* running_var, cudaStream_t stream) {
-  const size_t total = static_cast<size_t>(m) * c;
-  if (total == 0) return;
-  with_act_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    inference_kernel<<<grid_for(total), kBlock, 0, stream>>>(static_cast<const T*>(x), gamma, beta,
-                                                             running_mean, running_var, eps,
-                                                             static_cast<T*>(y), total, c);
-  });
-  check_launch("batchnorm_nhwc_forward_inference");
-}
-
-void batchnorm_nhwc_backward(DType t, const void* x, const void* dy, const float* gamma, void* dx,
-                             float* dgamma, float* dbeta, int m, int c, const float* save_mean,
-                             const float* save_invstd, float* scratch, size_t scratch_floats,
-                             cudaStream_t stream) {
+void batchnorm_nhwc_backward(DType t, const void* x, const void* y, const void* dy, void* g,
+                             const float* gamma, void* dx, float* dgamma, float* dbeta, int m,
+                             int c, const float* save_mean, const float* save_invstd,
+                             float* scratch, size_t scratch_floats, cudaStream_t stream) {
   if (m == 0 || c == 0) return;
-  const Plan p = plan(m, c, scratch, scratch_floats);
-  const size_t total = static_cast<size_t>(m) * c;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
+    const Plan p = plan(m, c, pack_values<T>(c, {x, y, dy, g, dx}), scratch, scratch_floats);
     const T* xt = static_cast<const T*>(x);
+    const T* yt = static_cast<const T*>(y);
     const T* dyt = static_cast<const T*>(dy);
-    partials_kernel<Sum::kDyAndDyCentered>
-        <<<p.grid, p.block, 0, stream>>>(xt, dyt, save_mean, m, c, p.chunk_rows, p.part1, p.part2);
-    backward_params_kernel<<<p.channel_blocks, kBlock, 0, stream>>>(
-        p.part1, p.part2, p.chunks, m, c, save_invstd, dgamma, dbeta, p.coef);
+    T* gt = static_cast<T*>(g);
+    with_pack<T>(p.values, [&](auto values) {
+      constexpr int V = decltype(values)::value;
+      if (y != nullptr) {
+        backward_sums_kernel<T, V, true><<<p.sums_grid(), p.block, 0, stream>>>(
+            xt, yt, dyt, gt, save_mean, m, c, p.chunk_rows, p.part1, p.part2);
+      } else {
+        backward_sums_kernel<T, V, false><<<p.sums_grid(), p.block, 0, stream>>>(
+            xt, yt, dyt, gt, save_mean, m, c, p.chunk_rows, p.part1, p.part2);
+      }
+    });
+    merge_sums_kernel<<<p.merge_grid(c), dim3(kMergeChannels, kMergeLanes), 0, stream>>>(
+        p.part1, p.part2, p.chunks, m, c, save_invstd, dgamma, dbeta, p.coef_a, p.coef_b);
     if (dx != nullptr) {
-      backward_dx_kernel<<<grid_for(total), kBlock, 0, stream>>>(
-          xt, dyt, gamma, save_mean, save_invstd, p.coef, static_cast<T*>(dx), total, c);
+      with_pack<T>(p.values, [&](auto values) {
+        backward_dx_kernel<T, decltype(values)::value><<<p.rows_grid(), p.block, 0, stream>>>(
+            xt, y != nullptr ? gt : dyt, gamma, save_mean, save_invstd, p.coef_a, p.coef_b,
+            static_cast<T*>(dx), m, c);
+      });
     }
   });
   check_launch("batchnorm_nhwc_backward");

@@ -73,28 +73,36 @@ void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, 
                   cudaStream_t stream);
 
 // Channels-last batch normalisation (batchnorm.cu) of data [m, c] (m = samples x
-// positions) with CpuBackend's arithmetic: mean, then variance around it, each summed in
-// float per thread and in double across threads, in a fixed order. `scratch` is device
-// memory of scratch_floats >= batchnorm_nhwc_min_scratch(c) floats. Backward writes dx
-// only when it is not null.
+// positions), with CpuBackend's semantics: biased batch variance, running statistics with
+// the unbiased one. Statistics are merged in float per thread and in double across threads,
+// in a fixed order. `scratch` is device memory of scratch_floats >=
+// batchnorm_nhwc_min_scratch(c) floats.
 size_t batchnorm_nhwc_min_scratch(int c);
-void batchnorm_nhwc_forward_training(DType t, const void* x, const float* gamma, const float* beta,
-                                     void* y, int m, int c, float eps, float momentum,
-                                     float* running_mean, float* running_var, float* save_mean,
-                                     float* save_invstd, float* scratch, size_t scratch_floats,
-                                     cudaStream_t stream);
-void batchnorm_nhwc_forward_inference(DType t, const void* x, const float* gamma, const float* beta,
-                                      void* y, int m, int c, float eps, const float* running_mean,
-                                      const float* running_var, cudaStream_t stream);
-void batchnorm_nhwc_backward(DType t, const void* x, const void* dy, const float* gamma, void* dx,
-                             float* dgamma, float* dbeta, int m, int c, const float* save_mean,
-                             const float* save_invstd, float* scratch, size_t scratch_floats,
-                             cudaStream_t stream);
+// y = bn(x), then + z when z is not null, then relu when `relu`; each step rounded to t as
+// the separate operations round it. Training uses and saves the batch's statistics and
+// updates the running ones; evaluation reads the running ones.
+void batchnorm_nhwc_forward(DType t, bool training, const void* x, const void* z, bool relu,
+                            const float* gamma, const float* beta, void* y, int m, int c, float eps,
+                            float momentum, float* running_mean, float* running_var,
+                            float* save_mean, float* save_invstd, float* scratch,
+                            size_t scratch_floats, cudaStream_t stream);
+// Gradients of a training forward from g: g = dy when y is null, else g = dy where y > 0
+// (else 0), written to `g` (which may be dy). dx is written when not null.
+void batchnorm_nhwc_backward(DType t, const void* x, const void* y, const void* dy, void* g,
+                             const float* gamma, void* dx, float* dgamma, float* dbeta, int m,
+                             int c, const float* save_mean, const float* save_invstd,
+                             float* scratch, size_t scratch_floats, cudaStream_t stream);
 
 // Phase clock (clock.cu): stamps[marks + 1] and sums[marks] as Backend::phase_mark uses
 // them (zeroed to start).
 void phase_mark(unsigned long long* stamps, double* sums, int i, int marks, cudaStream_t stream);
 
+// Max pooling of NHWC data (pool.cu), the CPU backend's semantics: the window clipped to
+// the input; its gradient goes to the first maximum in row-major order.
+void maxpool2d_nhwc_forward(DType t, const Pool2dShape& s, const void* x, void* y,
+                            cudaStream_t stream);
+void maxpool2d_nhwc_backward(DType t, const Pool2dShape& s, const void* x, const void* y,
+                             const void* dy, void* dx, cudaStream_t stream);
 // Average pooling (pool.cu): the window clipped to the input, divided by kh * kw; data
 // in NCHW order, or NHWC with nhwc.
 void avgpool2d_forward(DType t, const Pool2dShape& s, bool nhwc, const void* x, void* y,

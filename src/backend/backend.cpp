@@ -1,5 +1,5 @@
-// Backend's defaults for the optional operations (device collectives, channels-last
-// layout): a backend without them says so.
+// Backend's defaults for the optional operations: fused ones run their parts one by one;
+// a backend without device collectives or the channels-last layout says so.
 #include "backend/backend.hpp"
 
 #include <string>
@@ -26,6 +26,30 @@ void Backend::transpose(const void* /*src*/, void* /*dst*/, int /*n*/, int /*a*/
 void Backend::convert_filter(const float* /*kcrs*/, void* /*krsc*/, int /*k*/, int /*c*/,
                              int /*rs*/) {
   not_channels_last(*this);
+}
+
+void Backend::batchnorm_add_relu_forward(bool training, const void* x, const void* z,
+                                         const float* gamma, const float* beta, void* y, int n,
+                                         int c, int hw, float eps, float momentum,
+                                         float* running_mean, float* running_var, float* save_mean,
+                                         float* save_invstd) {
+  if (training) {
+    batchnorm_forward_training(x, gamma, beta, y, n, c, hw, eps, momentum, running_mean,
+                               running_var, save_mean, save_invstd);
+  } else {
+    batchnorm_forward_inference(x, gamma, beta, y, n, c, hw, eps, running_mean, running_var);
+  }
+  const size_t count = static_cast<size_t>(n) * c * hw;
+  if (z != nullptr) add(y, z, y, count);
+  relu_forward(y, y, count);
+}
+
+void Backend::batchnorm_add_relu_backward(const void* x, const void* y, const void* dy, void* dz,
+                                          const float* gamma, void* dx, float* dgamma, float* dbeta,
+                                          int n, int c, int hw, float eps, const float* save_mean,
+                                          const float* save_invstd) {
+  relu_backward(y, dy, dz, static_cast<size_t>(n) * c * hw);
+  batchnorm_backward(x, dz, gamma, dx, dgamma, dbeta, n, c, hw, eps, save_mean, save_invstd);
 }
 
 std::vector<std::byte> Backend::new_collective_id() { no_collectives(*this); }

@@ -190,6 +190,23 @@ class Backend {
   virtual void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                                   float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                                   const float* save_mean, const float* save_invstd) = 0;
+  // Batch normalisation, then the residual z added when z is not null, then relu, as in a
+  // ResNet block: y = relu(batchnorm(x) + z), each step rounded to act_type() as the
+  // separate operations round it (training: the batch's statistics, saved and moved into
+  // the running ones as batchnorm_forward_training does; else the running statistics).
+  // y may not be x or z. The default runs the separate operations.
+  virtual void batchnorm_add_relu_forward(bool training, const void* x, const void* z,
+                                          const float* gamma, const float* beta, void* y, int n,
+                                          int c, int hw, float eps, float momentum,
+                                          float* running_mean, float* running_var, float* save_mean,
+                                          float* save_invstd);
+  // Backward of a training forward, from its output y: g = dy where y > 0, else 0 (the
+  // gradient at the addition, relu_backward's result) is written to dz, which may be dy;
+  // then batchnorm_backward of g (dx may be null).
+  virtual void batchnorm_add_relu_backward(const void* x, const void* y, const void* dy, void* dz,
+                                           const float* gamma, void* dx, float* dgamma,
+                                           float* dbeta, int n, int c, int hw, float eps,
+                                           const float* save_mean, const float* save_invstd);
 
   // Inverted dropout: mask[i] = counter_uniform(seed, i) >= p ? 1 / (1 - p) : 0 (see
   // core/random.hpp, so every backend draws the same mask; stored as act_type()),

@@ -162,20 +162,16 @@ void BasicBlock::init_state(float* host_state) {
 
 void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
   set_batch(x.batch);
-  const size_t n = static_cast<size_t>(x.batch * out_elems_);
   conv1_.forward(backend, x, t1v_, training);
-  bn1_.forward(backend, t1v_, t2v_, training);
-  backend.relu_forward(t2v_.data, t2v_.data, n);
+  bn1_.forward_add_relu(backend, t1v_, nullptr, t2v_, training);
   conv2_.forward(backend, t2v_, t4v_, training);
-  bn2_.forward(backend, t4v_, y, training);
+  const void* shortcut = x.data;
   if (down_conv_) {
     down_conv_->forward(backend, x, s1v_, training);
     down_bn_->forward(backend, s1v_, s2v_, training);
-    backend.add(y.data, s2v_.data, y.data, n);
-  } else {
-    backend.add(y.data, x.data, y.data, n);
+    shortcut = s2v_.data;
   }
-  backend.relu_forward(y.data, y.data, n);
+  bn2_.forward_add_relu(backend, t4v_, shortcut, y, training);
 }
 
 void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -183,11 +179,9 @@ void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, co
   set_batch(x.batch);
   const size_t n = static_cast<size_t>(x.batch * out_elems_);
   // ga: gradient at the sum (both branches receive it).
-  backend.relu_backward(y.data, dy.data, ga_.data, n);
-  bn2_.backward(backend, t4v_, y, ga_, &gb_);
+  bn2_.backward_add_relu(backend, t4v_, y, dy, ga_.data, &gb_);
   conv2_.backward(backend, t2v_, t4v_, gb_, &gc_);
-  backend.relu_backward(t2v_.data, gc_.data, gc_.data, n);
-  bn1_.backward(backend, t1v_, t2v_, gc_, &gb_);
+  bn1_.backward_add_relu(backend, t1v_, t2v_, gc_, gc_.data, &gb_);
   conv1_.backward(backend, x, t1v_, gb_, dx);
   if (down_conv_) {
     down_bn_->backward(backend, s1v_, s2v_, ga_, &gc_);

@@ -62,6 +62,10 @@ void BatchNorm::init_state(float* host_state) {
 }
 
 void BatchNorm::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
+  if (relu_) {
+    forward_add_relu(backend, x, nullptr, y, training);
+    return;
+  }
   const int n = static_cast<int>(x.batch);
   if (training) {
     backend.batchnorm_forward_training(x.data, params_, params_ + c_, y.data, n, c_, hw_, eps_,
@@ -73,11 +77,29 @@ void BatchNorm::forward(Backend& backend, const Tensor& x, Tensor& y, bool train
   }
 }
 
-void BatchNorm::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
+void BatchNorm::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                          Tensor* dx) {
+  if (relu_) {
+    backward_add_relu(backend, x, y, dy, dy.data, dx);
+    return;
+  }
   backend.batchnorm_backward(x.data, dy.data, params_, dx != nullptr ? dx->data : nullptr, grads_,
                              grads_ + c_, static_cast<int>(x.batch), c_, hw_, eps_,
                              save_mean_.data(), save_invstd_.data());
+}
+
+void BatchNorm::forward_add_relu(Backend& backend, const Tensor& x, const void* z, Tensor& y,
+                                 bool training) {
+  backend.batchnorm_add_relu_forward(training, x.data, z, params_, params_ + c_, y.data,
+                                     static_cast<int>(x.batch), c_, hw_, eps_, momentum_, state_,
+                                     state_ + c_, save_mean_.data(), save_invstd_.data());
+}
+
+void BatchNorm::backward_add_relu(Backend& backend, const Tensor& x, const Tensor& y,
+                                  const Tensor& dy, void* dz, Tensor* dx) {
+  backend.batchnorm_add_relu_backward(
+      x.data, y.data, dy.data, dz, params_, dx != nullptr ? dx->data : nullptr, grads_, grads_ + c_,
+      static_cast<int>(x.batch), c_, hw_, eps_, save_mean_.data(), save_invstd_.data());
 }
 
 }  // namespace hpctrain

@@ -3,6 +3,10 @@
 // variance (1) as model state. Training normalises with the batch's statistics and updates
 // the running ones; evaluation uses the running ones. The batch mean and 1/std survive from
 // forward to backward in the layer's own buffers.
+//
+// With fuse_relu() (the model sets it when a ReLU layer follows) the layer's output is
+// relu(bn(x)), computed in one backend call (Backend::batchnorm_add_relu_*); a ResNet block
+// adds its shortcut in the same call through forward_add_relu().
 #pragma once
 
 #include "nn/layer.hpp"
@@ -32,8 +36,18 @@ class BatchNorm final : public Layer {
   void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;
 
+  // Output relu(bn(x)) from now on; backward then overwrites dy with the gradient at the
+  // relu's input.
+  void fuse_relu() { relu_ = true; }
+  // y = relu(bn(x) + z) (z: activations of y's shape, or null for none), and its backward
+  // from y: the gradient at the addition goes to dz (which may be dy.data).
+  void forward_add_relu(Backend& backend, const Tensor& x, const void* z, Tensor& y, bool training);
+  void backward_add_relu(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
+                         void* dz, Tensor* dx);
+
  private:
   float eps_, momentum_;
+  bool relu_ = false;
   int c_ = 0, hw_ = 0;
   float* params_ = nullptr;  // gamma[c], beta[c]
   float* grads_ = nullptr;

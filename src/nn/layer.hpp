@@ -111,7 +111,7 @@ class Layer {
 
   virtual void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) = 0;
   // Given x, y (from forward) and dy, writes parameter gradients and, if dx is not
-  // null, the input gradient.
+  // null, the input gradient. dy is the layer's to overwrite: nothing reads it after.
   virtual void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                         Tensor* dx) = 0;
 

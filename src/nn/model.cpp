@@ -7,6 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
+#include "nn/batchnorm.hpp"
+#include "nn/relu.hpp"
 
 namespace hpctrain {
 namespace {
@@ -38,6 +40,16 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
     param_count_ += layer->param_count();
     state_offsets_.push_back(state_count_);
     state_count_ += layer->state_count();
+  }
+  // A BatchNorm followed by a ReLU runs as one operation (Backend::batchnorm_add_relu_*):
+  // the ReLU becomes a view of the BatchNorm's output.
+  for (size_t i = 0; i + 1 < layers_.size(); ++i) {
+    auto* bn = dynamic_cast<BatchNorm*>(layers_[i].get());
+    auto* relu = dynamic_cast<Relu*>(layers_[i + 1].get());
+    if (bn != nullptr && relu != nullptr) {
+      bn->fuse_relu();
+      relu->absorb();
+    }
   }
   // 2. One allocation for all parameters, one for all gradients.
   params_ = DeviceArray<float>(backend_, param_count_);

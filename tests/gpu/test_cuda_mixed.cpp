@@ -376,6 +376,54 @@ TEST_P(MixedVsCpu, Pooling) {
   }
 }
 
+// NCHW [planes = n * c][cells] <-> NHWC, on the host.
+std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& v, int n, int c, int cells) {
+  std::vector<uint16_t> out(v.size());
+  for (int b = 0; b < n; ++b) {
+    for (int ch = 0; ch < c; ++ch) {
+      for (int i = 0; i < cells; ++i) {
+        out[(static_cast<size_t>(b) * cells + i) * c + ch] =
+            v[(static_cast<size_t>(b) * c + ch) * cells + i];
+      }
+    }
+  }
+  return out;
+}
+
+// Channels last, max pooling runs in kernels/pool.cu: the CPU's results on the same data
+// in NCHW, with many equal values (a relu's zeros, a coarse ramp), whose gradient goes to
+// each window's first maximum on both backends.
+TEST_P(MixedVsCpu, ChannelsLastMaxPool) {
+  CudaBackendOptions o;
+  o.act_type = t_;
+  o.channels_last = true;
+  o.sync_each_call = true;
+  gpu_ = make_cuda_backend(o);
+  for (const Pool2dShape s :
+       {Pool2dShape{2, 16, 9, 11, 3, 3, 2, 2, 1, 1}, Pool2dShape{2, 3, 7, 6, 2, 2, 2, 2, 0, 0},
+        Pool2dShape{1, 8, 5, 5, 3, 3, 1, 1, 1, 1}}) {
+    const std::string what = " c=" + std::to_string(s.c) + " " + std::to_string(s.kh) + "x" +
+                             std::to_string(s.kw) + "/" + std::to_string(s.stride_h);
+    const int in_cells = s.h * s.w, out_cells = s.out_h() * s.out_w();
+    std::vector<float> xf = random_vector(size_t(s.n) * s.c * in_cells, 7);
+    for (float& v : xf) v = std::max(0.0f, std::floor(v * 4.0f) / 8.0f);
+    const auto x = act(xf);
+    const size_t ny = size_t(s.n) * s.c * out_cells;
+    const auto dy = act(random_vector(ny, 8));
+    std::vector<uint16_t> y(ny), dx(x.size());
+    cpu_.maxpool2d_forward(s, x.data(), y.data());
+    cpu_.maxpool2d_backward(s, x.data(), y.data(), dy.data(), dx.data());
+    uint16_t *gx = up(to_nhwc(x, s.n, s.c, in_cells)), *gy = up(std::vector<uint16_t>(ny));
+    uint16_t *gdy = up(to_nhwc(dy, s.n, s.c, out_cells)),
+             *gdx = up(std::vector<uint16_t>(x.size()));
+    gpu_->maxpool2d_forward(s, gx, gy);
+    expect_same(down_act(gy, ny), widen(to_nhwc(y, s.n, s.c, out_cells)), "maxpool forward" + what);
+    gpu_->maxpool2d_backward(s, gx, gy, gdy, gdx);
+    expect_close(down_act(gdx, x.size()), widen(to_nhwc(dx, s.n, s.c, in_cells)), 2 * act_tol(),
+                 "maxpool backward" + what);
+  }
+}
+
 // Odd sizes with stride 2 and padding, and a wider layer for the tensor-core kernels; both
 // with timed algorithms (cuDNN Find) and the deterministic heuristics' choice. The filter
 // gradient passes through the 16-bit scratch in the workspace, so each of its values is a
@@ -487,6 +535,122 @@ TEST_P(MixedVsCpu, BatchNormalisation) {
                                    rm.data(), rv.data());
   gpu_->batchnorm_forward_inference(gx, gg, gb, gy, n, c, hw, 1e-5f, up(rm), up(rv));
   expect_close(down_act(gy, m), widen(y), act_tol(), "bn inference");
+}
+
+// Channels last (kernels/batchnorm.cu on rows [m, c]): batchnorm_add_relu_* computes what
+// the separate operations of the same backend compute, bit for bit, and what the CPU
+// computes on the same rows (an NCHW batch of m samples with hw = 1) within rounding. The
+// cases take the 16-byte path, the one-value path (c not a multiple of 8, data not 16-byte
+// aligned) and many row chunks.
+TEST_P(MixedVsCpu, ChannelsLastBatchNormAddRelu) {
+  CudaBackendOptions o;
+  o.act_type = t_;
+  o.channels_last = true;
+  o.sync_each_call = true;
+  gpu_ = make_cuda_backend(o);
+  struct Case {
+    int n, c, hw;
+    size_t offset;  // values before the data in each device buffer
+  };
+  const float eps = 1e-5f, momentum = 0.1f;
+  for (const Case k : {Case{4, 64, 50, 0}, Case{3, 6, 35, 0}, Case{2, 3, 7, 0},
+                       Case{16, 16, 1000, 0}, Case{4, 64, 50, 1}}) {
+    SCOPED_TRACE("n=" + std::to_string(k.n) + " c=" + std::to_string(k.c) +
+                 " hw=" + std::to_string(k.hw) + " offset=" + std::to_string(k.offset));
+    const int rows = k.n * k.hw, c = k.c;
+    const size_t count = static_cast<size_t>(rows) * c;
+    std::vector<float> xf = random_vector(count, 1, 2.0);
+    for (size_t i = 0; i < count; ++i) xf[i] += static_cast<float>(i % c) - 2.0f;
+    const auto x = act(xf), z = act(random_vector(count, 2)), dy = act(random_vector(count, 3));
+    const auto gamma = random_vector(c, 4), beta = random_vector(c, 5);
+    const std::vector<float> rm0(c, 0.1f), rv0(c, 1.5f), zeros(c);
+    auto dev = [&](const std::vector<uint16_t>& h) {
+      std::vector<uint16_t> padded(k.offset);
+      padded.insert(padded.end(), h.begin(), h.end());
+      return up(padded) + k.offset;
+    };
+    const std::vector<uint16_t> empty(count);
+    const uint16_t *gx = dev(x), *gz = dev(z), *gdy = dev(dy);
+    uint16_t *sep = dev(empty), *fused = dev(empty);
+    float *gg = up(gamma), *gb = up(beta);
+    float *rm1 = up(rm0), *rv1 = up(rv0), *mean1 = up(zeros), *inv1 = up(zeros);
+    float *rm2 = up(rm0), *rv2 = up(rv0), *mean2 = up(zeros), *inv2 = up(zeros);
+
+    // Forward, training: separate operations, fused, and the CPU.
+    gpu_->batchnorm_forward_training(gx, gg, gb, sep, rows, c, 1, eps, momentum, rm1, rv1, mean1,
+                                     inv1);
+    gpu_->add(sep, gz, sep, count);
+    gpu_->relu_forward(sep, sep, count);
+    gpu_->batchnorm_add_relu_forward(true, gx, gz, gg, gb, fused, k.n, c, k.hw, eps, momentum, rm2,
+                                     rv2, mean2, inv2);
+    const std::vector<float> y = down_act(fused, count);
+    expect_same(y, down_act(sep, count), "fused forward");
+    expect_same(down(mean2, c), down(mean1, c), "fused saved mean");
+    expect_same(down(inv2, c), down(inv1, c), "fused saved 1/std");
+    expect_same(down(rm2, c), down(rm1, c), "fused running mean");
+    expect_same(down(rv2, c), down(rv1, c), "fused running variance");
+    std::vector<uint16_t> cy(count);
+    std::vector<float> crm = rm0, crv = rv0, cmean(c), cinv(c);
+    cpu_.batchnorm_add_relu_forward(true, x.data(), z.data(), gamma.data(), beta.data(), cy.data(),
+                                    rows, c, 1, eps, momentum, crm.data(), crv.data(), cmean.data(),
+                                    cinv.data());
+    expect_close(y, widen(cy), act_tol(), "forward against the cpu");
+    expect_close(down(mean2, c), cmean, kSums, "saved mean against the cpu");
+    expect_close(down(inv2, c), cinv, kSums, "saved 1/std against the cpu");
+    expect_close(down(rm2, c), crm, kSums, "running mean against the cpu");
+    expect_close(down(rv2, c), crv, kSums, "running variance against the cpu");
+
+    // Without the addition, and in evaluation.
+    gpu_->batchnorm_add_relu_forward(true, gx, nullptr, gg, gb, fused, k.n, c, k.hw, eps, momentum,
+                                     rm2, rv2, mean2, inv2);
+    gpu_->batchnorm_forward_training(gx, gg, gb, sep, rows, c, 1, eps, momentum, rm1, rv1, mean1,
+                                     inv1);
+    gpu_->relu_forward(sep, sep, count);
+    expect_same(down_act(fused, count), down_act(sep, count), "fused forward without z");
+    gpu_->batchnorm_add_relu_forward(false, gx, gz, gg, gb, fused, k.n, c, k.hw, eps, momentum, rm2,
+                                     rv2, nullptr, nullptr);
+    gpu_->batchnorm_forward_inference(gx, gg, gb, sep, k.n, c, k.hw, eps, rm1, rv1);
+    gpu_->add(sep, gz, sep, count);
+    gpu_->relu_forward(sep, sep, count);
+    expect_same(down_act(fused, count), down_act(sep, count), "fused evaluation");
+    std::vector<uint16_t> cinf(count);
+    std::vector<float> grm = down(rm2, c), grv = down(rv2, c);
+    cpu_.batchnorm_add_relu_forward(false, x.data(), z.data(), gamma.data(), beta.data(),
+                                    cinf.data(), rows, c, 1, eps, momentum, grm.data(), grv.data(),
+                                    nullptr, nullptr);
+    expect_close(down_act(fused, count), widen(cinf), act_tol(), "evaluation against the cpu");
+
+    // Backward from the first forward's output y (given to the CPU too, so that both mask
+    // the same cells).
+    const std::vector<uint16_t> y16 = act(y);
+    const uint16_t* gy = dev(y16);
+    uint16_t *gsep_g = dev(empty), *gsep_dx = dev(empty), *gdz = dev(empty), *gdx = dev(empty);
+    float *dg1 = up(zeros), *db1 = up(zeros), *dg2 = up(zeros), *db2 = up(zeros);
+    gpu_->relu_backward(gy, gdy, gsep_g, count);
+    gpu_->batchnorm_backward(gx, gsep_g, gg, gsep_dx, dg1, db1, rows, c, 1, eps, mean1, inv1);
+    gpu_->batchnorm_add_relu_backward(gx, gy, gdy, gdz, gg, gdx, dg2, db2, k.n, c, k.hw, eps, mean2,
+                                      inv2);
+    const std::vector<float> dz = down_act(gdz, count), dx = down_act(gdx, count);
+    expect_same(dz, down_act(gsep_g, count), "fused dz");
+    expect_same(dx, down_act(gsep_dx, count), "fused dx");
+    expect_same(down(dg2, c), down(dg1, c), "fused dgamma");
+    expect_same(down(db2, c), down(db1, c), "fused dbeta");
+    // dz may be dy; dx may be null.
+    uint16_t* gdy_copy = dev(dy);
+    gpu_->batchnorm_add_relu_backward(gx, gy, gdy_copy, gdy_copy, gg, nullptr, dg2, db2, k.n, c,
+                                      k.hw, eps, mean2, inv2);
+    expect_same(down_act(gdy_copy, count), dz, "fused dz over dy");
+    expect_same(down(dg2, c), down(dg1, c), "fused dgamma without dx");
+    std::vector<uint16_t> cdz(count), cdx(count);
+    std::vector<float> cdg(c), cdb(c);
+    cpu_.batchnorm_add_relu_backward(x.data(), y16.data(), dy.data(), cdz.data(), gamma.data(),
+                                     cdx.data(), cdg.data(), cdb.data(), rows, c, 1, eps,
+                                     cmean.data(), cinv.data());
+    expect_same(dz, widen(cdz), "dz against the cpu");
+    expect_close(dx, widen(cdx), 2 * act_tol(), "dx against the cpu");
+    expect_close(down(dg2, c), cdg, kSums, "dgamma against the cpu");
+    expect_close(down(db2, c), cdb, kSums, "dbeta against the cpu");
+  }
 }
 
 // A non-zero skip flag (device memory) leaves parameters and velocity untouched; zero or

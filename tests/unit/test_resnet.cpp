@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -12,9 +13,11 @@
 #include "gradient_check.hpp"
 #include "nn/basic_block.hpp"
 #include "nn/batchnorm.hpp"
+#include "nn/dense.hpp"
 #include "nn/dropout.hpp"
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
+#include "nn/relu.hpp"
 
 namespace hpctrain {
 namespace {
@@ -94,6 +97,50 @@ TEST(BatchNorm, RefusesBadShapesAndSettings) {
   EXPECT_THROW(bn.output_dims({2, 3}), UsageError);
   EXPECT_THROW(BatchNorm("b", 0.0f), UsageError);
   EXPECT_THROW(BatchNorm("b", 1e-5f, 1.5f), UsageError);
+}
+
+// A BatchNorm followed by a ReLU runs fused (the ReLU becomes a view); a zero-rate
+// dropout between them keeps them apart. Both models compute the same bits.
+TEST(BatchNorm, FollowedByReluRunsFusedWithTheSameResults) {
+  CpuBackend be(1);
+  const Dims in = {3, 4, 5};
+  const int batch = 6, classes = 4;
+  auto build = [&](bool apart) {
+    std::vector<std::unique_ptr<Layer>> layers;
+    layers.push_back(std::make_unique<BatchNorm>("bn"));
+    if (apart) layers.push_back(std::make_unique<Dropout>("keep", 0.0f));
+    layers.push_back(std::make_unique<Relu>("relu"));
+    layers.push_back(std::make_unique<Dense>("out", classes));
+    return std::make_unique<Model>(be, std::move(layers), in, batch);
+  };
+  const auto fused = build(false), apart = build(true);
+  EXPECT_TRUE(fused->layers()[1]->is_view());
+  EXPECT_FALSE(apart->layers()[2]->is_view());
+  fused->init_params(4);
+  std::vector<float> params(fused->param_count());
+  std::vector<float> state(fused->state_count());
+  fused->get_params(params.data());
+  fused->get_state(state.data());
+  apart->set_params(params.data());
+  apart->set_state(state.data());
+  const std::vector<float> x = random_vector(static_cast<size_t>(batch) * 60, 8);
+  const std::vector<int32_t> labels = {0, 3, 1, 2, 2, 0};
+  std::vector<std::vector<float>> outs;
+  for (Model* m : {fused.get(), apart.get()}) {
+    const Tensor& logits = m->forward(x.data(), batch, true, 1);
+    LossStats stats;
+    be.softmax_xent(logits.data, labels.data(), batch, classes, 1.0f / batch, nullptr, m->dlogits(),
+                    &stats);
+    m->backward();
+    const float* y = static_cast<const float*>(m->forward(x.data(), batch, false).data);
+    std::vector<float> out(y, y + batch * classes);
+    out.insert(out.end(), m->grads(), m->grads() + m->param_count());
+    m->get_state(state.data());
+    out.insert(out.end(), state.begin(), state.end());
+    outs.push_back(out);
+  }
+  ASSERT_EQ(outs[0].size(), outs[1].size());
+  for (size_t i = 0; i < outs[0].size(); ++i) EXPECT_EQ(outs[0][i], outs[1][i]) << i;
 }
 
 // ---- Dropout ----

@@ -5,9 +5,10 @@
 // synchronisation, so an asynchronous error names its operation. Activations are of
 // options.act_type: cuBLAS and cuDNN read and write 16-bit data with float32 arithmetic,
 // while parameters, gradients and normalisation statistics stay float32. With
-// options.channels_last (16-bit only) activations are NHWC: cuDNN convolutions and pooling
-// take NHWC descriptors and KRSC filters, batch normalisation and average pooling run in
-// kernels/ (NHWC variants), and filter gradients are transposed back to KCRS.
+// options.channels_last (16-bit only) activations are NHWC: cuDNN convolutions take NHWC
+// descriptors and KRSC filters, batch normalisation (fused with the residual addition and
+// relu that follow it in a ResNet) and pooling run in kernels/ (NHWC variants), and filter
+// gradients are transposed back to KCRS.
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>
@@ -289,7 +290,13 @@ class CudaBackend final : public Backend {
     done("conv2d_backward_filter");
   }
 
+  // Channels last, kernels/pool.cu (cuDNN's NHWC max-pool backward is slow).
   void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
+    if (options_.channels_last) {
+      kernels::maxpool2d_nhwc_forward(options_.act_type, s, x, y, stream_);
+      done("maxpool2d_forward");
+      return;
+    }
     set_pool(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnPoolingForward(cudnn_, pool_.get(), &one, a_.get(), x, &zero, b_.get(), y));
@@ -297,6 +304,11 @@ class CudaBackend final : public Backend {
   }
   void maxpool2d_backward(const Pool2dShape& s, const void* x, const void* y, const void* dy,
                           void* dx) override {
+    if (options_.channels_last) {
+      kernels::maxpool2d_nhwc_backward(options_.act_type, s, x, y, dy, dx, stream_);
+      done("maxpool2d_backward");
+      return;
+    }
     set_pool(s);
     const float one = 1.0f, zero = 0.0f;
     HT_CUDA(cudnnPoolingBackward(cudnn_, pool_.get(), &one, b_.get(), y, b_.get(), dy, a_.get(), x,
@@ -322,17 +334,15 @@ class CudaBackend final : public Backend {
   }
 
   // cuDNN takes 16-bit data with float32 scale, bias, mean and variance (bn_). Channels
-  // last, kernels/batchnorm.cu instead (cuDNN's legacy calls are slow in that layout).
+  // last, kernels/batchnorm.cu instead (cuDNN's legacy calls are slow in that layout),
+  // which also fuses the residual addition and relu of batchnorm_add_relu_*.
   void batchnorm_forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                   int n, int c, int hw, float eps, float momentum,
                                   float* running_mean, float* running_var, float* save_mean,
                                   float* save_invstd) override {
     if (options_.channels_last) {
-      check_bn_scratch(c);
-      kernels::batchnorm_nhwc_forward_training(options_.act_type, x, gamma, beta, y, n * hw, c, eps,
-                                               momentum, running_mean, running_var, save_mean,
-                                               save_invstd, bn_scratch_, kBnScratchFloats, stream_);
-      done("batchnorm_forward_training");
+      bn_nhwc_forward(true, x, nullptr, false, gamma, beta, y, n * hw, c, eps, momentum,
+                      running_mean, running_var, save_mean, save_invstd);
       return;
     }
     set_bn(n, c, hw, eps);
@@ -346,9 +356,9 @@ class CudaBackend final : public Backend {
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override {
     if (options_.channels_last) {
-      kernels::batchnorm_nhwc_forward_inference(options_.act_type, x, gamma, beta, y, n * hw, c,
-                                                eps, running_mean, running_var, stream_);
-      done("batchnorm_forward_inference");
+      bn_nhwc_forward(false, x, nullptr, false, gamma, beta, y, n * hw, c, eps, 0.0f,
+                      const_cast<float*>(running_mean), const_cast<float*>(running_var), nullptr,
+                      nullptr);
       return;
     }
     set_bn(n, c, hw, eps);
@@ -362,11 +372,11 @@ class CudaBackend final : public Backend {
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override {
     if (options_.channels_last) {
-      check_bn_scratch(c);
-      kernels::batchnorm_nhwc_backward(options_.act_type, x, dy, gamma, dx, dgamma, dbeta, n * hw,
-                                       c, save_mean, save_invstd, bn_scratch_, kBnScratchFloats,
-                                       stream_);
-    } else if (dx == nullptr) {
+      bn_nhwc_backward(x, nullptr, dy, nullptr, gamma, dx, dgamma, dbeta, n * hw, c, save_mean,
+                       save_invstd);
+      return;
+    }
+    if (dx == nullptr) {
       kernels::batchnorm_param_grads(options_.act_type, x, dy, dgamma, dbeta, n, c, hw, save_mean,
                                      save_invstd, stream_);
     } else {
@@ -377,6 +387,29 @@ class CudaBackend final : public Backend {
           a_.get(), dx, bn_.get(), gamma, dgamma, dbeta, eps, save_mean, save_invstd));
     }
     done("batchnorm_backward");
+  }
+  void batchnorm_add_relu_forward(bool training, const void* x, const void* z, const float* gamma,
+                                  const float* beta, void* y, int n, int c, int hw, float eps,
+                                  float momentum, float* running_mean, float* running_var,
+                                  float* save_mean, float* save_invstd) override {
+    if (!options_.channels_last) {
+      Backend::batchnorm_add_relu_forward(training, x, z, gamma, beta, y, n, c, hw, eps, momentum,
+                                          running_mean, running_var, save_mean, save_invstd);
+      return;
+    }
+    bn_nhwc_forward(training, x, z, true, gamma, beta, y, n * hw, c, eps, momentum, running_mean,
+                    running_var, save_mean, save_invstd);
+  }
+  void batchnorm_add_relu_backward(const void* x, const void* y, const void* dy, void* dz,
+                                   const float* gamma, void* dx, float* dgamma, float* dbeta, int n,
+                                   int c, int hw, float eps, const float* save_mean,
+                                   const float* save_invstd) override {
+    if (!options_.channels_last) {
+      Backend::batchnorm_add_relu_backward(x, y, dy, dz, gamma, dx, dgamma, dbeta, n, c, hw, eps,
+                                           save_mean, save_invstd);
+      return;
+    }
+    bn_nhwc_backward(x, y, dy, dz, gamma, dx, dgamma, dbeta, n * hw, c, save_mean, save_invstd);
   }
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
@@ -520,7 +553,7 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudaStreamSynchronize(stream_));
   }
 
-  // a_ = input [n, c, h, w], b_ = pooled output.
+  // a_ = input [n, c, h, w], b_ = pooled output (NCHW).
   void set_pool(const Pool2dShape& s) {
     // Max pooling: padded cells never win. Overlapping windows (ResNet's 3x3/2 stem pool)
     // add their gradients in a fixed order only in deterministic runs: that mode's backward
@@ -529,8 +562,8 @@ class CudaBackend final : public Backend {
         pool_.get(), options_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX,
         CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.stride_h, s.stride_w));
     const cudnnDataType_t type = cudnn_type(options_.act_type);
-    set_tensor(a_, type, s.n, s.c, s.h, s.w, options_.channels_last);
-    set_tensor(b_, type, s.n, s.c, s.out_h(), s.out_w(), options_.channels_last);
+    set_tensor(a_, type, s.n, s.c, s.h, s.w, false);
+    set_tensor(b_, type, s.n, s.c, s.out_h(), s.out_w(), false);
   }
 
   // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1], float32 whatever
@@ -541,13 +574,34 @@ class CudaBackend final : public Backend {
     set_tensor(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1, false);
   }
 
+  // kernels/batchnorm.cu on rows of c channels.
+  void bn_nhwc_forward(bool training, const void* x, const void* z, bool relu, const float* gamma,
+                       const float* beta, void* y, int m, int c, float eps, float momentum,
+                       float* running_mean, float* running_var, float* save_mean,
+                       float* save_invstd) {
+    check_bn_scratch(c);
+    kernels::batchnorm_nhwc_forward(options_.act_type, training, x, z, relu, gamma, beta, y, m, c,
+                                    eps, momentum, running_mean, running_var, save_mean,
+                                    save_invstd, bn_scratch_, kBnScratchFloats, stream_);
+    done("batchnorm_nhwc_forward");
+  }
+  void bn_nhwc_backward(const void* x, const void* y, const void* dy, void* g, const float* gamma,
+                        void* dx, float* dgamma, float* dbeta, int m, int c, const float* save_mean,
+                        const float* save_invstd) {
+    check_bn_scratch(c);
+    kernels::batchnorm_nhwc_backward(options_.act_type, x, y, dy, g, gamma, dx, dgamma, dbeta, m, c,
+                                     save_mean, save_invstd, bn_scratch_, kBnScratchFloats,
+                                     stream_);
+    done("batchnorm_nhwc_backward");
+  }
   void check_bn_scratch(int c) const {
     HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
                "batchnorm: too many channels for the channels-last kernels");
   }
 
-  // Partial sums of the channels-last batch normalisation (kernels/batchnorm.cu), 32 MiB:
-  // 128 row chunks of up to 32,000 channels (fewer chunks for more channels).
+  // Coefficients and partial sums of the channels-last batch normalisation
+  // (kernels/batchnorm.cu), 32 MiB: up to 2,048 row chunks of 2,000 channels (fewer chunks
+  // for more channels, down to one of 2 million).
   static constexpr size_t kBnScratchFloats = size_t{8} << 20;
 
   CudaBackendOptions options_;
