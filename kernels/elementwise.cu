@@ -1,6 +1,8 @@
-// Element-wise kernels: grid-stride loops, one element per thread per iteration. An
-// activation result is one float operation on the widened operands, rounded once when
-// stored (kernels/act.cuh): the CPU backend's result bit for bit.
+// Element-wise kernels: grid-stride loops, one element per thread per iteration (the
+// binary operations on activations: one 16-byte pack, kernels/pack.cuh, where the count
+// and addresses allow). An activation result is one float operation on the widened
+// operands, rounded once when stored (kernels/act.cuh): the CPU backend's result bit for
+// bit.
 #include <cuda_fp16.h>
 
 #include "backend/backend.hpp"
@@ -8,6 +10,7 @@
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"
+#include "kernels/pack.cuh"
 
 namespace hpctrain::kernels {
 namespace {
@@ -47,27 +50,30 @@ __global__ void decode_f16_kernel(const uint16_t* in, size_t n, T* out) {
   HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(__half2float(__ushort_as_half(in[i]))); }
 }
 
-template <typename T>
-__global__ void add_kernel(const T* a, const T* b, T* y, size_t n) {
-  HT_GRID_STRIDE(i, n) { y[i] = to_act<T>(as_float(a[i]) + as_float(b[i])); }
-}
+// y = op(a, b) on activations (relu: b is a).
+struct AddOp {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct MultiplyOp {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct ReluOp {
+  __device__ float operator()(float x, float /*x*/) const { return x > 0.0f ? x : 0.0f; }
+};
+struct ReluGradOp {  // a = y, b = dy
+  __device__ float operator()(float y, float dy) const { return y > 0.0f ? dy : 0.0f; }
+};
 
-template <typename T>
-__global__ void multiply_kernel(const T* a, const T* b, T* y, size_t n) {
-  HT_GRID_STRIDE(i, n) { y[i] = to_act<T>(as_float(a[i]) * as_float(b[i])); }
-}
-
-template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, size_t n) {
-  HT_GRID_STRIDE(i, n) {
-    const float v = as_float(x[i]);
-    y[i] = to_act<T>(v > 0.0f ? v : 0.0f);
+template <typename T, int V, typename Op>
+__global__ void binary_kernel(const T* a, const T* b, T* y, size_t packs, Op op) {
+  HT_GRID_STRIDE(i, packs) {
+    float av[V], bv[V];
+    load<T, V>(a + i * V, av);
+    load<T, V>(b + i * V, bv);
+#pragma unroll
+    for (int j = 0; j < V; ++j) av[j] = op(av[j], bv[j]);
+    store<T, V>(y + i * V, av);
   }
-}
-
-template <typename T>
-__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, size_t n) {
-  HT_GRID_STRIDE(i, n) { dx[i] = to_act<T>(as_float(y[i]) > 0.0f ? as_float(dy[i]) : 0.0f); }
 }
 
 __global__ void scale_kernel(float* x, size_t n, float alpha) {
@@ -139,6 +145,21 @@ __global__ void update_loss_scale_kernel(float* state, float growth, float backo
 
 #undef HT_GRID_STRIDE
 
+template <typename Op>
+void binary(DType t, const void* a, const void* b, void* y, size_t n, const char* name,
+            cudaStream_t stream) {
+  if (n == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_pack<T>(pack_values<T>(n, {a, b, y}), [&](auto values) {
+      constexpr int V = decltype(values)::value;
+      binary_kernel<T, V><<<grid_for(n / V), kBlock, 0, stream>>>(
+          static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), n / V, Op{});
+    });
+  });
+  check_launch(name);
+}
+
 }  // namespace
 
 void convert(DType t, const float* src, void* dst, size_t n, cudaStream_t stream) {
@@ -182,23 +203,11 @@ void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,
 }
 
 void add(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  with_act_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    add_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(a),
-                                                   static_cast<const T*>(b), static_cast<T*>(y), n);
-  });
-  check_launch("add");
+  binary<AddOp>(t, a, b, y, n, "add", stream);
 }
 
 void multiply(DType t, const void* a, const void* b, void* y, size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  with_act_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    multiply_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y), n);
-  });
-  check_launch("multiply");
+  binary<MultiplyOp>(t, a, b, y, n, "multiply", stream);
 }
 
 void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream) {
@@ -220,24 +229,12 @@ void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t s
 }
 
 void relu_forward(DType t, const void* x, void* y, size_t n, cudaStream_t stream) {
-  if (n == 0) return;
-  with_act_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    relu_forward_kernel<<<grid_for(n), kBlock, 0, stream>>>(static_cast<const T*>(x),
-                                                            static_cast<T*>(y), n);
-  });
-  check_launch("relu_forward");
+  binary<ReluOp>(t, x, x, y, n, "relu_forward", stream);
 }
 
 void relu_backward(DType t, const void* y, const void* dy, void* dx, size_t n,
                    cudaStream_t stream) {
-  if (n == 0) return;
-  with_act_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    relu_backward_kernel<<<grid_for(n), kBlock, 0, stream>>>(
-        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), n);
-  });
-  check_launch("relu_backward");
+  binary<ReluGradOp>(t, y, dy, dx, n, "relu_backward", stream);
 }
 
 void scale(float* x, size_t n, float alpha, cudaStream_t stream) {

@@ -31,11 +31,11 @@ __device__ __forceinline__ void store(T* p, const float (&f)[V]) {
   *reinterpret_cast<Pack<T, V>*>(p) = pk;
 }
 
-// Values per access for rows of c values of type T at these addresses: 16 bytes' worth
-// when c is a multiple of it and every address (null counts as aligned) is 16-byte
-// aligned, else 1.
+// Values per access for rows of c values of type T at these addresses (or for c values in
+// all): 16 bytes' worth when c is a multiple of it and every address (null counts as
+// aligned) is 16-byte aligned, else 1.
 template <typename T>
-int pack_values(int c, std::initializer_list<const void*> data) {
+int pack_values(size_t c, std::initializer_list<const void*> data) {
   constexpr int kWide = static_cast<int>(16 / sizeof(T));
   if (c % kWide != 0) return 1;
   for (const void* d : data) {

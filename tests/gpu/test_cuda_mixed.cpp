@@ -275,30 +275,33 @@ TEST_P(MixedVsCpu, BiasAndElementwise) {
   gpu_->sum_channels(up(img), dcs, n, c, hw);
   expect_close(down(dcs, c), csum, kSums, "sum_channels");
 
-  const auto a = act(random_vector(1001, 5)), b = act(random_vector(1001, 6));
-  const size_t m = a.size();
-  std::vector<uint16_t> out(m);
-  uint16_t *ga = up(a), *gb = up(b), *gout = up(out);
-  cpu_.add(a.data(), b.data(), out.data(), m);
-  gpu_->add(ga, gb, gout, m);
-  expect_same(down_act(gout, m), widen(out), "add");
-  cpu_.multiply(a.data(), b.data(), out.data(), m);
-  gpu_->multiply(ga, gb, gout, m);
-  expect_same(down_act(gout, m), widen(out), "multiply");
-  // In place, as a residual connection adds into its input.
-  std::vector<uint16_t> sum = a;
-  cpu_.add(sum.data(), b.data(), sum.data(), m);
-  uint16_t* gsum = up(a);
-  gpu_->add(gsum, gb, gsum, m);
-  expect_same(down_act(gsum, m), widen(sum), "add in place");
+  // 1001 values: one at a time; 1024: in 16-byte packs.
+  for (const size_t m : {size_t{1001}, size_t{1024}}) {
+    SCOPED_TRACE(m);
+    const auto a = act(random_vector(m, 5)), b = act(random_vector(m, 6));
+    std::vector<uint16_t> out(m);
+    uint16_t *ga = up(a), *gb = up(b), *gout = up(out);
+    cpu_.add(a.data(), b.data(), out.data(), m);
+    gpu_->add(ga, gb, gout, m);
+    expect_same(down_act(gout, m), widen(out), "add");
+    cpu_.multiply(a.data(), b.data(), out.data(), m);
+    gpu_->multiply(ga, gb, gout, m);
+    expect_same(down_act(gout, m), widen(out), "multiply");
+    // In place, as a residual connection adds into its input.
+    std::vector<uint16_t> sum = a;
+    cpu_.add(sum.data(), b.data(), sum.data(), m);
+    uint16_t* gsum = up(a);
+    gpu_->add(gsum, gb, gsum, m);
+    expect_same(down_act(gsum, m), widen(sum), "add in place");
 
-  cpu_.relu_forward(a.data(), out.data(), m);
-  gpu_->relu_forward(ga, gout, m);
-  expect_same(down_act(gout, m), widen(out), "relu_forward");
-  const std::vector<uint16_t> relu_y = out;
-  cpu_.relu_backward(relu_y.data(), b.data(), out.data(), m);
-  gpu_->relu_backward(up(relu_y), gb, gout, m);
-  expect_same(down_act(gout, m), widen(out), "relu_backward");
+    cpu_.relu_forward(a.data(), out.data(), m);
+    gpu_->relu_forward(ga, gout, m);
+    expect_same(down_act(gout, m), widen(out), "relu_forward");
+    const std::vector<uint16_t> relu_y = out;
+    cpu_.relu_backward(relu_y.data(), b.data(), out.data(), m);
+    gpu_->relu_backward(up(relu_y), gb, gout, m);
+    expect_same(down_act(gout, m), widen(out), "relu_backward");
+  }
 }
 
 // The mask is stored in the activation type (1 / (1 - p) rounded) and y = x * mask as
