@@ -1,19 +1,17 @@
-// The CUDA backend: cuBLAS for GEMM, cuDNN for convolution, max pooling and batch
-// normalisation, kernels/ for the rest, all on one stream per backend. Nothing in an
-// operation synchronises with the host except the copies to host memory and
-// synchronize(); with sync_each_call every operation is followed by a checked
-// synchronisation, so an asynchronous error names its operation. Activations are of
-// options.act_type: cuBLAS and cuDNN read and write 16-bit data with float32 arithmetic,
-// while parameters, gradients and normalisation statistics stay float32. With
-// options.channels_last (16-bit only) activations are NHWC: cuDNN convolutions take NHWC
-// descriptors and KRSC filters, batch normalisation (fused with the residual addition and
-// relu that follow it in a ResNet) and pooling run in kernels/ (NHWC variants), and filter
-// gradients are transposed back to KCRS.
+// The CUDA backend: cuBLAS for GEMM, kernels/ for the element-wise operations, the loss
+// and the optimizer, NCCL for collectives, and cuda::CudnnLayers for convolution, pooling
+// and batch normalisation, all on one stream per backend (input uploads on a second one,
+// NCCL's gradient buckets on a third). Nothing in an operation synchronises with the host
+// except the copies to host memory and synchronize(); with sync_each_call every operation
+// is followed by a checked synchronisation, so an asynchronous error names its operation.
+// Activations are of options.act_type: cuBLAS and cuDNN read and write 16-bit data with
+// float32 arithmetic, while parameters, gradients and normalisation statistics stay
+// float32. With options.channels_last (16-bit only) activations are NHWC (see
+// cudnn_layers.hpp).
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <cudnn.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -22,8 +20,8 @@
 #include <memory>
 #include <string>
 
-#include "backend/cuda/conv_planner.hpp"
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cudnn_layers.hpp"
 #include "backend/cuda/cudnn_util.hpp"
 #include "core/sample_type.hpp"
 #include "kernels/kernels.hpp"
@@ -31,21 +29,12 @@
 namespace hpctrain {
 namespace {
 
-using cuda::ConvPlan;
-using cuda::cudnn_type;
-using cuda::fail;
-using cuda::PoolDesc;
 using cuda::Scratch;
-using cuda::set_tensor;
-using cuda::TensorDesc;
 
 // cuBLAS's name for the element type t.
 cudaDataType_t cublas_type(DType t) {
   return t == DType::kF32 ? CUDA_R_32F : t == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
 }
-
-// Offsets inside a convolution workspace keep cuDNN's alignment (cudaMalloc's 256 bytes).
-constexpr size_t kWorkspaceAlign = 256;
 
 class CudaBackend final : public Backend {
  public:
@@ -72,12 +61,7 @@ class CudaBackend final : public Backend {
                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     }
     HT_CUDA(cublasSetMathMode(cublas_, math));
-    HT_CUDA(cudnnCreate(&cudnn_));
-    HT_CUDA(cudnnSetStream(cudnn_, stream_));
-    if (o.channels_last) HT_CUDA(cudaMalloc(&bn_scratch_, kBnScratchFloats * sizeof(float)));
-    planner_ =
-        std::make_unique<cuda::ConvPlanner>(cudnn_, stream_, options_.act_type, o.channels_last,
-                                            o.tf32, o.deterministic, [this] { warm_up(); });
+    layers_ = std::make_unique<cuda::CudnnLayers>(options_, stream_, [this] { warm_up(); });
   }
   ~CudaBackend() override {
 #ifdef HT_HAVE_NCCL
@@ -88,10 +72,8 @@ class CudaBackend final : public Backend {
       cudaStreamDestroy(comm_stream_);
     }
 #endif
-    planner_.reset();
-    cudnnDestroy(cudnn_);
+    layers_.reset();
     cublasDestroy(cublas_);
-    cudaFree(bn_scratch_);
     cudaFree(phase_sums_);
     cudaFree(phase_stamps_);
     for (cudaEvent_t e : slot_free_) cudaEventDestroy(e);
@@ -248,72 +230,27 @@ class CudaBackend final : public Backend {
     done("multiply");
   }
 
-  // With 16-bit activations the workspace starts with the filter gradient's scratch (see
-  // conv2d_backward_filter); cuDNN's own workspace follows it.
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override {
-    return dw_scratch_bytes(s) + planner_->workspace_bytes(s);
+    return layers_->conv2d_workspace_bytes(s);
   }
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override {
-    const ConvPlan& p = planner_->plan(s);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnConvolutionForward(cudnn_, &one, p.x.get(), x, p.w.get(), w, p.conv.get(), p.fwd,
-                                    workspace, p.workspace, &zero, p.y.get(), y));
-    done("conv2d_forward");
+    layers_->conv2d_forward(s, x, w, y, workspace);
   }
   void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
                             void* workspace) override {
-    const ConvPlan& p = planner_->plan(s);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy, p.conv.get(),
-                                         p.bwd_data, workspace, p.workspace, &zero, p.x.get(), dx));
-    done("conv2d_backward_data");
+    layers_->conv2d_backward_data(s, dy, w, dx, workspace);
   }
-  // cuDNN writes the filter gradient in the filter's type: float32 activations straight
-  // into dw; 16-bit ones into the scratch at the workspace's start, then widened into dw
-  // (and, channels last, from KRSC into dw's KCRS order).
   void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override {
-    const ConvPlan& p = planner_->plan(s);
-    const float one = 1.0f, zero = 0.0f;
-    auto* ws = static_cast<std::byte*>(workspace);
-    void* grad = options_.act_type == DType::kF32 ? static_cast<void*>(dw) : ws;
-    HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
-                                           p.bwd_filter, ws + dw_scratch_bytes(s), p.workspace,
-                                           &zero, p.w.get(), grad));
-    if (options_.channels_last) {
-      kernels::convert_to_float_transposed(options_.act_type, ws, dw, s.c_out, s.kh * s.kw, s.c_in,
-                                           stream_);
-    } else if (options_.act_type != DType::kF32) {
-      kernels::convert_to_float(options_.act_type, ws, dw, filter_elems(s), stream_);
-    }
-    done("conv2d_backward_filter");
+    layers_->conv2d_backward_filter(s, x, dy, dw, workspace);
   }
-
-  // Channels last, kernels/pool.cu (cuDNN's NHWC max-pool backward is slow).
   void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
-    if (options_.channels_last) {
-      kernels::maxpool2d_nhwc_forward(options_.act_type, s, x, y, stream_);
-      done("maxpool2d_forward");
-      return;
-    }
-    set_pool(s);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnPoolingForward(cudnn_, pool_.get(), &one, a_.get(), x, &zero, b_.get(), y));
-    done("maxpool2d_forward");
+    layers_->maxpool2d_forward(s, x, y);
   }
   void maxpool2d_backward(const Pool2dShape& s, const void* x, const void* y, const void* dy,
                           void* dx) override {
-    if (options_.channels_last) {
-      kernels::maxpool2d_nhwc_backward(options_.act_type, s, x, y, dy, dx, stream_);
-      done("maxpool2d_backward");
-      return;
-    }
-    set_pool(s);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnPoolingBackward(cudnn_, pool_.get(), &one, b_.get(), y, b_.get(), dy, a_.get(), x,
-                                 &zero, a_.get(), dx));
-    done("maxpool2d_backward");
+    layers_->maxpool2d_backward(s, x, y, dy, dx);
   }
   void avgpool2d_forward(const Pool2dShape& s, const void* x, void* y) override {
     kernels::avgpool2d_forward(options_.act_type, s, options_.channels_last, x, y, stream_);
@@ -333,83 +270,49 @@ class CudaBackend final : public Backend {
     done("relu_backward");
   }
 
-  // cuDNN takes 16-bit data with float32 scale, bias, mean and variance (bn_). Channels
-  // last, kernels/batchnorm.cu instead (cuDNN's legacy calls are slow in that layout),
-  // which also fuses the residual addition and relu of batchnorm_add_relu_*.
   void batchnorm_forward_training(const void* x, const float* gamma, const float* beta, void* y,
                                   int n, int c, int hw, float eps, float momentum,
                                   float* running_mean, float* running_var, float* save_mean,
                                   float* save_invstd) override {
-    if (options_.channels_last) {
-      bn_nhwc_forward(true, x, nullptr, false, gamma, beta, y, n * hw, c, eps, momentum,
-                      running_mean, running_var, save_mean, save_invstd);
-      return;
-    }
-    set_bn(n, c, hw, eps);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnBatchNormalizationForwardTraining(
-        cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, a_.get(), x, a_.get(), y, bn_.get(), gamma,
-        beta, momentum, running_mean, running_var, eps, save_mean, save_invstd));
-    done("batchnorm_forward_training");
+    layers_->batchnorm_forward_training(x, gamma, beta, y, n, c, hw, eps, momentum, running_mean,
+                                        running_var, save_mean, save_invstd);
   }
   void batchnorm_forward_inference(const void* x, const float* gamma, const float* beta, void* y,
                                    int n, int c, int hw, float eps, const float* running_mean,
                                    const float* running_var) override {
-    if (options_.channels_last) {
-      bn_nhwc_forward(false, x, nullptr, false, gamma, beta, y, n * hw, c, eps, 0.0f,
-                      const_cast<float*>(running_mean), const_cast<float*>(running_var), nullptr,
-                      nullptr);
-      return;
-    }
-    set_bn(n, c, hw, eps);
-    const float one = 1.0f, zero = 0.0f;
-    HT_CUDA(cudnnBatchNormalizationForwardInference(cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero,
-                                                    a_.get(), x, a_.get(), y, bn_.get(), gamma,
-                                                    beta, running_mean, running_var, eps));
-    done("batchnorm_forward_inference");
+    layers_->batchnorm_forward_inference(x, gamma, beta, y, n, c, hw, eps, running_mean,
+                                         running_var);
   }
   void batchnorm_backward(const void* x, const void* dy, const float* gamma, void* dx,
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd) override {
-    if (options_.channels_last) {
-      bn_nhwc_backward(x, nullptr, dy, nullptr, gamma, dx, dgamma, dbeta, n * hw, c, save_mean,
-                       save_invstd);
-      return;
-    }
-    if (dx == nullptr) {
-      kernels::batchnorm_param_grads(options_.act_type, x, dy, dgamma, dbeta, n, c, hw, save_mean,
-                                     save_invstd, stream_);
-    } else {
-      set_bn(n, c, hw, eps);
-      const float one = 1.0f, zero = 0.0f;
-      HT_CUDA(cudnnBatchNormalizationBackward(
-          cudnn_, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, a_.get(), x, a_.get(), dy,
-          a_.get(), dx, bn_.get(), gamma, dgamma, dbeta, eps, save_mean, save_invstd));
-    }
-    done("batchnorm_backward");
+    layers_->batchnorm_backward(x, dy, gamma, dx, dgamma, dbeta, n, c, hw, eps, save_mean,
+                                save_invstd);
   }
+  // Fused in one pass over the data channels last; else the separate operations.
   void batchnorm_add_relu_forward(bool training, const void* x, const void* z, const float* gamma,
                                   const float* beta, void* y, int n, int c, int hw, float eps,
                                   float momentum, float* running_mean, float* running_var,
                                   float* save_mean, float* save_invstd) override {
-    if (!options_.channels_last) {
+    if (options_.channels_last) {
+      layers_->batchnorm_nhwc_forward(training, x, z, true, gamma, beta, y, n * hw, c, eps,
+                                      momentum, running_mean, running_var, save_mean, save_invstd);
+    } else {
       Backend::batchnorm_add_relu_forward(training, x, z, gamma, beta, y, n, c, hw, eps, momentum,
                                           running_mean, running_var, save_mean, save_invstd);
-      return;
     }
-    bn_nhwc_forward(training, x, z, true, gamma, beta, y, n * hw, c, eps, momentum, running_mean,
-                    running_var, save_mean, save_invstd);
   }
   void batchnorm_add_relu_backward(const void* x, const void* y, const void* dy, void* dz,
                                    const float* gamma, void* dx, float* dgamma, float* dbeta, int n,
                                    int c, int hw, float eps, const float* save_mean,
                                    const float* save_invstd) override {
-    if (!options_.channels_last) {
+    if (options_.channels_last) {
+      layers_->batchnorm_nhwc_backward(x, y, dy, dz, gamma, dx, dgamma, dbeta, n * hw, c, save_mean,
+                                       save_invstd);
+    } else {
       Backend::batchnorm_add_relu_backward(x, y, dy, dz, gamma, dx, dgamma, dbeta, n, c, hw, eps,
                                            save_mean, save_invstd);
-      return;
     }
-    bn_nhwc_backward(x, y, dy, dz, gamma, dx, dgamma, dbeta, n * hw, c, save_mean, save_invstd);
   }
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
@@ -522,21 +425,7 @@ class CudaBackend final : public Backend {
                          cublas_type(c_type), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   }
 
-  static size_t filter_elems(const Conv2dShape& s) { return size_t(s.c_out) * s.patch(); }
-  // Bytes before cuDNN's part of a convolution workspace: the 16-bit filter gradient, whose
-  // size does not depend on the batch (none for float32).
-  size_t dw_scratch_bytes(const Conv2dShape& s) const {
-    if (options_.act_type == DType::kF32) return 0;
-    const size_t bytes = filter_elems(s) * dtype_size(options_.act_type);
-    return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
-  }
-
-  // With sync_each_call, waits for the operation and reports its error by name.
-  void done(const char* op) {
-    if (!options_.sync_each_call) return;
-    const cudaError_t e = cudaStreamSynchronize(stream_);
-    if (e != cudaSuccess) fail(op, cudaGetErrorString(e), __FILE__, __LINE__);
-  }
+  void done(const char* op) const { cuda::check_done(options_.sync_each_call, stream_, op); }
 
   // Before the first algorithm timing (ConvPlanner): about a quarter second of matrix products, so
   // that an idle GPU's clocks have ramped up and the first shapes are not timed slow.
@@ -553,59 +442,7 @@ class CudaBackend final : public Backend {
     HT_CUDA(cudaStreamSynchronize(stream_));
   }
 
-  // a_ = input [n, c, h, w], b_ = pooled output (NCHW).
-  void set_pool(const Pool2dShape& s) {
-    // Max pooling: padded cells never win. Overlapping windows (ResNet's 3x3/2 stem pool)
-    // add their gradients in a fixed order only in deterministic runs: that mode's backward
-    // took 2.08 ms against 0.84 ms on an H100 (64x112x112 input, batch 128).
-    HT_CUDA(cudnnSetPooling2dDescriptor(
-        pool_.get(), options_.deterministic ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_MAX,
-        CUDNN_NOT_PROPAGATE_NAN, s.kh, s.kw, s.pad_h, s.pad_w, s.stride_h, s.stride_w));
-    const cudnnDataType_t type = cudnn_type(options_.act_type);
-    set_tensor(a_, type, s.n, s.c, s.h, s.w, false);
-    set_tensor(b_, type, s.n, s.c, s.out_h(), s.out_w(), false);
-  }
-
-  // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1], float32 whatever
-  // the data's type (cuDNN requires it for 16-bit data).
-  void set_bn(int n, int c, int hw, float eps) {
-    HT_REQUIRE(eps >= CUDNN_BN_MIN_EPSILON, "batchnorm: eps below cuDNN's minimum");
-    set_tensor(a_, cudnn_type(options_.act_type), n, c, hw, 1, options_.channels_last);
-    set_tensor(bn_, CUDNN_DATA_FLOAT, 1, c, 1, 1, false);
-  }
-
-  // kernels/batchnorm.cu on rows of c channels.
-  void bn_nhwc_forward(bool training, const void* x, const void* z, bool relu, const float* gamma,
-                       const float* beta, void* y, int m, int c, float eps, float momentum,
-                       float* running_mean, float* running_var, float* save_mean,
-                       float* save_invstd) {
-    check_bn_scratch(c);
-    kernels::batchnorm_nhwc_forward(options_.act_type, training, x, z, relu, gamma, beta, y, m, c,
-                                    eps, momentum, running_mean, running_var, save_mean,
-                                    save_invstd, bn_scratch_, kBnScratchFloats, stream_);
-    done("batchnorm_nhwc_forward");
-  }
-  void bn_nhwc_backward(const void* x, const void* y, const void* dy, void* g, const float* gamma,
-                        void* dx, float* dgamma, float* dbeta, int m, int c, const float* save_mean,
-                        const float* save_invstd) {
-    check_bn_scratch(c);
-    kernels::batchnorm_nhwc_backward(options_.act_type, x, y, dy, g, gamma, dx, dgamma, dbeta, m, c,
-                                     save_mean, save_invstd, bn_scratch_, kBnScratchFloats,
-                                     stream_);
-    done("batchnorm_nhwc_backward");
-  }
-  void check_bn_scratch(int c) const {
-    HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
-               "batchnorm: too many channels for the channels-last kernels");
-  }
-
-  // Coefficients and partial sums of the channels-last batch normalisation
-  // (kernels/batchnorm.cu), 32 MiB: up to 2,048 row chunks of 2,000 channels (fewer chunks
-  // for more channels, down to one of 2 million).
-  static constexpr size_t kBnScratchFloats = size_t{8} << 20;
-
   CudaBackendOptions options_;
-  float* bn_scratch_ = nullptr;  // channels last only
   cudaStream_t stream_ = nullptr;
   cudaStream_t copy_stream_ = nullptr;          // input uploads
   cudaEvent_t copied_ = nullptr;                // the uploads enqueued so far
@@ -614,10 +451,7 @@ class CudaBackend final : public Backend {
   unsigned long long* phase_stamps_ = nullptr;  // kernels::phase_mark's state
   double* phase_sums_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  cudnnHandle_t cudnn_ = nullptr;
-  std::unique_ptr<cuda::ConvPlanner> planner_;
-  TensorDesc a_, b_, bn_;
-  PoolDesc pool_;
+  std::unique_ptr<cuda::CudnnLayers> layers_;
 #ifdef HT_HAVE_NCCL
   ncclComm_t nccl_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;  // gradient buckets (allreduce_sum_async)

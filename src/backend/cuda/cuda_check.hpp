@@ -35,6 +35,15 @@ inline void check(ncclResult_t r, const char* call, const char* file, int line) 
 }
 #endif
 
+// With sync_each_call (CudaBackendOptions): waits for `stream` and reports an error of
+// the operation just enqueued by the operation's name, so that an asynchronous error
+// points at its call.
+inline void check_done(bool sync_each_call, cudaStream_t stream, const char* op) {
+  if (!sync_each_call) return;
+  const cudaError_t e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) fail(op, cudaGetErrorString(e), __FILE__, __LINE__);
+}
+
 }  // namespace hpctrain::cuda
 
 #define HT_CUDA(call) ::hpctrain::cuda::check((call), #call, __FILE__, __LINE__)
