@@ -150,9 +150,10 @@ class Backend {
   // w is the weights' compute copy (act_type()).
   virtual void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                               void* workspace) = 0;
-  // dx = d(loss)/dx given dy (overwrites dx).
+  // dx = d(loss)/dx given dy (overwrites dx), or with accumulate dx += d(loss)/dx (one
+  // rounding of the float sum: a residual block's two branches meeting at its input).
   virtual void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
-                                    void* workspace) = 0;
+                                    void* workspace, bool accumulate) = 0;
   // dw = d(loss)/dw given x and dy, summed over the batch (overwrites dw, float32).
   virtual void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy,
                                       float* dw, void* workspace) = 0;

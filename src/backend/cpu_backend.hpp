@@ -62,7 +62,7 @@ class CpuBackend final : public Backend {
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override;
   void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
-                            void* workspace) override;
+                            void* workspace, bool accumulate) override;
   void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override;
   void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y) override;
@@ -129,7 +129,7 @@ class CpuBackend final : public Backend {
   void conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
                           void* workspace);
   void conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w, float* dx,
-                                void* workspace);
+                                void* workspace, bool accumulate);
   void conv2d_backward_filter_f32(const Conv2dShape& s, const float* x, const float* dy, float* dw,
                                   void* workspace);
   void maxpool2d_forward_f32(const Pool2dShape& s, const float* x, float* y);

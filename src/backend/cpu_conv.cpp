@@ -73,10 +73,10 @@ void im2col(const Conv2dShape& s, const float* x, int g, float* col) {
 }
 
 // Overwrites dx for samples [0, g) with the sum of each input's entries in col [K, g*P].
-void col2im(const Conv2dShape& s, const float* col, int g, float* dx) {
+void col2im(const Conv2dShape& s, const float* col, int g, bool accumulate, float* dx) {
   const int oh = s.out_h(), ow = s.out_w();
   const size_t p = out_plane(s), row_len = g * p;
-  std::fill(dx, dx + g * s.c_in * in_plane(s), 0.0f);
+  if (!accumulate) std::fill(dx, dx + g * s.c_in * in_plane(s), 0.0f);
   for (int c = 0; c < s.c_in; ++c) {
     for (int ki = 0; ki < s.kh; ++ki) {
       for (int kj = 0; kj < s.kw; ++kj) {
@@ -185,7 +185,7 @@ void CpuBackend::conv2d_forward_f32(const Conv2dShape& s, const float* x, const 
 }
 
 void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w,
-                                          float* dx, void* workspace) {
+                                          float* dx, void* workspace, bool accumulate) {
   check_shape(s);
   const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
   const size_t p = out_plane(s);
@@ -200,7 +200,7 @@ void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy,
       if (g > 1) gather_channels(dy_block, g, s.c_out, p, stage);
       sgemm(true, false, k, static_cast<int>(g * p), s.c_out, w, g == 1 ? dy_block : stage, 0.0f,
             dcol);
-      col2im(s, dcol, g, dx + static_cast<size_t>(n0) * s.c_in * in_plane(s));
+      col2im(s, dcol, g, accumulate, dx + static_cast<size_t>(n0) * s.c_in * in_plane(s));
     }
   });
 }

@@ -109,9 +109,11 @@ void CpuBackend::conv2d_forward(const Conv2dShape& s, const void* x, const void*
 }
 
 void CpuBackend::conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
-                                      void* workspace) {
-  conv2d_backward_data_f32(s, widen(0, dy, output_elems(s)), widen(1, w, weight_elems(s)),
-                           out(2, dx, input_elems(s)), workspace);
+                                      void* workspace, bool accumulate) {
+  conv2d_backward_data_f32(
+      s, widen(0, dy, output_elems(s)), widen(1, w, weight_elems(s)),
+      accumulate ? widen_inout(2, dx, input_elems(s)) : out(2, dx, input_elems(s)), workspace,
+      accumulate);
   narrow(2, dx, input_elems(s));
 }
 

@@ -48,7 +48,6 @@ Dims BasicBlock::output_dims(const Dims& input) {
   }
   parts_ = {&conv1_, &bn1_, &conv2_, &bn2_};
   if (down_conv_) parts_.insert(parts_.end(), {down_conv_.get(), down_bn_.get()});
-  in_elems_ = dims_elems(in_dims_);
   out_elems_ = dims_elems(out_dims_);
   return out_dims_;
 }
@@ -77,7 +76,7 @@ std::string BasicBlock::attributes() const {
 }
 
 size_t BasicBlock::scratch_bytes(int64_t max_batch, size_t act_size) const {
-  const int64_t values = max_batch * (3 * out_elems_ + (down_conv_ ? in_elems_ : 0));
+  const int64_t values = max_batch * 3 * out_elems_;
   return (static_cast<size_t>(values) * act_size + 63) / 64 * 64;  // children stay aligned
 }
 
@@ -96,7 +95,6 @@ void BasicBlock::set_workspace(void* workspace) {
   ga_ = {base, 0, out_dims_};
   gb_ = {base + per_buffer, 0, out_dims_};
   gc_ = {base + 2 * per_buffer, 0, out_dims_};
-  gx_ = {down_conv_ ? base + 3 * per_buffer : nullptr, 0, in_dims_};
   std::byte* children = base + scratch_bytes(max_batch_, act_size_);
   for (Layer* l : parts_) l->set_workspace(children);
 }
@@ -121,7 +119,7 @@ void BasicBlock::allocate(Backend& backend, int64_t max_batch) {
 }
 
 void BasicBlock::set_batch(int64_t batch) {
-  for (Tensor* t : {&t1v_, &t2v_, &t4v_, &s1v_, &s2v_, &ga_, &gb_, &gc_, &gx_}) t->batch = batch;
+  for (Tensor* t : {&t1v_, &t2v_, &t4v_, &s1v_, &s2v_, &ga_, &gb_, &gc_}) t->batch = batch;
 }
 
 void BasicBlock::filters(size_t offset, std::vector<FilterSpec>& out) const {
@@ -177,18 +175,17 @@ void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool trai
 void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                           Tensor* dx) {
   set_batch(x.batch);
-  const size_t n = static_cast<size_t>(x.batch * out_elems_);
-  // ga: gradient at the sum (both branches receive it).
-  bn2_.backward_add_relu(backend, t4v_, y, dy, ga_.data, &gb_);
+  // The gradient at the sum goes to both branches. An identity shortcut passes it on
+  // unchanged: it is written straight into dx, and the main branch's gradient added to it.
+  const bool identity_into_dx = !down_conv_ && dx != nullptr;
+  Tensor& ga = identity_into_dx ? *dx : ga_;
+  bn2_.backward_add_relu(backend, t4v_, y, dy, ga.data, &gb_);
   conv2_.backward(backend, t2v_, t4v_, gb_, &gc_);
   bn1_.backward_add_relu(backend, t1v_, t2v_, gc_, gc_.data, &gb_);
-  conv1_.backward(backend, x, t1v_, gb_, dx);
+  conv1_.backward(backend, x, gb_, dx, /*accumulate_dx=*/identity_into_dx);
   if (down_conv_) {
     down_bn_->backward(backend, s1v_, s2v_, ga_, &gc_);
-    down_conv_->backward(backend, x, s1v_, gc_, dx != nullptr ? &gx_ : nullptr);
-    if (dx != nullptr) backend.add(dx->data, gx_.data, dx->data, static_cast<size_t>(dx->elems()));
-  } else if (dx != nullptr) {
-    backend.add(dx->data, ga_.data, dx->data, n);
+    down_conv_->backward(backend, x, gc_, dx, /*accumulate_dx=*/true);
   }
 }
 

@@ -54,7 +54,7 @@ class BasicBlock final : public Layer {
 
   int filters_, stride_;
   Dims in_dims_, out_dims_;
-  int64_t in_elems_ = 0, out_elems_ = 0;  // per sample
+  int64_t out_elems_ = 0;  // per sample
   int64_t max_batch_ = 0;
   size_t act_size_ = sizeof(float);  // bytes per activation (set by allocate())
   Conv2d conv1_, conv2_;
@@ -65,9 +65,9 @@ class BasicBlock final : public Layer {
   // Forward activations: conv1 out, bn1+relu out, conv2 out, shortcut conv out, shortcut
   // bn out (the last two only with a projection shortcut).
   DeviceArray<std::byte> t1_, t2_, t4_, s1_, s2_;
-  // Views of them, and of the gradient buffers in the workspace: ga, gb, gc of the
-  // output's shape, gx of the input's (projection shortcut only).
-  Tensor t1v_, t2v_, t4v_, s1v_, s2v_, ga_, gb_, gc_, gx_;
+  // Views of them, and of the gradient buffers in the workspace (ga, gb, gc, of the
+  // output's shape).
+  Tensor t1v_, t2v_, t4v_, s1v_, s2v_, ga_, gb_, gc_;
 };
 
 }  // namespace hpctrain

@@ -95,12 +95,14 @@ void Conv2d::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*traini
   if (options_.bias) backend.add_channel_bias(y.data, b_, s.n, s.c_out, s.out_h() * s.out_w());
 }
 
-void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
-                      Tensor* dx) {
+void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx,
+                      bool accumulate_dx) {
   const Conv2dShape s = shape(x.batch);
   backend.conv2d_backward_filter(s, x.data, dy.data, dw_, workspace());
   if (options_.bias) backend.sum_channels(dy.data, db_, s.n, s.c_out, s.out_h() * s.out_w());
-  if (dx != nullptr) backend.conv2d_backward_data(s, dy.data, w_, dx->data, workspace());
+  if (dx != nullptr) {
+    backend.conv2d_backward_data(s, dy.data, w_, dx->data, workspace(), accumulate_dx);
+  }
 }
 
 }  // namespace hpctrain

@@ -34,8 +34,14 @@ class Conv2d final : public Layer {
   void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
-  void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
-                Tensor* dx) override;
+  void backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
+                Tensor* dx) override {
+    backward(backend, x, dy, dx, false);
+  }
+  // backward() that adds the input gradient to dx when accumulate_dx (a ResNet block's
+  // branches meeting at its input).
+  void backward(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx,
+                bool accumulate_dx);
 
  private:
   Conv2dShape shape(int64_t batch) const;

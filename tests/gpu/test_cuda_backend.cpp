@@ -195,9 +195,12 @@ TEST_F(CudaVsCpu, Convolution) {
   cpu_.conv2d_forward(s, x.data(), w.data(), y.data(), cpu_ws.data());
   gpu_->conv2d_forward(s, gx, gw, gy, gws.data());
   expect_close(down(gy, ny), y, kSums, "conv forward");
-  cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data());
-  gpu_->conv2d_backward_data(s, gdy, gw, gdx, gws.data());
+  cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data(), false);
+  gpu_->conv2d_backward_data(s, gdy, gw, gdx, gws.data(), false);
   expect_close(down(gdx, dx.size()), dx, kSums, "conv backward data");
+  cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data(), true);
+  gpu_->conv2d_backward_data(s, gdy, gw, gdx, gws.data(), true);
+  expect_close(down(gdx, dx.size()), dx, kSums, "conv backward data, accumulated");
   cpu_.conv2d_backward_filter(s, x.data(), dy.data(), dw.data(), cpu_ws.data());
   gpu_->conv2d_backward_filter(s, gx, gdy, gdw, gws.data());
   expect_close(down(gdw, dw.size()), dw, kSums, "conv backward filter");

@@ -463,10 +463,14 @@ TEST_P(MixedVsCpu, Convolution) {
       cpu_.conv2d_forward(s, x.data(), w.data(), y.data(), cpu_ws.data());
       g->conv2d_forward(s, gx.data(), gw.data(), gy.data(), ws.data());
       EXPECT_LT(relative_error(fetch(gy.data(), ny), widen(y)), tol) << "forward" << what;
-      cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data());
-      g->conv2d_backward_data(s, gdy.data(), gw.data(), gdx.data(), ws.data());
+      cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data(), false);
+      g->conv2d_backward_data(s, gdy.data(), gw.data(), gdx.data(), ws.data(), false);
       EXPECT_LT(relative_error(fetch(gdx.data(), x.size()), widen(dx)), tol)
           << "backward data" << what;
+      cpu_.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), cpu_ws.data(), true);
+      g->conv2d_backward_data(s, gdy.data(), gw.data(), gdx.data(), ws.data(), true);
+      EXPECT_LT(relative_error(fetch(gdx.data(), x.size()), widen(dx)), tol)
+          << "backward data, accumulated" << what;
       cpu_.conv2d_backward_filter(s, x.data(), dy.data(), dw.data(), cpu_ws.data());
       g->conv2d_backward_filter(s, gx.data(), gdy.data(), gdw.data(), ws.data());
       std::vector<float> got(w.size());

@@ -138,8 +138,14 @@ void check_conv_against_reference(const Conv2dShape& s) {
     std::vector<float> y(y_n, nan), dx(x_n, nan), dw(w_n, nan);
     be.conv2d_forward(s, x.data(), w.data(), y.data(), ws.data());
     expect_close(y, y_ref, 1e-4, "y");
-    be.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), ws.data());
+    be.conv2d_backward_data(s, dy.data(), w.data(), dx.data(), ws.data(), false);
     expect_close(dx, dx_ref, 1e-4, "dx");
+    // Accumulating adds the same gradient to what dx holds.
+    std::vector<float> acc = random_vector(x_n, 44);
+    std::vector<double> acc_ref(x_n);
+    for (size_t i = 0; i < x_n; ++i) acc_ref[i] = acc[i] + dx_ref[i];
+    be.conv2d_backward_data(s, dy.data(), w.data(), acc.data(), ws.data(), true);
+    expect_close(acc, acc_ref, 1e-4, "dx accumulated");
     be.conv2d_backward_filter(s, x.data(), dy.data(), dw.data(), ws.data());
     expect_close(dw, dw_ref, 1e-4, "dw");
     for (size_t i = ws_bytes / sizeof(float); i < ws.size(); ++i) {

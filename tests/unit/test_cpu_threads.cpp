@@ -76,8 +76,11 @@ TEST(CpuThreads, ConvolutionSplitsTheBatch) {
   b.one.conv2d_forward(s, x.data(), w.data(), y1.data(), ws1.data());
   b.team.conv2d_forward(s, x.data(), w.data(), y3.data(), ws3.data());
   EXPECT_EQ(y1, y3);
-  b.one.conv2d_backward_data(s, dy.data(), w.data(), dx1.data(), ws1.data());
-  b.team.conv2d_backward_data(s, dy.data(), w.data(), dx3.data(), ws3.data());
+  b.one.conv2d_backward_data(s, dy.data(), w.data(), dx1.data(), ws1.data(), false);
+  b.team.conv2d_backward_data(s, dy.data(), w.data(), dx3.data(), ws3.data(), false);
+  EXPECT_EQ(dx1, dx3);
+  b.one.conv2d_backward_data(s, dy.data(), w.data(), dx1.data(), ws1.data(), true);
+  b.team.conv2d_backward_data(s, dy.data(), w.data(), dx3.data(), ws3.data(), true);
   EXPECT_EQ(dx1, dx3);
   b.one.conv2d_backward_filter(s, x.data(), dy.data(), dw1.data(), ws1.data());
   b.team.conv2d_backward_filter(s, x.data(), dy.data(), dw3.data(), ws3.data());

@@ -237,8 +237,8 @@ class CudaBackend final : public Backend {
     layers_->conv2d_forward(s, x, w, y, workspace);
   }
   void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
-                            void* workspace) override {
-    layers_->conv2d_backward_data(s, dy, w, dx, workspace);
+                            void* workspace, bool accumulate) override {
+    layers_->conv2d_backward_data(s, dy, w, dx, workspace, accumulate);
   }
   void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace) override {

@@ -53,12 +53,13 @@ void CudnnLayers::conv2d_forward(const Conv2dShape& s, const void* x, const void
   done("conv2d_forward");
 }
 
+// Accumulating is cuDNN's blending: dx = 1 * result + 1 * dx, in float, rounded once.
 void CudnnLayers::conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w,
-                                       void* dx, void* workspace) {
+                                       void* dx, void* workspace, bool accumulate) {
   const ConvPlan& p = planner_->plan(s);
-  const float one = 1.0f, zero = 0.0f;
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy, p.conv.get(),
-                                       p.bwd_data, workspace, p.workspace, &zero, p.x.get(), dx));
+                                       p.bwd_data, workspace, p.workspace, &beta, p.x.get(), dx));
   done("conv2d_backward_data");
 }
 

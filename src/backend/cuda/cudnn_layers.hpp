@@ -32,7 +32,7 @@ class CudnnLayers {
   size_t conv2d_workspace_bytes(const Conv2dShape& s);
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y, void* workspace);
   void conv2d_backward_data(const Conv2dShape& s, const void* dy, const void* w, void* dx,
-                            void* workspace);
+                            void* workspace, bool accumulate);
   void conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy, float* dw,
                               void* workspace);
   void maxpool2d_forward(const Pool2dShape& s, const void* x, void* y);
