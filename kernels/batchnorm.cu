@@ -10,10 +10,12 @@
 // chunks of rows (sums) or stride over rows (element-wise passes).
 //
 // Forward statistics take one pass: each thread keeps Welford's running mean and sum of
-// squared deviations per channel in float, the block merges its lanes in lane order (Chan
-// et al.'s pairwise update) into one partial per chunk, and one kernel merges the chunks in
-// chunk order in double. Backward sums g and g * (x - mean) the same way. Nothing depends
-// on timing: results repeat bit for bit. Each fused step rounds as the separate operations
+// squared deviations (m2) per channel in float over its rows; the block merges its lanes
+// into one partial per chunk, and one kernel merges the chunks, in double. A merge of parts
+// k takes their mean weighted by their rows, then m2 = sum of (m2_k + n_k (mean_k - mean)^2):
+// deviations from the merged mean, so nothing cancels, and no division per part. Backward
+// sums g and g * (x - mean) the same way. Everything adds in a fixed order: results repeat
+// bit for bit. Each fused step rounds as the separate operations
 // (batchnorm_forward_*, add, relu_*) round theirs, so the fused and separate calls agree
 // bit for bit on the same backend.
 #include <algorithm>
@@ -42,17 +44,6 @@ __device__ __forceinline__ float rounded(float v) {
 // Rows that lane `lane` of `lanes` visits among `rows` (lane, lane + lanes, ...).
 __device__ __forceinline__ int lane_rows(int rows, int lane, int lanes) {
   return rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
-}
-
-// Chan et al.'s merge of (n_b, mean_b, m2_b) into (n_a, mean_a, m2_a); m2 is the sum of
-// squared deviations from the mean.
-template <typename F>
-__device__ __forceinline__ void merge(F& n_a, F& mean_a, F& m2_a, F n_b, F mean_b, F m2_b) {
-  if (n_b == F(0)) return;
-  const F n = n_a + n_b, delta = mean_b - mean_a;
-  mean_a += delta * (n_b / n);
-  m2_a += m2_b + delta * delta * (n_a * n_b / n);
-  n_a = n;
 }
 
 // Per chunk of rows and channel: the rows' mean and sum of squared deviations.
@@ -87,48 +78,64 @@ __global__ void __launch_bounds__(kThreads)
     s_m2[t * V + j] = m2[j];
   }
   __syncthreads();
-  // Thread t merges the lanes of the block's channel t in lane order.
+  // Thread t merges the lanes of the block's channel t, in lane order.
   const int ch = blockIdx.x * bx * V + t;
   if (t >= bx * V || ch >= c) return;
-  const int tcol = t / V, j = t % V;
-  float n_a = 0.0f, mean_a = 0.0f, m2_a = 0.0f;
+  const int tcol = t / V, j = t % V, rows = r1 - r0;
+  float sum = 0.0f;
+  for (int l = 0; l < lanes; ++l) {
+    sum += static_cast<float>(lane_rows(rows, l, lanes)) * s_mean[(l * bx + tcol) * V + j];
+  }
+  const float chunk_mean = sum / static_cast<float>(rows);
+  float chunk_m2 = 0.0f;
   for (int l = 0; l < lanes; ++l) {
     const int s = (l * bx + tcol) * V + j;
-    merge(n_a, mean_a, m2_a, static_cast<float>(lane_rows(r1 - r0, l, lanes)), s_mean[s], s_m2[s]);
+    const float d = s_mean[s] - chunk_mean;
+    chunk_m2 += s_m2[s] + static_cast<float>(lane_rows(rows, l, lanes)) * d * d;
   }
-  part_mean[static_cast<size_t>(blockIdx.y) * c + ch] = mean_a;
-  part_m2[static_cast<size_t>(blockIdx.y) * c + ch] = m2_a;
+  part_mean[static_cast<size_t>(blockIdx.y) * c + ch] = chunk_mean;
+  part_m2[static_cast<size_t>(blockIdx.y) * c + ch] = chunk_m2;
 }
 
-// Merges each channel's chunk partials in chunk order, in double (lane l of the block
-// takes chunks l, l + kMergeLanes, ...; lane 0 then merges the lanes in order), and writes
-// the saved mean and 1/sqrt(var + eps), the running statistics (unbiased variance), as
-// CpuBackend, and the apply kernel's coefficients scale = gamma * invstd and
-// shift = beta - mean * scale.
+// Merges each channel's chunk partials in double (lane l of the block takes chunks l,
+// l + kMergeLanes, ...; lane 0 then adds the lanes in order), and writes the saved mean and
+// 1/sqrt(var + eps), the running statistics (unbiased variance), as CpuBackend, and the
+// apply kernel's coefficients scale = gamma * invstd and shift = beta - mean * scale.
 __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
     merge_statistics_kernel(const float* part_mean, const float* part_m2, int chunks,
                             int chunk_rows, int m, int c, const float* gamma, const float* beta,
                             float eps, float momentum, float* running_mean, float* running_var,
                             float* save_mean, float* save_invstd, float* scale, float* shift) {
-  __shared__ double s_n[kMergeLanes][kMergeChannels], s_mean[kMergeLanes][kMergeChannels],
-      s_m2[kMergeLanes][kMergeChannels];
+  __shared__ double s_part[kMergeLanes][kMergeChannels];
   const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
-  double n = 0.0, mean = 0.0, m2 = 0.0;
+  const int ty = threadIdx.y, tx = threadIdx.x;
+  // The sum of the lanes' parts, added in lane order (by every lane alike).
+  auto add_lanes = [&](double part) {
+    s_part[ty][tx] = part;
+    __syncthreads();
+    double total = 0.0;
+    for (int l = 0; l < kMergeLanes; ++l) total += s_part[l][tx];
+    __syncthreads();  // s_part is free again
+    return total;
+  };
+  auto rows_of = [&](int k) { return static_cast<double>(min(m - k * chunk_rows, chunk_rows)); };
+  double sum = 0.0;
   if (ch < c) {
-    for (int k = threadIdx.y; k < chunks; k += kMergeLanes) {
-      const size_t i = static_cast<size_t>(k) * c + ch;
-      const int rows = min(m - k * chunk_rows, chunk_rows);
-      merge<double>(n, mean, m2, rows, part_mean[i], part_m2[i]);
+    for (int k = ty; k < chunks; k += kMergeLanes) {
+      sum += rows_of(k) * part_mean[static_cast<size_t>(k) * c + ch];
     }
   }
-  s_n[threadIdx.y][threadIdx.x] = n;
-  s_mean[threadIdx.y][threadIdx.x] = mean;
-  s_m2[threadIdx.y][threadIdx.x] = m2;
-  __syncthreads();
-  if (threadIdx.y != 0 || ch >= c) return;
-  for (int l = 1; l < kMergeLanes; ++l) {
-    merge(n, mean, m2, s_n[l][threadIdx.x], s_mean[l][threadIdx.x], s_m2[l][threadIdx.x]);
+  const double mean = add_lanes(sum) / m;
+  double dev = 0.0;
+  if (ch < c) {
+    for (int k = ty; k < chunks; k += kMergeLanes) {
+      const size_t i = static_cast<size_t>(k) * c + ch;
+      const double d = part_mean[i] - mean;
+      dev += part_m2[i] + rows_of(k) * d * d;
+    }
   }
+  const double m2 = add_lanes(dev);
+  if (ty != 0 || ch >= c) return;
   const double var = m2 / m;
   const float mu = static_cast<float>(mean);
   const float invstd = static_cast<float>(1.0 / sqrt(var + eps));
