@@ -5,7 +5,10 @@
 // with the stride and a BatchNorm (PyTorch's "option B"), so parameter counts match
 // torchvision's ResNets. The block runs its sub-layers on its own activation buffers
 // (kept from forward to backward); the gradients it passes between them live in the
-// model's shared workspace, since only one layer's backward runs at a time.
+// model's shared workspace, since only one layer's backward runs at a time. relu(bn1(.))
+// and relu(bn2(.) + shortcut) are one backend call each (Backend::batchnorm_add_relu_*),
+// and the two branches' input gradients meet in dx without an addition pass (the
+// convolutions accumulate into it).
 #pragma once
 
 #include <memory>
