@@ -75,9 +75,16 @@ std::string BasicBlock::attributes() const {
          (down_conv_ ? " projection" : " identity");
 }
 
+size_t BasicBlock::buffer_bytes(int64_t max_batch, size_t act_size) const {
+  // 256 bytes (cudaMalloc's alignment): each buffer, and the children's workspace after
+  // them, start as aligned as a buffer of their own, for vector accesses and cuDNN.
+  constexpr size_t kAlign = 256;
+  const size_t bytes = static_cast<size_t>(max_batch * out_elems_) * act_size;
+  return (bytes + kAlign - 1) / kAlign * kAlign;
+}
+
 size_t BasicBlock::scratch_bytes(int64_t max_batch, size_t act_size) const {
-  const int64_t values = max_batch * 3 * out_elems_;
-  return (static_cast<size_t>(values) * act_size + 63) / 64 * 64;  // children stay aligned
+  return 3 * buffer_bytes(max_batch, act_size);
 }
 
 size_t BasicBlock::workspace_bytes(Backend& backend, int64_t max_batch) const {
@@ -90,7 +97,7 @@ size_t BasicBlock::workspace_bytes(Backend& backend, int64_t max_batch) const {
 void BasicBlock::set_workspace(void* workspace) {
   Layer::set_workspace(workspace);
   if (workspace == nullptr) return;
-  const size_t per_buffer = static_cast<size_t>(max_batch_ * out_elems_) * act_size_;
+  const size_t per_buffer = buffer_bytes(max_batch_, act_size_);
   auto* base = static_cast<std::byte*>(workspace);
   ga_ = {base, 0, out_dims_};
   gb_ = {base + per_buffer, 0, out_dims_};

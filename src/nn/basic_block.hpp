@@ -49,8 +49,9 @@ class BasicBlock final : public Layer {
   std::vector<const Layer*> sublayers() const override { return {parts_.begin(), parts_.end()}; }
 
  private:
-  // Bytes of the block's own part of the workspace (gradient buffers) for activations of
-  // act_size bytes.
+  // Bytes of one gradient buffer, and of the block's own part of the workspace (three
+  // of them), for activations of act_size bytes.
+  size_t buffer_bytes(int64_t max_batch, size_t act_size) const;
   size_t scratch_bytes(int64_t max_batch, size_t act_size) const;
   // Sets the batch of every view (they are built once: a step allocates nothing).
   void set_batch(int64_t batch);

@@ -347,7 +347,8 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
 }
 
 // Every layer type where the channels-last layout matters: BatchNorm first (on the model
-// input, moved to NHWC; no dx), a convolution with bias, average and max pooling, a
+// input, moved to NHWC; no dx), a convolution with bias, a BatchNorm + ReLU (run fused),
+// average pooling and overlapping max pooling (3x3/2, ImageNet ResNets' stem), a
 // projection block, and dense layers straight on [c, h, w] (moved back to NCHW) and after
 // a dropout.
 ModelConfig layout_layers() {
@@ -367,8 +368,9 @@ ModelConfig layout_layers() {
   avg.kernel = 2;
   avg.stride = 1;
   LayerSpec pool = layer("maxpool");
-  pool.kernel = 2;
+  pool.kernel = 3;
   pool.stride = 2;
+  pool.padding = 1;
   LayerSpec block = layer("basic_block");
   block.filters = 8;
   block.stride = 2;
@@ -376,7 +378,8 @@ ModelConfig layout_layers() {
   dense.units = 16;
   LayerSpec drop = layer("dropout");
   drop.rate = 0.25;
-  c.layers = {layer("batchnorm"), conv, layer("relu"), avg, pool, block, dense, drop};
+  c.layers = {
+      layer("batchnorm"), conv, layer("batchnorm"), layer("relu"), avg, pool, block, dense, drop};
   return c;
 }
 
