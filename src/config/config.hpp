@@ -47,15 +47,15 @@ struct DataConfig {
 struct LayerSpec {
   // dense | relu | conv2d | maxpool | avgpool | global_avgpool | flatten | batchnorm |
   // dropout | basic_block
-  std::string type;
-  std::string name;   // optional; defaults to type + index
-  int units = 0;      // dense only
-  int filters = 0;    // conv2d, basic_block: output channels
-  int kernel = 0;     // conv2d, maxpool, avgpool: square window size
-  int stride = 1;     // conv2d, basic_block (default 1), maxpool and avgpool (default: kernel)
-  int padding = 0;    // conv2d, maxpool, avgpool: zeros on each side
-  bool bias = true;   // conv2d
-  double rate = 0.5;  // dropout: probability of zeroing an element
+  std::string type{};
+  std::string name{};  // optional; defaults to type + index
+  int units = 0;       // dense only
+  int filters = 0;     // conv2d, basic_block: output channels
+  int kernel = 0;      // conv2d, maxpool, avgpool: square window size
+  int stride = 1;      // conv2d, basic_block (default 1), maxpool and avgpool (default: kernel)
+  int padding = 0;     // conv2d, maxpool, avgpool: zeros on each side
+  bool bias = true;    // conv2d
+  double rate = 0.5;   // dropout: probability of zeroing an element
 };
 
 struct ModelConfig {

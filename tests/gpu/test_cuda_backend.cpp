@@ -355,31 +355,17 @@ ModelConfig layout_layers() {
   ModelConfig c;
   c.preset = "layers";
   c.hidden.clear();
-  auto layer = [](const char* type) {
-    LayerSpec s;
-    s.type = type;
-    return s;
-  };
-  LayerSpec conv = layer("conv2d");
-  conv.filters = 6;
-  conv.kernel = 3;
-  conv.padding = 1;
-  LayerSpec avg = layer("avgpool");
-  avg.kernel = 2;
-  avg.stride = 1;
-  LayerSpec pool = layer("maxpool");
-  pool.kernel = 3;
-  pool.stride = 2;
-  pool.padding = 1;
-  LayerSpec block = layer("basic_block");
-  block.filters = 8;
-  block.stride = 2;
-  LayerSpec dense = layer("dense");
-  dense.units = 16;
-  LayerSpec drop = layer("dropout");
-  drop.rate = 0.25;
   c.layers = {
-      layer("batchnorm"), conv, layer("batchnorm"), layer("relu"), avg, pool, block, dense, drop};
+      {.type = "batchnorm"},
+      {.type = "conv2d", .filters = 6, .kernel = 3, .padding = 1},
+      {.type = "batchnorm"},
+      {.type = "relu"},
+      {.type = "avgpool", .kernel = 2, .stride = 1},
+      {.type = "maxpool", .kernel = 3, .stride = 2, .padding = 1},
+      {.type = "basic_block", .filters = 8, .stride = 2},
+      {.type = "dense", .units = 16},
+      {.type = "dropout", .rate = 0.25},
+  };
   return c;
 }
 

@@ -73,28 +73,17 @@ ModelConfig all_layers() {
   ModelConfig c;
   c.preset = "layers";
   c.hidden.clear();
-  auto layer = [](const char* type) {
-    LayerSpec s;
-    s.type = type;
-    return s;
+  c.layers = {
+      {.type = "conv2d", .filters = 6, .kernel = 3, .padding = 1},
+      {.type = "batchnorm"},
+      {.type = "relu"},
+      {.type = "maxpool", .kernel = 2, .stride = 2},
+      {.type = "basic_block", .filters = 8, .stride = 2},
+      {.type = "dropout", .rate = 0.25},
+      {.type = "avgpool", .kernel = 2, .stride = 1},
+      {.type = "global_avgpool"},
+      {.type = "flatten"},
   };
-  LayerSpec conv = layer("conv2d");
-  conv.filters = 6;
-  conv.kernel = 3;
-  conv.padding = 1;
-  LayerSpec pool = layer("maxpool");
-  pool.kernel = 2;
-  pool.stride = 2;
-  LayerSpec block = layer("basic_block");
-  block.filters = 8;
-  block.stride = 2;
-  LayerSpec drop = layer("dropout");
-  drop.rate = 0.25;
-  LayerSpec avg = layer("avgpool");
-  avg.kernel = 2;
-  avg.stride = 1;
-  c.layers = {conv, layer("batchnorm"),      layer("relu"),   pool, block, drop,
-              avg,  layer("global_avgpool"), layer("flatten")};
   return c;
 }
 
