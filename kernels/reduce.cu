@@ -25,14 +25,27 @@ __device__ T block_sum(T v, T* shared) {
   return out;
 }
 
-// One thread per column, rows in order: coalesced across the threads of a warp.
+// A block takes 32 columns with 32 row lanes: lane l sums rows l, l + 32, ... of its column
+// (a warp reads adjacent columns of one row), then the lanes are added in lane order. Tall
+// matrices are the case to serve: channels last, a convolution's bias gradient sums
+// samples x positions rows, where one thread per column took milliseconds.
+constexpr int kSumColumns = 32, kSumLanes = 32;
+
 template <typename T>
 __global__ void sum_rows_kernel(const T* dy, float* dbias, int rows, int cols) {
-  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < cols; j += gridDim.x * blockDim.x) {
-    float s = 0.0f;
-    for (int r = 0; r < rows; ++r) s += as_float(dy[static_cast<size_t>(r) * cols + j]);
-    dbias[j] = s;
+  __shared__ float part[kSumLanes][kSumColumns + 1];
+  const int j = blockIdx.x * kSumColumns + threadIdx.x;
+  float s = 0.0f;
+  if (j < cols) {
+    for (int r = threadIdx.y; r < rows; r += kSumLanes) {
+      s += as_float(dy[static_cast<size_t>(r) * cols + j]);
+    }
   }
+  part[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= cols) return;
+  for (int l = 1; l < kSumLanes; ++l) s += part[l][threadIdx.x];
+  dbias[j] = s;
 }
 
 // Element k of channel ch: sample k / hw, position k % hw.
@@ -137,8 +150,9 @@ void sum_rows(DType t, const void* dy, float* dbias, int rows, int cols, cudaStr
   if (cols == 0) return;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    sum_rows_kernel<<<grid_for(static_cast<size_t>(cols)), kBlock, 0, stream>>>(
-        static_cast<const T*>(dy), dbias, rows, cols);
+    const unsigned blocks = static_cast<unsigned>((cols + kSumColumns - 1) / kSumColumns);
+    sum_rows_kernel<<<blocks, dim3(kSumColumns, kSumLanes), 0, stream>>>(static_cast<const T*>(dy),
+                                                                         dbias, rows, cols);
   });
   check_launch("sum_rows");
 }

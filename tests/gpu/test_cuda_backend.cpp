@@ -81,6 +81,12 @@ TEST_F(CudaVsCpu, BiasAndElementwise) {
   float* ds = up(std::vector<float>(cols));
   gpu_->sum_rows(up(y), ds, rows, cols);
   expect_close(down(ds, cols), sums, kSums, "sum_rows");
+  // Tall, as a channels-last convolution's bias gradient: rows of samples x positions.
+  const int tall = 3001;
+  auto t = random_vector(tall * cols, 7);
+  cpu_.sum_rows(t.data(), sums.data(), tall, cols);
+  gpu_->sum_rows(up(t), ds, tall, cols);
+  expect_close(down(ds, cols), sums, kSums, "sum_rows, tall");
 
   auto img = random_vector(n * c * hw, 3), cb = random_vector(c, 4);
   want = img;
