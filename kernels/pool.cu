@@ -8,6 +8,8 @@
 // neighbouring channels); max pooling here is NHWC only (cuDNN's NHWC max-pool backward
 // took 0.80 ms on ResNet-34's stem in bfloat16 on an H100), a thread taking one cell's 16
 // bytes of adjacent channels (kernels/pack.cuh).
+#include <cstdint>
+
 #include "backend/conv_shape.hpp"
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
@@ -106,6 +108,11 @@ struct Window {
         x1(min(ox * s.stride_w - s.pad_w + s.kw, s.w)) {}
 };
 
+// The max-pool kernels index their threads' work in 32 bits below this count (32-bit
+// division is several times cheaper than 64-bit, and each thread divides a few times);
+// the grid-stride step (at most 65535 x 256) then cannot wrap.
+constexpr size_t kMaxNarrowIndex = size_t{1} << 31;
+
 // NHWC index of channel group `group` (V channels) of cell (b, y, x) in a [n, h, w, c]
 // tensor.
 __device__ __forceinline__ size_t nhwc_at(int b, int y, int x, int h, int w, int c, int group,
@@ -115,16 +122,16 @@ __device__ __forceinline__ size_t nhwc_at(int b, int y, int x, int h, int w, int
 
 // The window's maximum per channel: the first cell's value, replaced by a strictly greater
 // one (std::max's semantics, as the CPU's window_max).
-template <typename T, int V>
+template <typename T, int V, typename Index>
 __global__ void maxpool_nhwc_forward_kernel(Pool2dShape s, const T* x, T* y) {
   const int oh = s.out_h(), ow = s.out_w(), groups = s.c / V;
-  const size_t total = static_cast<size_t>(s.n) * oh * ow * groups;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  const Index total = static_cast<Index>(s.n) * oh * ow * groups;
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const int g = static_cast<int>(i % groups);
-    const size_t cell = i / groups;
+    const Index cell = i / groups;
     const int ox = static_cast<int>(cell % ow), oy = static_cast<int>((cell / ow) % oh);
-    const int b = static_cast<int>(cell / (static_cast<size_t>(ow) * oh));
+    const int b = static_cast<int>(cell / (static_cast<Index>(ow) * oh));
     const Window win(s, oy, ox);
     float m[V];
     load<T, V>(x + nhwc_at(b, win.y0, win.x0, s.h, s.w, s.c, g, V), m);
@@ -136,26 +143,26 @@ __global__ void maxpool_nhwc_forward_kernel(Pool2dShape s, const T* x, T* y) {
         for (int j = 0; j < V; ++j) m[j] = m[j] < v[j] ? v[j] : m[j];
       }
     }
-    store<T, V>(y + i * V, m);
+    store<T, V>(y + static_cast<size_t>(i) * V, m);
   }
 }
 
 // dx of an input cell: the sum, over the windows that cover it in (oy, ox) order, of the
 // dy of those whose first maximum it is. The cell holds a window's maximum y when
 // x == y; it is the first one when no cell before it in the window does.
-template <typename T, int V>
+template <typename T, int V, typename Index>
 __global__ void maxpool_nhwc_backward_kernel(Pool2dShape s, const T* x, const T* y, const T* dy,
                                              T* dx) {
   const int oh = s.out_h(), ow = s.out_w(), groups = s.c / V;
-  const size_t total = static_cast<size_t>(s.n) * s.h * s.w * groups;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+  const Index total = static_cast<Index>(s.n) * s.h * s.w * groups;
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const int g = static_cast<int>(i % groups);
-    const size_t cell = i / groups;
+    const Index cell = i / groups;
     const int ix = static_cast<int>(cell % s.w), iy = static_cast<int>((cell / s.w) % s.h);
-    const int b = static_cast<int>(cell / (static_cast<size_t>(s.w) * s.h));
+    const int b = static_cast<int>(cell / (static_cast<Index>(s.w) * s.h));
     float xv[V], acc[V];
-    load<T, V>(x + i * V, xv);
+    load<T, V>(x + static_cast<size_t>(i) * V, xv);
 #pragma unroll
     for (int j = 0; j < V; ++j) acc[j] = 0.0f;
     // Windows oy with oy * stride - pad <= iy < oy * stride - pad + kh (as average pooling).
@@ -191,7 +198,7 @@ __global__ void maxpool_nhwc_backward_kernel(Pool2dShape s, const T* x, const T*
         for (int j = 0; j < V; ++j) acc[j] += hit[j] ? dv[j] : 0.0f;
       }
     }
-    store<T, V>(dx + i * V, acc);
+    store<T, V>(dx + static_cast<size_t>(i) * V, acc);
   }
 }
 
@@ -205,8 +212,14 @@ void maxpool2d_nhwc_forward(DType t, const Pool2dShape& s, const void* x, void* 
     using T = typename decltype(type)::type;
     with_pack<T>(pack_values<T>(s.c, {x, y}), [&](auto values) {
       constexpr int V = decltype(values)::value;
-      maxpool_nhwc_forward_kernel<T, V><<<grid_for(cells * s.c / V), kBlock, 0, stream>>>(
-          s, static_cast<const T*>(x), static_cast<T*>(y));
+      const size_t threads = cells * s.c / V;
+      if (threads <= kMaxNarrowIndex) {
+        maxpool_nhwc_forward_kernel<T, V, uint32_t><<<grid_for(threads), kBlock, 0, stream>>>(
+            s, static_cast<const T*>(x), static_cast<T*>(y));
+      } else {
+        maxpool_nhwc_forward_kernel<T, V, size_t><<<grid_for(threads), kBlock, 0, stream>>>(
+            s, static_cast<const T*>(x), static_cast<T*>(y));
+      }
     });
   });
   check_launch("maxpool2d_nhwc_forward");
@@ -220,9 +233,16 @@ void maxpool2d_nhwc_backward(DType t, const Pool2dShape& s, const void* x, const
     using T = typename decltype(type)::type;
     with_pack<T>(pack_values<T>(s.c, {x, y, dy, dx}), [&](auto values) {
       constexpr int V = decltype(values)::value;
-      maxpool_nhwc_backward_kernel<T, V><<<grid_for(cells * s.c / V), kBlock, 0, stream>>>(
-          s, static_cast<const T*>(x), static_cast<const T*>(y), static_cast<const T*>(dy),
-          static_cast<T*>(dx));
+      const size_t threads = cells * s.c / V;
+      const T *xt = static_cast<const T*>(x), *yt = static_cast<const T*>(y),
+              *dyt = static_cast<const T*>(dy);
+      if (threads <= kMaxNarrowIndex) {
+        maxpool_nhwc_backward_kernel<T, V, uint32_t>
+            <<<grid_for(threads), kBlock, 0, stream>>>(s, xt, yt, dyt, static_cast<T*>(dx));
+      } else {
+        maxpool_nhwc_backward_kernel<T, V, size_t>
+            <<<grid_for(threads), kBlock, 0, stream>>>(s, xt, yt, dyt, static_cast<T*>(dx));
+      }
     });
   });
   check_launch("maxpool2d_nhwc_backward");
