@@ -104,10 +104,11 @@ class MixedVsCpu : public ::testing::TestWithParam<DType> {
   void SetUp() override { gpu_ = make_gpu(false); }
 
   // Synchronised after every operation, so that an error names the operation.
-  std::unique_ptr<Backend> make_gpu(bool deterministic) const {
+  std::unique_ptr<Backend> make_gpu(bool deterministic, bool channels_last = false) const {
     CudaBackendOptions o;
     o.act_type = t_;
     o.deterministic = deterministic;
+    o.channels_last = channels_last;
     o.sync_each_call = true;
     return make_cuda_backend(o);
   }
@@ -397,11 +398,7 @@ std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& v, int n, int c, int 
 // in NCHW, with many equal values (a relu's zeros, a coarse ramp), whose gradient goes to
 // each window's first maximum on both backends.
 TEST_P(MixedVsCpu, ChannelsLastMaxPool) {
-  CudaBackendOptions o;
-  o.act_type = t_;
-  o.channels_last = true;
-  o.sync_each_call = true;
-  gpu_ = make_cuda_backend(o);
+  gpu_ = make_gpu(false, /*channels_last=*/true);
   for (const Pool2dShape s :
        {Pool2dShape{2, 16, 9, 11, 3, 3, 2, 2, 1, 1}, Pool2dShape{2, 3, 7, 6, 2, 2, 2, 2, 0, 0},
         Pool2dShape{1, 8, 5, 5, 3, 3, 1, 1, 1, 1}}) {
@@ -550,11 +547,7 @@ TEST_P(MixedVsCpu, BatchNormalisation) {
 // cases take the 16-byte path, the one-value path (c not a multiple of 8, data not 16-byte
 // aligned) and many row chunks.
 TEST_P(MixedVsCpu, ChannelsLastBatchNormAddRelu) {
-  CudaBackendOptions o;
-  o.act_type = t_;
-  o.channels_last = true;
-  o.sync_each_call = true;
-  gpu_ = make_cuda_backend(o);
+  gpu_ = make_gpu(false, /*channels_last=*/true);
   struct Case {
     int n, c, hw;
     size_t offset;  // values before the data in each device buffer
