@@ -46,6 +46,17 @@ __device__ __forceinline__ int lane_rows(int rows, int lane, int lanes) {
   return rows > lane ? (rows - lane + lanes - 1) / lanes : 0;
 }
 
+// Thread t's two partials of each of its V channels into shared memory, at t * V.
+template <int V>
+__device__ __forceinline__ void stash(float* s1, float* s2, int t, const float (&a)[V],
+                                      const float (&b)[V]) {
+#pragma unroll
+  for (int j = 0; j < V; ++j) {
+    s1[t * V + j] = a[j];
+    s2[t * V + j] = b[j];
+  }
+}
+
 // Per chunk of rows and channel: the rows' mean and sum of squared deviations.
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads)
@@ -72,11 +83,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   const int t = threadIdx.y * bx + threadIdx.x;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    s_mean[t * V + j] = mean[j];
-    s_m2[t * V + j] = m2[j];
-  }
+  stash(s_mean, s_m2, t, mean, m2);
   __syncthreads();
   // Thread t merges the lanes of the block's channel t, in lane order.
   const int ch = blockIdx.x * bx * V + t;
@@ -232,11 +239,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   const int t = threadIdx.y * bx + threadIdx.x;
-#pragma unroll
-  for (int j = 0; j < V; ++j) {
-    s_g[t * V + j] = sum_g[j];
-    s_gx[t * V + j] = sum_gx[j];
-  }
+  stash(s_g, s_gx, t, sum_g, sum_gx);
   __syncthreads();
   const int ch = blockIdx.x * bx * V + t;
   if (t >= bx * V || ch >= c) return;
