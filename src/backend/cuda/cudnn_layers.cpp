@@ -1,6 +1,8 @@
 // CudnnLayers: cuDNN calls with their descriptors, and the channels-last kernels.
 #include "backend/cuda/cudnn_layers.hpp"
 
+#include <string>
+
 #include "backend/cuda/cuda_check.hpp"
 #include "core/error.hpp"
 #include "kernels/kernels.hpp"
@@ -184,13 +186,17 @@ void CudnnLayers::batchnorm_backward(const void* x, const void* dy, const float*
   done("batchnorm_backward");
 }
 
+void CudnnLayers::check_nhwc(int c, const char* op) const {
+  HT_REQUIRE(options_.channels_last, std::string(op) + ": the backend is not channels-last");
+  HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
+             std::string(op) + ": too many channels for the channels-last kernels");
+}
+
 void CudnnLayers::batchnorm_nhwc_forward(bool training, const void* x, const void* z, bool relu,
                                          const float* gamma, const float* beta, void* y, int m,
                                          int c, float eps, float momentum, float* running_mean,
                                          float* running_var, float* save_mean, float* save_invstd) {
-  HT_REQUIRE(options_.channels_last, "batchnorm_nhwc_forward: the backend is not channels-last");
-  HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
-             "batchnorm: too many channels for the channels-last kernels");
+  check_nhwc(c, "batchnorm_nhwc_forward");
   kernels::batchnorm_nhwc_forward(options_.act_type, training, x, z, relu, gamma, beta, y, m, c,
                                   eps, momentum, running_mean, running_var, save_mean, save_invstd,
                                   bn_scratch_, kBnScratchFloats, stream_);
@@ -201,9 +207,7 @@ void CudnnLayers::batchnorm_nhwc_backward(const void* x, const void* y, const vo
                                           const float* gamma, void* dx, float* dgamma, float* dbeta,
                                           int m, int c, const float* save_mean,
                                           const float* save_invstd) {
-  HT_REQUIRE(options_.channels_last, "batchnorm_nhwc_backward: the backend is not channels-last");
-  HT_REQUIRE(kernels::batchnorm_nhwc_min_scratch(c) <= kBnScratchFloats,
-             "batchnorm: too many channels for the channels-last kernels");
+  check_nhwc(c, "batchnorm_nhwc_backward");
   kernels::batchnorm_nhwc_backward(options_.act_type, x, y, dy, g, gamma, dx, dgamma, dbeta, m, c,
                                    save_mean, save_invstd, bn_scratch_, kBnScratchFloats, stream_);
   done("batchnorm_nhwc_backward");

@@ -67,6 +67,8 @@ class CudnnLayers {
   void set_pool(const Pool2dShape& s);
   // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1] (NCHW).
   void set_bn(int n, int c, int hw, float eps);
+  // Throws unless the backend is channels-last and the scratch holds c channels' sums.
+  void check_nhwc(int c, const char* op) const;
   void done(const char* op) const { check_done(options_.sync_each_call, stream_, op); }
 
   // Coefficients and partial sums of the channels-last batch normalisation
