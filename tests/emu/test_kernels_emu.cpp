@@ -25,6 +25,7 @@
 #include "backend/backend.hpp"
 #include "backend/conv_shape.hpp"
 #include "backend/cpu_backend.hpp"
+#include "common/compare.hpp"
 #include "core/convert.hpp"
 #include "core/dtype.hpp"
 #include "core/random.hpp"
@@ -36,34 +37,14 @@
 namespace hpctrain {
 namespace {
 
+using test::expect_close;
+using test::expect_same;
+using test::random_vector;
+using test::to_nhwc;
+
 constexpr double kSums = 1e-4;
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr cudaStream_t kStream = nullptr;
-
-std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(rng.normal() * scale);
-  return v;
-}
-
-void expect_same(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-        << what << "[" << i << "]: " << got[i] << " != " << want[i];
-  }
-}
-
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double w = want[i];
-    ASSERT_NEAR(got[i], w, tol * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
-  }
-}
 
 // Runs f (which recomputes everything from its inputs and returns all its results) with
 // forward and with reverse thread order; the two must agree bit for bit.
@@ -434,19 +415,6 @@ TEST_P(EmuVsCpu, Transpose) {
   expect_same(got[0], want, "transpose");
   expect_same(got[1], want, "convert_transposed");
   expect_same(got[2], v, "convert_to_float_transposed");
-}
-
-// NCHW [n, c, cells] to NHWC [n, cells, c].
-std::vector<float> to_nhwc(const std::vector<float>& v, int n, int c, int cells) {
-  std::vector<float> out(v.size());
-  for (int i = 0; i < n; ++i) {
-    for (int ch = 0; ch < c; ++ch) {
-      for (int p = 0; p < cells; ++p) {
-        out[(size_t(i) * cells + p) * c + ch] = v[(size_t(i) * c + ch) * cells + p];
-      }
-    }
-  }
-  return out;
 }
 
 // Many ties (relu zeros and a coarse grid): the gradient must go to the first maximum, as

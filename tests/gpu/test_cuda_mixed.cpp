@@ -24,6 +24,7 @@
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
+#include "common/compare.hpp"
 #include "core/convert.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -33,15 +34,13 @@
 namespace hpctrain {
 namespace {
 
+using test::expect_close;
+using test::expect_same;
+using test::random_vector;
+using test::to_nhwc;
+
 // Float32 results from identical inputs, summed in another order.
 constexpr double kSums = 1e-4;
-
-std::vector<float> random_vector(size_t n, uint64_t seed, double scale = 1.0) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = static_cast<float>(rng.normal() * scale);
-  return v;
-}
 
 // Each of `planes` planes of `plane` values a shuffled ramp of multiples of 1/8 (exact in
 // both 16-bit types): no pooling window holds two equal maxima, whose gradient the
@@ -57,30 +56,6 @@ std::vector<float> distinct_planes(size_t planes, size_t plane, uint64_t seed) {
     for (size_t i = plane - 1; i > 0; --i) std::swap(ramp[i], ramp[rng.uniform_int(i + 1)]);
   }
   return v;
-}
-
-// Bit for bit (any NaN matches any NaN: its payload is not specified).
-void expect_same(const std::vector<float>& got, const std::vector<float>& want,
-                 const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (std::isnan(want[i])) {
-      ASSERT_TRUE(std::isnan(got[i])) << what << "[" << i << "]";
-    } else {
-      ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-          << what << "[" << i << "]: " << got[i] << " != " << want[i];
-    }
-  }
-}
-
-// Element-wise |got - want| <= tol * max(1, |want|); stops at the first mismatch.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
-                  const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double w = want[i];
-    ASSERT_NEAR(got[i], w, tol * std::max(1.0, std::fabs(w))) << what << "[" << i << "]";
-  }
 }
 
 // ||got - want|| / ||want||.
@@ -378,20 +353,6 @@ TEST_P(MixedVsCpu, Pooling) {
     gpu_->avgpool2d_backward(s, gdy, gdx);
     expect_close(down_act(gdx, dx.size()), widen(dx), act_tol(), "avgpool backward" + what);
   }
-}
-
-// NCHW [planes = n * c][cells] <-> NHWC, on the host.
-std::vector<uint16_t> to_nhwc(const std::vector<uint16_t>& v, int n, int c, int cells) {
-  std::vector<uint16_t> out(v.size());
-  for (int b = 0; b < n; ++b) {
-    for (int ch = 0; ch < c; ++ch) {
-      for (int i = 0; i < cells; ++i) {
-        out[(static_cast<size_t>(b) * cells + i) * c + ch] =
-            v[(static_cast<size_t>(b) * c + ch) * cells + i];
-      }
-    }
-  }
-  return out;
 }
 
 // Channels last, max pooling runs in kernels/pool.cu: the CPU's results on the same data
