@@ -147,11 +147,14 @@ bool release(Block& b) {
   return true;
 }
 
+// Once per launch: run_block then only re-makes the context for each block. Out of line, so
+// that getcontext's second return cannot clobber the caller's locals.
+[[gnu::noinline]] void initialise(ucontext_t& context) { getcontext(&context); }
+
 void run_block(Block& b, int threads) {
   for (int i = 0; i < threads; ++i) {
     Fiber& f = b.fibers[i];
     f.state = State::kReady;
-    getcontext(&f.context);
     f.context.uc_stack.ss_sp = stacks()[i].get();
     f.context.uc_stack.ss_size = kStackBytes;
     f.context.uc_link = nullptr;
@@ -186,6 +189,7 @@ void run_grid(dim3 grid, dim3 block, const std::function<void()>& body) {
   b->body = &body;
   b->fibers.resize(threads);
   for (size_t i = 0; i < threads; ++i) {
+    initialise(b->fibers[i].context);
     b->fibers[i].thread =
         uint3{static_cast<unsigned>(i % block.x), static_cast<unsigned>(i / block.x % block.y),
               static_cast<unsigned>(i / (block.x * block.y))};
