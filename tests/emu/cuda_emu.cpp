@@ -3,12 +3,20 @@
 // waits at a barrier (block) or shuffle (warp); a warp whose live lanes all wait at a
 // shuffle, or a block whose live threads all wait at __syncthreads, is released; when
 // nothing can be released and threads remain, the launch fails.
+//
+// Fibers switch with a few instructions on x86-64 (switch_stack below: callee-saved
+// registers and the floating-point control words, no system call), with ucontext
+// elsewhere (two system calls per switch: several times slower).
 #include "emu/cuda_emu.hpp"
 
+#if !defined(__x86_64__)
 #include <ucontext.h>
+#endif
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -26,6 +34,77 @@ Coordinates here;
 
 namespace {
 
+#if defined(__x86_64__)
+// switch_stack(from, to): pushes the callee-saved registers and the MXCSR and x87 control
+// words, stores the stack pointer in *from, loads `to` and pops the same from there.
+extern "C" void ht_emu_switch_stack(void** from, void* to);
+asm(R"(
+  .text
+  .p2align 4
+  .type ht_emu_switch_stack, @function
+ht_emu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $16, %rsp
+  stmxcsr 8(%rsp)
+  fnstcw 12(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr 8(%rsp)
+  fldcw 12(%rsp)
+  addq $16, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size ht_emu_switch_stack, .-ht_emu_switch_stack
+)");
+
+struct Context {
+  void* sp = nullptr;
+};
+
+// A context that starts entry() on the stack [stack, stack + bytes): the frame
+// ht_emu_switch_stack pops (zero registers, this thread's control words), then entry's
+// address as the return address, 16-byte aligned as after a call, above it a null one.
+void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  auto* top =
+      reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(stack) + bytes) & ~uintptr_t{15});
+  uint64_t* sp = top - 2;  // [0]: entry, [1]: null
+  sp[0] = reinterpret_cast<uint64_t>(entry);
+  sp[1] = 0;
+  sp -= 8;  // six registers, then the control words' 16 bytes
+  std::fill(sp, sp + 8, uint64_t{0});
+  uint32_t mxcsr;
+  uint16_t fpu;
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(mxcsr), "=m"(fpu));
+  std::memcpy(reinterpret_cast<char*>(sp) + 8, &mxcsr, 4);
+  std::memcpy(reinterpret_cast<char*>(sp) + 12, &fpu, 2);
+  c.sp = sp;
+}
+void switch_context(Context& from, const Context& to) { ht_emu_switch_stack(&from.sp, to.sp); }
+#else
+struct Context {
+  ucontext_t uc;
+};
+// Out of line: getcontext returns twice.
+[[gnu::noinline]] void make_context(Context& c, char* stack, size_t bytes, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = bytes;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+void switch_context(Context& from, const Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
 constexpr int kWarp = 32;
 constexpr int kMaxThreads = 1024;
 constexpr size_t kStackBytes = 64 * 1024;
@@ -33,7 +112,7 @@ constexpr size_t kStackBytes = 64 * 1024;
 enum class State { kReady, kAtBarrier, kAtShuffle, kDone };
 
 struct Fiber {
-  ucontext_t context;
+  Context context;
   uint3 thread;
   State state;
 };
@@ -47,7 +126,7 @@ std::vector<std::unique_ptr<char[]>>& stacks() {
 struct Block {
   const std::function<void()>* body = nullptr;
   std::vector<Fiber> fibers;
-  ucontext_t scheduler;
+  Context scheduler;
   int current = 0;
   std::exception_ptr error;
   std::array<std::array<unsigned char, 8>, kMaxThreads> slots;
@@ -86,7 +165,7 @@ void yield(State s) {
   Fiber& f = b.fibers[b.current];
   f.state = s;
   void* fake = start_switch(b.scheduler_stack, b.scheduler_stack_bytes);
-  swapcontext(&f.context, &b.scheduler);
+  switch_context(f.context, b.scheduler);
   finish_switch(fake, &b.scheduler_stack, &b.scheduler_stack_bytes);
 }
 
@@ -100,14 +179,16 @@ void fiber_main() {
   }
   b.fibers[b.current].state = State::kDone;
   start_switch(b.scheduler_stack, b.scheduler_stack_bytes);  // this stack is finished
-  setcontext(&b.scheduler);
+  Context finished;
+  switch_context(finished, b.scheduler);  // never resumed
+  __builtin_unreachable();
 }
 
 void resume(Block& b, int i) {
   b.current = i;
   here.thread = b.fibers[i].thread;
   void* fake = start_switch(stacks()[i].get(), kStackBytes);
-  swapcontext(&b.scheduler, &b.fibers[i].context);
+  switch_context(b.scheduler, b.fibers[i].context);
   finish_switch(fake, nullptr, nullptr);
 }
 
@@ -147,21 +228,14 @@ bool release(Block& b) {
   return true;
 }
 
-// Once per launch: run_block then only re-makes the context for each block. Out of line, so
-// that getcontext's second return cannot clobber the caller's locals.
-[[gnu::noinline]] void initialise(ucontext_t& context) { getcontext(&context); }
-
 void run_block(Block& b, int threads) {
   for (int i = 0; i < threads; ++i) {
     Fiber& f = b.fibers[i];
     f.state = State::kReady;
-    f.context.uc_stack.ss_sp = stacks()[i].get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
 #ifdef HT_EMU_ASAN
     __asan_unpoison_memory_region(stacks()[i].get(), kStackBytes);
 #endif
-    makecontext(&f.context, fiber_main, 0);
+    make_context(f.context, stacks()[i].get(), kStackBytes, fiber_main);
   }
   do {
     for (int k = 0; k < threads; ++k) {
@@ -189,7 +263,6 @@ void run_grid(dim3 grid, dim3 block, const std::function<void()>& body) {
   b->body = &body;
   b->fibers.resize(threads);
   for (size_t i = 0; i < threads; ++i) {
-    initialise(b->fibers[i].context);
     b->fibers[i].thread =
         uint3{static_cast<unsigned>(i % block.x), static_cast<unsigned>(i / block.x % block.y),
               static_cast<unsigned>(i / (block.x * block.y))};

@@ -168,8 +168,14 @@ TEST(Emulator, FailsABarrierThatExitedThreadsMiss) {
       std::runtime_error);
 }
 
+void partial_shuffle_kernel(int* out) { out[threadIdx.x] = __shfl_xor_sync(0xffffu, 1, 1); }
+
 TEST(Emulator, ShufflesWithinWarps) {
   std::vector<int> out(128, -1);
+  // Thrown in a thread (a partial mask is not emulated): unwound on its fiber's stack.
+  EXPECT_THROW(emu::launch(
+                   1, 32, 0, kStream, [](auto... a) { partial_shuffle_kernel(a...); }, out.data()),
+               std::logic_error);
   emu::launch(
       2, 64, 0, kStream, [](auto... a) { shuffle_kernel(a...); }, out.data());
   for (int i = 0; i < 128; ++i) ASSERT_EQ(out[i], i ^ 1);
