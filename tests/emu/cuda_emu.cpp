@@ -4,7 +4,7 @@
 // shuffle, or a block whose live threads all wait at __syncthreads, is released; when
 // nothing can be released and threads remain, the launch fails.
 //
-// Fibers switch with a few instructions on x86-64 (switch_stack below: callee-saved
+// Fibers switch with a few instructions on x86-64 (ht_emu_switch_stack: callee-saved
 // registers and the floating-point control words, no system call), with ucontext
 // elsewhere (two system calls per switch: several times slower).
 #include "emu/cuda_emu.hpp"
@@ -35,7 +35,7 @@ Coordinates here;
 namespace {
 
 #if defined(__x86_64__)
-// switch_stack(from, to): pushes the callee-saved registers and the MXCSR and x87 control
+// ht_emu_switch_stack(from, to): pushes the callee-saved registers and the MXCSR and x87 control
 // words, stores the stack pointer in *from, loads `to` and pops the same from there.
 extern "C" void ht_emu_switch_stack(void** from, void* to);
 asm(R"(

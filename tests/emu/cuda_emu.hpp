@@ -1,6 +1,6 @@
 // A CPU emulation of the CUDA execution model, enough to run kernels/ on the host in tests
-// where no GPU is present (CI): each thread of a block is a fiber (ucontext) on the calling
-// thread, blocks run one after another, and device memory is host memory. __syncthreads()
+// where no GPU is present (CI): each thread of a block is a fiber (cuda_emu.cpp) on the
+// calling thread, blocks run one after another, and device memory is host memory. __syncthreads()
 // and warp shuffles switch fibers, so barriers, shared memory and shuffles behave as on a
 // GPU; a barrier or shuffle that not every live thread reaches fails the launch, as does a
 // shuffle in a warp with exited lanes (undefined on a GPU).
@@ -11,9 +11,9 @@
 //
 // Force-included before each kernel source, which tests/emu/rewrite_launches.py first
 // turns into C++: `k<<<grid, block, shared, stream>>>(args)` becomes
-// `::emu::launch(grid, block, shared, stream, [](auto... emu_args) { k(emu_args...); }, args)`. The
-// namespace hpctrain::kernels is renamed kernels_emu (macro below), so the emulated kernels link
-// beside the real ones.
+// `::emu::launch(grid, block, shared, stream, [](auto... emu_args) { k(emu_args...); },
+// args)`. The namespace hpctrain::kernels is renamed kernels_emu (macro below), so the
+// emulated kernels link beside the real ones.
 #pragma once
 
 #include <cuda_bf16.h>

@@ -4,7 +4,8 @@
 Usage: rewrite_launches.py IN.cu OUT.cpp
 
 Each launch `name<targs><<<grid, block, shared, stream>>>(args)` becomes
-`::emu::launch(grid, block, shared, stream, [](auto... emu_args) { name<targs>(emu_args...); }, args)`:
+`::emu::launch(grid, block, shared, stream,
+               [](auto... emu_args) { name<targs>(emu_args...); }, args)`:
 the kernel's template arguments may still be deduced from the arguments. Lines keep
 their numbers, and a #line directive names the original file, so compiler messages and
 sanitizer reports point into kernels/.
@@ -34,8 +35,9 @@ def rewrite(text):
         config = " ".join(m.group("config").split())
         newlines = text.count("\n", m.start(), m.end())
         out.append(text[pos:m.start()])
-        out.append(f"::emu::launch({config}, [](auto... emu_args) {{ {m.group('kernel')}(emu_args...); }}, " +
-                   "\n" * newlines + text[m.end():end] + ")")
+        kernel = f"[](auto... emu_args) {{ {m.group('kernel')}(emu_args...); }}"
+        out.append(f"::emu::launch({config}, {kernel}, " + "\n" * newlines +
+                   text[m.end():end] + ")")
         pos, count = end + 1, count + 1
     out.append(text[pos:])
     result = "".join(out)

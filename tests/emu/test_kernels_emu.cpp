@@ -424,11 +424,12 @@ TEST_P(EmuVsCpu, Transpose) {
 }
 
 // Many ties (relu zeros and a coarse grid): the gradient must go to the first maximum, as
-// on the CPU. Overlapping 3x3/2 windows, odd sizes, c = 3 (one-value path) and 16.
+// on the CPU. Overlapping 3x3/2 windows, odd sizes, c = 3 (one-value path), 8, 16 and 64
+// (ResNet's stem pool at 56x56).
 TEST_P(EmuVsCpu, MaxPoolChannelsLast) {
   for (const Pool2dShape s :
        {Pool2dShape{2, 16, 9, 11, 3, 3, 2, 2, 1, 1}, Pool2dShape{2, 3, 7, 6, 2, 2, 2, 2, 0, 0},
-        Pool2dShape{1, 8, 5, 5, 3, 3, 1, 1, 1, 1}, Pool2dShape{1, 64, 23, 23, 3, 3, 2, 2, 1, 1}}) {
+        Pool2dShape{1, 8, 5, 5, 3, 3, 1, 1, 1, 1}, Pool2dShape{1, 64, 56, 56, 3, 3, 2, 2, 1, 1}}) {
     SCOPED_TRACE("c=" + std::to_string(s.c) + " " + std::to_string(s.h) + "x" +
                  std::to_string(s.w) + " k" + std::to_string(s.kh));
     const int in_cells = s.h * s.w, out_cells = s.out_h() * s.out_w();
@@ -484,8 +485,8 @@ TEST_P(EmuVsCpu, AvgPool) {
 // (kernels/batchnorm.cu): the fused calls against the separate kernels bit for bit, and
 // against the CPU (NHWC [m, c] is NCHW with n = m, hw = 1). Cases: c = 64 and 16 (16-byte
 // packs), 520 (several column blocks, the last partial), 6 and 3 (one value at a time in
-// 16 bits), 4,000 rows (several row chunks merged),
-// one row, and buffers one value off a 16-byte boundary.
+// 16 bits), 4,000 rows (several row chunks merged), ResNet-34's layer2 and layer4 shapes
+// at batch 2, one row, and buffers one value off a 16-byte boundary.
 TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   struct Case {
     int rows, c;
@@ -494,8 +495,9 @@ TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   const float eps = 1e-5f, momentum = 0.1f;
   const size_t scratch_floats = size_t{1} << 21;
   std::vector<float> scratch(scratch_floats);
-  for (const Case k : {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0},
-                       Case{100, 520, 0}, Case{1, 8, 0}, Case{200, 64, 1}}) {
+  for (const Case k :
+       {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0}, Case{100, 520, 0},
+        Case{1568, 128, 0}, Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}}) {
     SCOPED_TRACE("rows=" + std::to_string(k.rows) + " c=" + std::to_string(k.c) +
                  " offset=" + std::to_string(k.offset));
     const int m = k.rows, c = k.c;
