@@ -8,7 +8,8 @@
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
 #
-#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet
+#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet seeds e2e nccl allreduce
+#                                  profile kernels
 # Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
 # (OUT/table.txt) is printed last.
 set -uo pipefail
@@ -127,7 +128,7 @@ resnet_pair() {
   done
   for p in ${TIMED:-tf32 bf16}; do
     train "resnet34_${shape}_${p}_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
-      --set precision=$p --set train.step_timing=true
+      --set precision="$p" --set train.step_timing=true
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
   # PYTORCH: the precisions PyTorch runs ("bf16_nchw": bf16 in NCHW, hpctrain's layout nchw)
@@ -215,8 +216,42 @@ stage_profile() {
     k=$((k + 1))
     local log=$OUT/logs/profile_resnet34_${p}_$k.txt
     hpctrain inspect configs/seed_resnet34.yaml --input 3x224x224 --classes 1000 --time \
-      --batch 128 --set device=cuda --set precision=$p >"$log" 2>&1
+      --batch 128 --set device=cuda --set precision="$p" >"$log" 2>&1
     note "profile $p: $(grep -E '^step at|error' "$log")"
+  done
+}
+
+# GPU time of one ResNet-34 step (KERNEL_SHAPE, default 3x224x224, batch 128) by kind of
+# kernel, hpctrain against PyTorch (channels_last for bf16), for each precision in KERNELS
+# (default bf16): Nsight Compute times every kernel of the one step that both programs
+# bracket with cudaProfilerStart/Stop (hpctrain inspect --time; pytorch_resnet.py
+# --profile-step: forward, loss, backward), bench/gpu/kernel_breakdown.py sums by kind.
+stage_kernels() {
+  local ncu="" c
+  for c in "$(command -v ncu)" /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu; do
+    [[ -x $c ]] && ncu=$c && break
+  done
+  if [[ -z $ncu ]]; then
+    note "kernels: no ncu on this machine"
+    return
+  fi
+  local shape=${KERNEL_SHAPE:-3x224x224} classes=1000 p side
+  [[ $shape == 1x148x197 ]] && classes=9
+  local profile=(--clock-control none --profile-from-start off --metrics gpu__time_duration.sum -f)
+  for p in ${KERNELS:-bf16}; do
+    timeout 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_hpctrain_$p" hpctrain inspect \
+      configs/seed_resnet34.yaml --input "$shape" --classes $classes --time --batch 128 \
+      --set device=cuda --set precision="$p" >"$OUT/logs/ncu_hpctrain_$p.log" 2>&1
+    timeout 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_pytorch_$p" python3 \
+      "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" --classes $classes \
+      --batch 128 --precision "$p" --profile-step >"$OUT/logs/ncu_pytorch_$p.log" 2>&1
+    for side in hpctrain pytorch; do
+      "$ncu" -i "$WORK/ncu_${side}_$p.ncu-rep" --csv --page raw --print-units base \
+        >"$OUT/logs/ncu_${side}_$p.csv" 2>>"$OUT/logs/ncu_${side}_$p.log"
+    done
+    note "kernels $p $shape (ms of GPU time in one step, kernels serialised by the profiler):"
+    python3 "$REPO/bench/gpu/kernel_breakdown.py" --top 12 hpctrain="$OUT/logs/ncu_hpctrain_$p.csv" \
+      pytorch="$OUT/logs/ncu_pytorch_$p.csv" 2>&1 | tee -a "$TABLE"
   done
 }
 

@@ -15,7 +15,9 @@ bf16 figure the layout is worth).
 
 Timing: --warmup steps first, then --reps windows of --steps steps each, every window
 between two device synchronisations; prints one JSON line with the median window's
-images/s and every window's figure.
+images/s and every window's figure. --profile-step instead runs one step after the
+warm-up between cudaProfilerStart and cudaProfilerStop (for `ncu --profile-from-start
+off`), forward, loss and backward only, as `hpctrain inspect --time` profiles.
 
   python3 bench/gpu/pytorch_resnet.py --model resnet34 --shape 3x224x224 --classes 1000 \
       --batch 128 --precision bf16
@@ -40,6 +42,8 @@ def parse_args():
     p.add_argument("--reps", type=int, default=5, help="timed windows")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--profile-step", action="store_true",
+                   help="after the warm-up, one forward+backward step for a profiler; no timing")
     a = p.parse_args()
     try:
         a.c, a.h, a.w = (int(v) for v in a.shape.lower().split("x"))
@@ -77,18 +81,27 @@ def main():
         y = torch.randint(0, a.classes, (a.batch,), device=dev)
         batches.append((x, y))
 
-    def step(i):
+    def step(i, update=True):
         x, y = batches[i % len(batches)]
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
             loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
+        if update:
+            opt.step()
 
     model.train()
     for i in range(a.warmup):
         step(i)
     torch.cuda.synchronize()
+    if a.profile_step:
+        torch.cuda.profiler.start()
+        step(a.warmup, update=False)
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        print(json.dumps({"tool": "pytorch", "profiled_step": True, "precision": a.precision,
+                          "channels_last": channels_last, "shape": a.shape}))
+        return
     rates = []
     for r in range(a.reps):
         t0 = time.perf_counter()

@@ -85,6 +85,11 @@ class Backend {
   virtual void convert_filter(const float* kcrs, void* krsc, int k, int c, int rs);
   // Waits for all work issued so far (no-op on the CPU).
   virtual void synchronize() = 0;
+  // Brackets work for a profiler attached to the process that records only between the
+  // two (the CUDA backend: cudaProfilerStart/Stop, for `ncu --profile-from-start off`);
+  // cheap no-ops otherwise.
+  virtual void profiler_start() {}
+  virtual void profiler_stop() {}
 
   // Input batches of a device backend, copied beside the computation. The caller keeps
   // two input slots in device memory and, per batch:

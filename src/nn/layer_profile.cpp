@@ -81,6 +81,14 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   model.set_layer_clock(&clock);
   for (int i = 0; i < reps; ++i) step(i);
   model.set_layer_clock(nullptr);
+  // One more step at full speed for a profiler that records only between profiler_start
+  // and profiler_stop (ncu --profile-from-start off; bench/gpu/device.sh, stage kernels):
+  // the kernels of exactly one step.
+  b.synchronize();
+  b.profiler_start();
+  step(reps);
+  b.synchronize();
+  b.profiler_stop();
   for (size_t l = 0; l < model.layers().size(); ++l) {
     t.forward_s.push_back(clock.median_of(l, false));
     t.backward_s.push_back(clock.median_of(l, true));

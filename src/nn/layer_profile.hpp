@@ -16,7 +16,8 @@ struct LayerTimes {
   std::vector<double> forward_s, backward_s;  // per layer, medians
 };
 
-// `warmup` steps (cuDNN's algorithm choice, caches), then `reps` timed steps each way.
+// `warmup` steps (cuDNN's algorithm choice, caches), then `reps` timed steps each way, then
+// one step between Backend::profiler_start and profiler_stop.
 LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup, int reps);
 
 }  // namespace hpctrain

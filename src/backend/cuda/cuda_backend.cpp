@@ -11,6 +11,7 @@
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -131,6 +132,14 @@ class CudaBackend final : public Backend {
     done("convert_filter");
   }
   void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
+  // A profiler that cannot start is no reason to stop: its error is read (so that no
+  // later check takes it for its own) and dropped.
+  void profiler_start() override {
+    if (cudaProfilerStart() != cudaSuccess) (void)cudaGetLastError();
+  }
+  void profiler_stop() override {
+    if (cudaProfilerStop() != cudaSuccess) (void)cudaGetLastError();
+  }
 
   // Input on copy_stream_: batch k+1 moves while batch k computes (see Backend).
   void pin_host(void* p, size_t bytes) override {
