@@ -75,9 +75,9 @@ constexpr const char* kInspectUsage =
     "parameters and forward MFLOPs per sample, then the totals. The input shape and class\n"
     "count come from data.train, or from --input and --classes (then no data is read).\n"
     "--time trains the model on random input on the config's device and precision (10\n"
-    "warm-up steps, then medians of 20) and adds each layer's forward and backward time and\n"
-    "forward GFLOP/s (the device synchronised around every layer), and the whole step's time\n"
-    "at full speed; --batch defaults to train.batch_size.\n";
+    "warm-up steps, then medians of 20) and adds each layer's and each ResNet block part's\n"
+    "forward and backward time and forward GFLOP/s (the device synchronised around each),\n"
+    "and the whole step's time at full speed; --batch defaults to train.batch_size.\n";
 
 // "1x148x197" -> {1, 148, 197}; throws UsageError naming the option otherwise.
 Dims parse_input_dims(const std::string& text) {

@@ -12,6 +12,9 @@ Conv2d::Options conv(int filters, int kernel, int stride, int padding) {
   return Conv2d::Options{filters, kernel, stride, padding, /*bias=*/false};
 }
 
+// The parts' indices in parts_ (and sublayers()), for the part clock.
+enum Part : size_t { kConv1, kBn1, kConv2, kBn2, kShortcutConv, kShortcutBn };
+
 }  // namespace
 
 BasicBlock::BasicBlock(std::string name, int filters, int stride)
@@ -46,7 +49,7 @@ Dims BasicBlock::output_dims(const Dims& input) {
     const Dims d = down_bn_->output_dims(down_conv_->output_dims(input));
     HT_REQUIRE(d == out_dims_, "basic_block: shortcut and main path shapes differ");
   }
-  parts_ = {&conv1_, &bn1_, &conv2_, &bn2_};
+  parts_ = {&conv1_, &bn1_, &conv2_, &bn2_};  // in Part order
   if (down_conv_) parts_.insert(parts_.end(), {down_conv_.get(), down_bn_.get()});
   out_elems_ = dims_elems(out_dims_);
   return out_dims_;
@@ -165,18 +168,25 @@ void BasicBlock::init_state(float* host_state) {
   }
 }
 
+template <typename F>
+void BasicBlock::timed(size_t part, bool backward, F&& f) {
+  if (part_clock_ != nullptr) part_clock_->start_part(part, backward);
+  f();
+  if (part_clock_ != nullptr) part_clock_->stop_part(part, backward);
+}
+
 void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
   set_batch(x.batch);
-  conv1_.forward(backend, x, t1v_, training);
-  bn1_.forward_add_relu(backend, t1v_, nullptr, t2v_, training);
-  conv2_.forward(backend, t2v_, t4v_, training);
+  timed(kConv1, false, [&] { conv1_.forward(backend, x, t1v_, training); });
+  timed(kBn1, false, [&] { bn1_.forward_add_relu(backend, t1v_, nullptr, t2v_, training); });
+  timed(kConv2, false, [&] { conv2_.forward(backend, t2v_, t4v_, training); });
   const void* shortcut = x.data;
   if (down_conv_) {
-    down_conv_->forward(backend, x, s1v_, training);
-    down_bn_->forward(backend, s1v_, s2v_, training);
+    timed(kShortcutConv, false, [&] { down_conv_->forward(backend, x, s1v_, training); });
+    timed(kShortcutBn, false, [&] { down_bn_->forward(backend, s1v_, s2v_, training); });
     shortcut = s2v_.data;
   }
-  bn2_.forward_add_relu(backend, t4v_, shortcut, y, training);
+  timed(kBn2, false, [&] { bn2_.forward_add_relu(backend, t4v_, shortcut, y, training); });
 }
 
 void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
@@ -186,13 +196,15 @@ void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, co
   // unchanged: it is written straight into dx, and the main branch's gradient added to it.
   const bool identity_into_dx = !down_conv_ && dx != nullptr;
   Tensor& ga = identity_into_dx ? *dx : ga_;
-  bn2_.backward_add_relu(backend, t4v_, y, dy, ga.data, &gb_);
-  conv2_.backward(backend, t2v_, t4v_, gb_, &gc_);
-  bn1_.backward_add_relu(backend, t1v_, t2v_, gc_, gc_.data, &gb_);
-  conv1_.backward(backend, x, gb_, dx, /*accumulate_dx=*/identity_into_dx);
+  timed(kBn2, true, [&] { bn2_.backward_add_relu(backend, t4v_, y, dy, ga.data, &gb_); });
+  timed(kConv2, true, [&] { conv2_.backward(backend, t2v_, t4v_, gb_, &gc_); });
+  timed(kBn1, true, [&] { bn1_.backward_add_relu(backend, t1v_, t2v_, gc_, gc_.data, &gb_); });
+  timed(kConv1, true,
+        [&] { conv1_.backward(backend, x, gb_, dx, /*accumulate_dx=*/identity_into_dx); });
   if (down_conv_) {
-    down_bn_->backward(backend, s1v_, s2v_, ga_, &gc_);
-    down_conv_->backward(backend, x, gc_, dx, /*accumulate_dx=*/true);
+    timed(kShortcutBn, true, [&] { down_bn_->backward(backend, s1v_, s2v_, ga_, &gc_); });
+    timed(kShortcutConv, true,
+          [&] { down_conv_->backward(backend, x, gc_, dx, /*accumulate_dx=*/true); });
   }
 }
 

@@ -47,6 +47,7 @@ class BasicBlock final : public Layer {
 
   // conv1, bn1, conv2, bn2[, shortcut conv, shortcut bn] (after output_dims()).
   std::vector<const Layer*> sublayers() const override { return {parts_.begin(), parts_.end()}; }
+  void set_part_clock(PartClock* clock) override { part_clock_ = clock; }
 
  private:
   // Bytes of one gradient buffer, and of the block's own part of the workspace (three
@@ -55,6 +56,9 @@ class BasicBlock final : public Layer {
   size_t scratch_bytes(int64_t max_batch, size_t act_size) const;
   // Sets the batch of every view (they are built once: a step allocates nothing).
   void set_batch(int64_t batch);
+  // Runs f, told to the part clock as part `part` (an index into parts_) if one is set.
+  template <typename F>
+  void timed(size_t part, bool backward, F&& f);
 
   int filters_, stride_;
   Dims in_dims_, out_dims_;
@@ -66,6 +70,7 @@ class BasicBlock final : public Layer {
   std::unique_ptr<Conv2d> down_conv_;  // null: identity shortcut
   std::unique_ptr<BatchNorm> down_bn_;
   std::vector<Layer*> parts_;
+  PartClock* part_clock_ = nullptr;
   // Forward activations: conv1 out, bn1+relu out, conv2 out, shortcut conv out, shortcut
   // bn out (the last two only with a projection shortcut).
   DeviceArray<std::byte> t1_, t2_, t4_, s1_, s2_;

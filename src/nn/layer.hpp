@@ -45,6 +45,19 @@ struct FilterSpec {
   int k, c, rs;
 };
 
+// Told before and after each part of a composite layer (an entry of its sublayers())
+// runs, while set (Layer::set_part_clock): `hpctrain inspect --time` times a ResNet
+// block's convolutions and batch normalisations. A part fused with what follows it (a
+// batch normalisation with its ReLU and residual addition) is timed with it.
+class PartClock {
+ public:
+  virtual void start_part(size_t part, bool backward) = 0;
+  virtual void stop_part(size_t part, bool backward) = 0;
+
+ protected:
+  ~PartClock() = default;
+};
+
 class Layer {
  public:
   explicit Layer(std::string name) : name_(std::move(name)) {}
@@ -80,6 +93,9 @@ class Layer {
 
   // Layers a composite layer runs inside itself, in parameter order (for inspect).
   virtual std::vector<const Layer*> sublayers() const { return {}; }
+  // A composite layer tells `clock` about its parts (indices into sublayers()); nullptr
+  // for none.
+  virtual void set_part_clock(PartClock* /*clock*/) {}
 
   // A view's output is its input with other dims (same elements in the same order): the
   // model points the output and its gradient at the input's buffers instead of allocating.

@@ -15,11 +15,16 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Synchronises around each layer and keeps every sample.
-class SyncClock final : public LayerClock {
+// Synchronises around each layer and each part of a composite layer, and keeps every
+// sample.
+class SyncClock final : public LayerClock, public PartClock {
  public:
-  SyncClock(Backend& backend, size_t layers) : backend_(backend), samples_(2 * layers) {}
-  void start(size_t /*layer*/, bool /*backward*/) override {
+  SyncClock(Backend& backend, const Model& model)
+      : backend_(backend), samples_(2 * model.layers().size()) {
+    for (const auto& l : model.layers()) part_samples_.emplace_back(2 * l->sublayers().size());
+  }
+  void start(size_t layer, bool /*backward*/) override {
+    layer_ = layer;
     backend_.synchronize();
     t0_ = now_seconds();
   }
@@ -27,14 +32,30 @@ class SyncClock final : public LayerClock {
     backend_.synchronize();
     samples_[2 * layer + (backward ? 1 : 0)].push_back(now_seconds() - t0_);
   }
+  void start_part(size_t /*part*/, bool /*backward*/) override {
+    backend_.synchronize();
+    part_t0_ = now_seconds();
+  }
+  void stop_part(size_t part, bool backward) override {
+    backend_.synchronize();
+    part_samples_[layer_][2 * part + (backward ? 1 : 0)].push_back(now_seconds() - part_t0_);
+  }
   double median_of(size_t layer, bool backward) const {
     return median(samples_[2 * layer + (backward ? 1 : 0)]);
+  }
+  std::vector<double> part_medians(size_t layer, bool backward) const {
+    std::vector<double> m;
+    const auto& parts = part_samples_[layer];
+    for (size_t p = backward ? 1 : 0; p < parts.size(); p += 2) m.push_back(median(parts[p]));
+    return m;
   }
 
  private:
   Backend& backend_;
-  double t0_ = 0;
+  size_t layer_ = 0;
+  double t0_ = 0, part_t0_ = 0;
   std::vector<std::vector<double>> samples_;
+  std::vector<std::vector<std::vector<double>>> part_samples_;  // [layer][2 * part + backward]
 };
 
 }  // namespace
@@ -77,8 +98,8 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   }
   t.step_s = median(steps);
 
-  SyncClock clock(b, model.layers().size());
-  model.set_layer_clock(&clock);
+  SyncClock clock(b, model);
+  model.set_layer_clock(&clock, &clock);
   for (int i = 0; i < reps; ++i) step(i);
   model.set_layer_clock(nullptr);
   // One more step at full speed for a profiler that records only between profiler_start
@@ -92,6 +113,8 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   for (size_t l = 0; l < model.layers().size(); ++l) {
     t.forward_s.push_back(clock.median_of(l, false));
     t.backward_s.push_back(clock.median_of(l, true));
+    t.part_forward_s.push_back(clock.part_medians(l, false));
+    t.part_backward_s.push_back(clock.part_medians(l, true));
   }
   return t;
 }

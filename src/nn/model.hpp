@@ -90,8 +90,12 @@ class Model {
   // the layers finish.
   void backward(GradientListener* listener = nullptr);
 
-  // Per-layer timing hooks for the passes that follow; nullptr (the default) for none.
-  void set_layer_clock(LayerClock* clock) { clock_ = clock; }
+  // Per-layer timing hooks for the passes that follow, and the composite layers' parts'
+  // (Layer::set_part_clock); nullptr (the default) for none.
+  void set_layer_clock(LayerClock* clock, PartClock* parts = nullptr) {
+    clock_ = clock;
+    for (auto& l : layers_) l->set_part_clock(parts);
+  }
 
   // What must not change when a run resumes: the input shape and, per layer, its
   // name, type, parameter count, state count (if any), output shape and attributes; one

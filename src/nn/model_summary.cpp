@@ -24,12 +24,12 @@ std::string row(const std::string& name, const char* type, const std::string& ou
   return buf;
 }
 
-// The timing columns of layer i: forward and backward ms, forward GFLOP/s.
-std::string time_columns(const LayerTimes& t, size_t i, int64_t macs) {
+// The timing columns of a layer or part: forward and backward ms, forward GFLOP/s.
+std::string time_columns(int64_t batch, double forward_s, double backward_s, int64_t macs) {
   char buf[96];
-  const double flops = 2.0 * static_cast<double>(macs) * static_cast<double>(t.batch);
-  std::snprintf(buf, sizeof(buf), " %9.3f %9.3f %9.0f", 1e3 * t.forward_s[i], 1e3 * t.backward_s[i],
-                t.forward_s[i] > 0 ? flops / t.forward_s[i] / 1e9 : 0.0);
+  const double flops = 2.0 * static_cast<double>(macs) * static_cast<double>(batch);
+  std::snprintf(buf, sizeof(buf), " %9.3f %9.3f %9.0f", 1e3 * forward_s, 1e3 * backward_s,
+                forward_s > 0 ? flops / forward_s / 1e9 : 0.0);
   return buf;
 }
 
@@ -43,19 +43,27 @@ std::string model_summary(const Model& model, const LayerTimes* times) {
   s += head;
   int64_t macs = 0;
   double layers_s = 0;
+  bool parts_timed = false;
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& l = *model.layers()[i];
     s += row(l.name(), l.type(), dims_text(model.layer_output_dims(i)),
              static_cast<int64_t>(l.param_count()), l.forward_macs());
     if (times) {
-      s += time_columns(*times, i, l.forward_macs());
+      s += time_columns(times->batch, times->forward_s[i], times->backward_s[i], l.forward_macs());
       layers_s += times->forward_s[i] + times->backward_s[i];
     }
     s += "\n";
-    for (const Layer* sub : l.sublayers()) {
-      s += row("  " + sub->name(), sub->type(), "", static_cast<int64_t>(sub->param_count()),
-               sub->forward_macs()) +
-           "\n";
+    const std::vector<const Layer*> parts = l.sublayers();
+    for (size_t p = 0; p < parts.size(); ++p) {
+      const Layer& sub = *parts[p];
+      s += row("  " + sub.name(), sub.type(), "", static_cast<int64_t>(sub.param_count()),
+               sub.forward_macs());
+      if (times && i < times->part_forward_s.size() && p < times->part_forward_s[i].size()) {
+        parts_timed = true;
+        s += time_columns(times->batch, times->part_forward_s[i][p], times->part_backward_s[i][p],
+                          sub.forward_macs());
+      }
+      s += "\n";
     }
     macs += l.forward_macs();
   }
@@ -68,6 +76,11 @@ std::string model_summary(const Model& model, const LayerTimes* times) {
                 grouped(static_cast<int64_t>(model.state_count())).c_str(),
                 2e-6 * static_cast<double>(macs));
   s += total;
+  if (parts_timed) {
+    s += "parts of a block: each timed alone (the block's time includes their "
+         "synchronisations); a batchnorm's includes the relu and residual addition fused "
+         "with it\n";
+  }
   if (times) {
     char step[320];
     std::snprintf(

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
@@ -15,7 +18,9 @@
 #include "nn/batchnorm.hpp"
 #include "nn/dense.hpp"
 #include "nn/dropout.hpp"
+#include "nn/layer_profile.hpp"
 #include "nn/model.hpp"
+#include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
 #include "nn/relu.hpp"
 
@@ -215,6 +220,38 @@ ModelConfig resnet(const char* preset, int width = 64, const char* stem = "auto"
   mc.width = width;
   mc.stem = stem;
   return mc;
+}
+
+// inspect --time times every part of a block (convolutions, batch normalisations, the
+// projection shortcut's) in both passes, and prints the times on the parts' rows.
+TEST(ResNet, InspectTimesThePartsOfEachBlock) {
+  CpuBackend be(1);
+  Model m(be, build_layers(resnet("resnet18", 2, "small"), 10, {1, 12, 12}), {1, 12, 12}, 2);
+  m.init_params(1);
+  const LayerTimes t = time_layers(m, 2, 10, 1, 2);
+  ASSERT_EQ(t.part_forward_s.size(), m.layers().size());
+  ASSERT_EQ(t.part_backward_s.size(), m.layers().size());
+  size_t blocks = 0;
+  for (size_t i = 0; i < m.layers().size(); ++i) {
+    const size_t parts = m.layers()[i]->sublayers().size();
+    ASSERT_EQ(t.part_forward_s[i].size(), parts) << m.layers()[i]->name();
+    ASSERT_EQ(t.part_backward_s[i].size(), parts) << m.layers()[i]->name();
+    for (size_t p = 0; p < parts; ++p) {
+      EXPECT_GT(t.part_forward_s[i][p], 0.0) << m.layers()[i]->name() << " part " << p;
+      EXPECT_GT(t.part_backward_s[i][p], 0.0) << m.layers()[i]->name() << " part " << p;
+    }
+    blocks += parts > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(blocks, size_t{8});
+  const std::string table = model_summary(m, &t);
+  const size_t row = table.find("  layer2.0.shortcut_conv");
+  ASSERT_NE(row, std::string::npos) << table;
+  std::istringstream line(table.substr(row, table.find('\n', row) - row));
+  std::vector<std::string> fields{std::istream_iterator<std::string>(line), {}};
+  // name, type, params, MFLOPs, then forward ms, backward ms, forward GFLOP/s.
+  ASSERT_EQ(fields.size(), size_t{7}) << table;
+  EXPECT_GE(std::stod(fields[4]), 0.0) << table;  // a number (ms at 3 decimals)
+  EXPECT_NE(table.find("parts of a block"), std::string::npos) << table;
 }
 
 TEST(ResNet, ParameterCountsMatchTorchvision) {
