@@ -11,20 +11,8 @@
 #include "core/sample_type.hpp"
 #include "emu/emu_fixture.hpp"
 
-namespace hpctrain {
+namespace hpctrain::test {
 namespace {
-
-using test::Acts;
-using test::both_orders;
-using test::EmuVsCpu;
-using test::expect_close;
-using test::expect_same;
-using test::kNaN;
-using test::kStream;
-using test::kSums;
-using test::random_vector;
-using test::results;
-using test::type_name;
 
 // Packed (n a multiple of 8, aligned) and one-value paths: bit for bit.
 TEST_P(EmuVsCpu, ElementwiseBitForBit) {
@@ -259,4 +247,4 @@ INSTANTIATE_TEST_SUITE_P(Act, EmuVsCpu, ::testing::Values(DType::kF32, DType::kB
                          type_name);
 
 }  // namespace
-}  // namespace hpctrain
+}  // namespace hpctrain::test

@@ -10,20 +10,8 @@
 #include "backend/conv_shape.hpp"
 #include "emu/emu_fixture.hpp"
 
-namespace hpctrain {
+namespace hpctrain::test {
 namespace {
-
-using test::Acts;
-using test::both_orders;
-using test::EmuVsCpu;
-using test::expect_close;
-using test::expect_same;
-using test::kNaN;
-using test::kStream;
-using test::kSums;
-using test::random_vector;
-using test::results;
-using test::to_nhwc;
 
 // Many ties (relu zeros and a coarse grid): the gradient must go to the first maximum, as
 // on the CPU. Overlapping 3x3/2 windows, odd sizes, c = 3 (one-value path), 8, 16 and 64
@@ -251,4 +239,4 @@ TEST_P(EmuVsCpu, BatchNormChannelsLast) {
 }
 
 }  // namespace
-}  // namespace hpctrain
+}  // namespace hpctrain::test
