@@ -75,21 +75,25 @@ TEST_P(EmuVsCpu, AvgPool) {
 // (kernels/batchnorm.cu): the fused calls against the separate kernels bit for bit, and
 // against the CPU (NHWC [m, c] is NCHW with n = m, hw = 1). Cases: c = 64 and 16 (16-byte
 // packs), 520 (several column blocks, the last partial), 6 and 3 (one value at a time in
-// 16 bits), 4,000 rows (several row chunks merged), ResNet-34's layer2 and layer4 shapes
-// at batch 2, one row, and buffers one value off a 16-byte boundary.
+// 16 bits), 4,000 rows (several row chunks merged), the same with the least scratch the
+// kernels accept (one chunk; a plan that overran it would fail AddressSanitizer, as the
+// scratch is exactly that long), ResNet-34's layer2 and layer4 shapes at batch 2, one row,
+// and buffers one value off a 16-byte boundary.
 TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   struct Case {
     int rows, c;
     size_t offset;
+    bool least_scratch = false;
   };
   const float eps = 1e-5f, momentum = 0.1f;
-  const size_t scratch_floats = size_t{1} << 21;
-  std::vector<float> scratch(scratch_floats);
-  for (const Case k :
-       {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0}, Case{100, 520, 0},
-        Case{1568, 128, 0}, Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}}) {
+  for (const Case k : {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0},
+                       Case{4000, 16, 0, true}, Case{100, 520, 0}, Case{1568, 128, 0},
+                       Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}}) {
     SCOPED_TRACE("rows=" + std::to_string(k.rows) + " c=" + std::to_string(k.c) +
-                 " offset=" + std::to_string(k.offset));
+                 " offset=" + std::to_string(k.offset) + (k.least_scratch ? " least scratch" : ""));
+    const size_t scratch_floats =
+        k.least_scratch ? kernels::batchnorm_nhwc_min_scratch(k.c) : size_t{1} << 21;
+    std::vector<float> scratch(scratch_floats);
     const int m = k.rows, c = k.c;
     const size_t count = size_t(m) * c;
     std::vector<float> xf = random_vector(count, 1, 2.0);
