@@ -170,9 +170,9 @@ void BasicBlock::init_state(float* host_state) {
 
 template <typename F>
 void BasicBlock::timed(size_t part, bool backward, F&& f) {
-  if (part_clock_ != nullptr) part_clock_->start_part(part, backward);
+  if (part_clock_ != nullptr) part_clock_->start(part, backward);
   f();
-  if (part_clock_ != nullptr) part_clock_->stop_part(part, backward);
+  if (part_clock_ != nullptr) part_clock_->stop(part, backward);
 }
 
 void BasicBlock::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {

@@ -47,7 +47,7 @@ class BasicBlock final : public Layer {
 
   // conv1, bn1, conv2, bn2[, shortcut conv, shortcut bn] (after output_dims()).
   std::vector<const Layer*> sublayers() const override { return {parts_.begin(), parts_.end()}; }
-  void set_part_clock(PartClock* clock) override { part_clock_ = clock; }
+  void set_part_clock(StepClock* clock) override { part_clock_ = clock; }
 
  private:
   // Bytes of one gradient buffer, and of the block's own part of the workspace (three
@@ -70,7 +70,7 @@ class BasicBlock final : public Layer {
   std::unique_ptr<Conv2d> down_conv_;  // null: identity shortcut
   std::unique_ptr<BatchNorm> down_bn_;
   std::vector<Layer*> parts_;
-  PartClock* part_clock_ = nullptr;
+  StepClock* part_clock_ = nullptr;
   // Forward activations: conv1 out, bn1+relu out, conv2 out, shortcut conv out, shortcut
   // bn out (the last two only with a projection shortcut).
   DeviceArray<std::byte> t1_, t2_, t4_, s1_, s2_;

@@ -45,17 +45,18 @@ struct FilterSpec {
   int k, c, rs;
 };
 
-// Told before and after each part of a composite layer (an entry of its sublayers())
-// runs, while set (Layer::set_part_clock): `hpctrain inspect --time` times a ResNet
-// block's convolutions and batch normalisations. A part fused with what follows it (a
-// batch normalisation with its ReLU and residual addition) is timed with it.
-class PartClock {
+// Told before and after each timed piece of a training step runs, while set: a model's
+// layers (Model::set_layer_clock; index: the layer's) or a composite layer's parts
+// (Layer::set_part_clock; index: into its sublayers()). `hpctrain inspect --time` times
+// with it. A part fused with what follows it (a batch normalisation with its ReLU and
+// residual addition) is timed with it.
+class StepClock {
  public:
-  virtual void start_part(size_t part, bool backward) = 0;
-  virtual void stop_part(size_t part, bool backward) = 0;
+  virtual void start(size_t index, bool backward) = 0;
+  virtual void stop(size_t index, bool backward) = 0;
 
  protected:
-  ~PartClock() = default;
+  ~StepClock() = default;
 };
 
 class Layer {
@@ -95,7 +96,7 @@ class Layer {
   virtual std::vector<const Layer*> sublayers() const { return {}; }
   // A composite layer tells `clock` about its parts (indices into sublayers()); nullptr
   // for none.
-  virtual void set_part_clock(PartClock* /*clock*/) {}
+  virtual void set_part_clock(StepClock* /*clock*/) {}
 
   // A view's output is its input with other dims (same elements in the same order): the
   // model points the output and its gradient at the input's buffers instead of allocating.

@@ -15,31 +15,22 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// Synchronises around each layer and each part of a composite layer, and keeps every
-// sample.
-class SyncClock final : public LayerClock, public PartClock {
+// Synchronises around each layer (this clock) and each part of a composite layer (parts(),
+// filed under the layer running), and keeps every sample.
+class SyncClock final : public StepClock {
  public:
   SyncClock(Backend& backend, const Model& model)
-      : backend_(backend), samples_(2 * model.layers().size()) {
+      : parts_(*this), backend_(backend), samples_(2 * model.layers().size()) {
     for (const auto& l : model.layers()) part_samples_.emplace_back(2 * l->sublayers().size());
   }
   void start(size_t layer, bool /*backward*/) override {
     layer_ = layer;
-    backend_.synchronize();
-    t0_ = now_seconds();
+    t0_ = mark();
   }
   void stop(size_t layer, bool backward) override {
-    backend_.synchronize();
-    samples_[2 * layer + (backward ? 1 : 0)].push_back(now_seconds() - t0_);
+    samples_[2 * layer + (backward ? 1 : 0)].push_back(mark() - t0_);
   }
-  void start_part(size_t /*part*/, bool /*backward*/) override {
-    backend_.synchronize();
-    part_t0_ = now_seconds();
-  }
-  void stop_part(size_t part, bool backward) override {
-    backend_.synchronize();
-    part_samples_[layer_][2 * part + (backward ? 1 : 0)].push_back(now_seconds() - part_t0_);
-  }
+  StepClock& parts() { return parts_; }
   double median_of(size_t layer, bool backward) const {
     return median(samples_[2 * layer + (backward ? 1 : 0)]);
   }
@@ -51,9 +42,29 @@ class SyncClock final : public LayerClock, public PartClock {
   }
 
  private:
+  class Parts final : public StepClock {
+   public:
+    explicit Parts(SyncClock& c) : c_(c) {}
+    void start(size_t /*part*/, bool /*backward*/) override { t0_ = c_.mark(); }
+    void stop(size_t part, bool backward) override {
+      c_.part_samples_[c_.layer_][2 * part + (backward ? 1 : 0)].push_back(c_.mark() - t0_);
+    }
+
+   private:
+    SyncClock& c_;
+    double t0_ = 0;
+  };
+
+  // The time once the backend has finished what was issued.
+  double mark() {
+    backend_.synchronize();
+    return now_seconds();
+  }
+
+  Parts parts_;
   Backend& backend_;
   size_t layer_ = 0;
-  double t0_ = 0, part_t0_ = 0;
+  double t0_ = 0;
   std::vector<std::vector<double>> samples_;
   std::vector<std::vector<std::vector<double>>> part_samples_;  // [layer][2 * part + backward]
 };
@@ -99,7 +110,7 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   t.step_s = median(steps);
 
   SyncClock clock(b, model);
-  model.set_layer_clock(&clock, &clock);
+  model.set_layer_clock(&clock, &clock.parts());
   for (int i = 0; i < reps; ++i) step(i);
   model.set_layer_clock(nullptr);
   // One more step at full speed for a profiler that records only between profiler_start

@@ -29,17 +29,6 @@ class GradientListener {
   ~GradientListener() = default;
 };
 
-// Told before and after each layer's forward and backward while set on a Model
-// (Model::set_layer_clock): the per-layer timing of `hpctrain inspect --time`.
-class LayerClock {
- public:
-  virtual void start(size_t layer, bool backward) = 0;
-  virtual void stop(size_t layer, bool backward) = 0;
-
- protected:
-  ~LayerClock() = default;
-};
-
 class Model {
  public:
   // Shapes flow from `input_dims` through the layers; activations are sized for
@@ -92,7 +81,7 @@ class Model {
 
   // Per-layer timing hooks for the passes that follow, and the composite layers' parts'
   // (Layer::set_part_clock); nullptr (the default) for none.
-  void set_layer_clock(LayerClock* clock, PartClock* parts = nullptr) {
+  void set_layer_clock(StepClock* clock, StepClock* parts = nullptr) {
     clock_ = clock;
     for (auto& l : layers_) l->set_part_clock(parts);
   }
@@ -130,7 +119,7 @@ class Model {
   std::vector<FilterSpec> filters_;
   std::vector<DeviceArray<std::byte>> nchw_in_, nchw_d_in_;
   size_t first_compute_ = 0;  // index of the first non-view layer
-  LayerClock* clock_ = nullptr;
+  StepClock* clock_ = nullptr;
   DeviceArray<std::byte> workspace_;  // shared scratch (Layer::workspace_bytes)
   Tensor input_;
   std::vector<Tensor> out_views_, d_views_;        // per-layer views, batch set per call
