@@ -149,7 +149,12 @@ void CpuBackend::relu_forward_f32(const float* x, float* y, size_t n) {
 
 void CpuBackend::relu_backward_f32(const float* y, const float* dy, float* dx, size_t n) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    // dy is read whatever y is: a load under the condition keeps the loop scalar, and its
+    // branch, taken for about half the values, mispredicts often.
+    for (size_t i = lo; i < hi; ++i) {
+      const float g = dy[i];
+      dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
   });
 }
 

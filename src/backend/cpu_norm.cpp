@@ -1,6 +1,8 @@
 // CPU batch normalisation and dropout. Batch normalisation works on one channel at a time:
-// its n planes of hw values are strided by c * hw. Sums run in float within a plane (the
-// loops vectorise) and in double across planes, so large batches keep their precision.
+// its n planes of hw values are strided by c * hw. Sums run in float within a plane, in
+// kLanes interleaved partial sums (plane_sums), and in double across planes, so large
+// batches keep their precision.
+#include <array>
 #include <cmath>
 
 #include "backend/cpu_backend.hpp"
@@ -18,6 +20,34 @@ size_t plane_offset(int i, int ch, int c, int hw) {
   return (static_cast<size_t>(i) * c + ch) * static_cast<size_t>(hw);
 }
 
+// The sums over j in [0, hw) of each of the terms, term(j) returning one value per sum,
+// in float: value j goes to partial sum j % kLanes (independent chains, which the compiler
+// keeps in vector registers; one running sum it may not reorder, and its every addition
+// waits for the one before), then the partial sums and the tail are added in a fixed
+// order. Same result for any thread count.
+constexpr int kLanes = 16;
+
+template <size_t N, typename Term>
+std::array<float, N> plane_sums(int hw, Term term) {
+  float lanes[N][kLanes] = {};
+  int j = 0;
+  for (; j + kLanes <= hw; j += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const std::array<float, N> t = term(j + k);
+      for (size_t s = 0; s < N; ++s) lanes[s][k] += t[s];
+    }
+  }
+  std::array<float, N> sums{};
+  for (size_t s = 0; s < N; ++s) {
+    for (int k = 0; k < kLanes; ++k) sums[s] += lanes[s][k];
+  }
+  for (; j < hw; ++j) {
+    const std::array<float, N> t = term(j);
+    for (size_t s = 0; s < N; ++s) sums[s] += t[s];
+  }
+  return sums;
+}
+
 }  // namespace
 
 void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gamma,
@@ -33,18 +63,17 @@ void CpuBackend::batchnorm_forward_training_f32(const float* x, const float* gam
                double sum = 0.0;
                for (int i = 0; i < n; ++i) {
                  const float* p = x + plane_offset(i, ch, c, hw);
-                 float s = 0.0f;
-                 for (int j = 0; j < hw; ++j) s += p[j];
-                 sum += s;
+                 sum += plane_sums<1>(hw, [&](int j) { return std::array<float, 1>{p[j]}; })[0];
                }
                const double mean = sum / m;
                const float mean_f = static_cast<float>(mean);
                double sq = 0.0;
                for (int i = 0; i < n; ++i) {
                  const float* p = x + plane_offset(i, ch, c, hw);
-                 float s = 0.0f;
-                 for (int j = 0; j < hw; ++j) s += (p[j] - mean_f) * (p[j] - mean_f);
-                 sq += s;
+                 sq += plane_sums<1>(hw, [&](int j) {
+                   const float d = p[j] - mean_f;
+                   return std::array<float, 1>{d * d};
+                 })[0];
                }
                const double var = sq / m;
                const float invstd = static_cast<float>(1.0 / std::sqrt(var + eps));
@@ -94,14 +123,13 @@ void CpuBackend::batchnorm_backward_f32(const float* x, const float* dy, const f
                // dbeta = sum(dy), dgamma = sum(dy * xhat) with xhat = (x - mean) * invstd.
                double sum_dy = 0.0, sum_dy_xc = 0.0;
                for (int i = 0; i < n; ++i) {
-                 const size_t o = plane_offset(i, ch, c, hw);
-                 float s = 0.0f, t = 0.0f;
-                 for (int j = 0; j < hw; ++j) {
-                   s += dy[o + j];
-                   t += dy[o + j] * (x[o + j] - mean);
-                 }
-                 sum_dy += s;
-                 sum_dy_xc += t;
+                 const float* g = dy + plane_offset(i, ch, c, hw);
+                 const float* p = x + plane_offset(i, ch, c, hw);
+                 const std::array<float, 2> s = plane_sums<2>(hw, [&](int j) {
+                   return std::array<float, 2>{g[j], g[j] * (p[j] - mean)};
+                 });
+                 sum_dy += s[0];
+                 sum_dy_xc += s[1];
                }
                dbeta[ch] = static_cast<float>(sum_dy);
                dgamma[ch] = static_cast<float>(sum_dy_xc * invstd);
