@@ -90,7 +90,12 @@ void col2im(const Conv2dShape& s, const float* col, int g, bool accumulate, floa
             const int iy = oy * s.stride_h - s.pad_h + ki;
             if (iy < 0 || iy >= s.h) continue;
             float* dst = plane + static_cast<size_t>(iy) * s.w;
-            for (int ox = r.lo; ox < r.hi; ++ox) dst[ox * s.stride_w + offset] += src[ox];
+            if (s.stride_w == 1) {  // adjacent: the loop vectorises
+              float* d = dst + offset;
+              for (int ox = r.lo; ox < r.hi; ++ox) d[ox] += src[ox];
+            } else {
+              for (int ox = r.lo; ox < r.hi; ++ox) dst[ox * s.stride_w + offset] += src[ox];
+            }
           }
         }
       }
