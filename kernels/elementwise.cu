@@ -5,6 +5,7 @@
 // bit.
 #include <cuda_fp16.h>
 
+#include "backend/adam_coefficients.hpp"
 #include "backend/backend.hpp"
 #include "core/random.hpp"
 #include "kernels/act.cuh"
@@ -113,6 +114,32 @@ __global__ void sgd_kernel(float* params, const float* grads, float* velocity, s
       params[i] = p - lr * v;
     }
   }
+}
+
+// Adam and AdamW (Backend::adam_update). Each thread derives the step's scalars from the
+// step counter in device memory, which count_step_kernel advanced before this launch.
+__global__ void adam_kernel(float* params, const float* grads, float* m, float* v, size_t n,
+                            AdamParams adam, const float* step, const float* skip) {
+  if (skip != nullptr && *skip != 0.0f) return;
+  const AdamCoefficients c = adam_coefficients(adam, *step);
+  HT_GRID_STRIDE(i, n) {
+    float p = params[i];
+    float g = grads[i];
+    if (adam.decoupled) {
+      p *= c.decay;
+    } else {
+      g += adam.weight_decay * p;
+    }
+    const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
+    const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    params[i] = p - c.step_size * mi / (sqrtf(vi) / c.bias2_sqrt + adam.eps);
+  }
+}
+
+__global__ void count_step_kernel(float* counter, const float* skip) {
+  if (skip == nullptr || *skip == 0.0f) *counter += 1.0f;
 }
 
 // Every thread that meets a non-finite gradient writes the same 1 to kFoundInf (a benign
@@ -261,6 +288,19 @@ void sgd_update(float* params, const float* grads, float* velocity, size_t n, co
   sgd_kernel<<<grid_for(n), kBlock, 0, stream>>>(params, grads, velocity, n, sgd.lr, sgd.momentum,
                                                  sgd.weight_decay, sgd.nesterov, skip);
   check_launch("sgd_update");
+}
+
+void adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                 const AdamParams& adam, const float* step, const float* skip,
+                 cudaStream_t stream) {
+  if (n == 0) return;
+  adam_kernel<<<grid_for(n), kBlock, 0, stream>>>(params, grads, m, v, n, adam, step, skip);
+  check_launch("adam_update");
+}
+
+void count_step(float* counter, const float* skip, cudaStream_t stream) {
+  count_step_kernel<<<1, 1, 0, stream>>>(counter, skip);
+  check_launch("count_step");
 }
 
 void unscale_grads(float* grads, size_t n, float* state, cudaStream_t stream) {

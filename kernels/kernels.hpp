@@ -19,6 +19,7 @@ namespace hpctrain {
 
 struct LossStats;
 struct SgdParams;
+struct AdamParams;
 struct Pool2dShape;
 
 namespace kernels {
@@ -55,6 +56,10 @@ void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t s
 // Does nothing when skip is not null and *skip != 0 (read on the device).
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,
                 const float* skip, cudaStream_t stream);
+// Backend::adam_update and Backend::count_step; `step` and `skip` are device memory.
+void adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                 const AdamParams& adam, const float* step, const float* skip, cudaStream_t stream);
+void count_step(float* counter, const float* skip, cudaStream_t stream);
 // Dynamic loss scaling on its device state (LossScaleState in backend/backend.hpp).
 void unscale_grads(float* grads, size_t n, float* state, cudaStream_t stream);
 void update_loss_scale(float* state, float growth, float backoff, int interval,

@@ -55,6 +55,14 @@ struct SgdParams {
   bool nesterov = false;
 };
 
+struct AdamParams {
+  float lr = 0.0f;
+  double beta1 = 0.9, beta2 = 0.999;  // double: the bias corrections 1 - beta^t need it
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+  bool decoupled = false;  // AdamW: weight decay applied to the parameters, not the gradient
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -256,6 +264,17 @@ class Backend {
   // whose gradients overflowed.
   virtual void sgd_update(float* params, const float* grads, float* velocity, size_t n,
                           const SgdParams& sgd, const float* skip) = 0;
+  // Fused Adam over n parameters (PyTorch semantics) at step t = *step (backend memory: the
+  // steps taken, this one included; see count_step):
+  //   Adam: g = grad + wd * p.   AdamW: g = grad, p *= 1 - lr * wd.
+  //   m = b1 * m + (1 - b1) * g;  v = b2 * v + (1 - b2) * g^2
+  //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+  // Does nothing if `skip` (may be null) is non-zero, as sgd_update.
+  virtual void adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                           const AdamParams& adam, const float* step, const float* skip) = 0;
+  // *counter += 1, unless `skip` (may be null) is non-zero. One float in backend memory: it
+  // counts exactly up to 2^24 and then stays there.
+  virtual void count_step(float* counter, const float* skip) = 0;
 
   // Dynamic loss scaling (float16), with its state in device memory so that the step
   // loop never waits for the device: see LossScaleState.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <new>
 
+#include "backend/adam_coefficients.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
@@ -212,6 +213,32 @@ void CpuBackend::sgd_update(float* params, const float* grads, float* velocity, 
       }
     }
   });
+}
+
+void CpuBackend::adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                             const AdamParams& adam, const float* step, const float* skip) {
+  if (skip != nullptr && *skip != 0.0f) return;
+  const AdamCoefficients c = adam_coefficients(adam, *step);
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      float p = params[i];
+      float g = grads[i];
+      if (adam.decoupled) {
+        p *= c.decay;
+      } else {
+        g += adam.weight_decay * p;
+      }
+      const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
+      const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
+      m[i] = mi;
+      v[i] = vi;
+      params[i] = p - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + adam.eps);
+    }
+  });
+}
+
+void CpuBackend::count_step(float* counter, const float* skip) {
+  if (skip == nullptr || *skip == 0.0f) *counter += 1.0f;
 }
 
 void CpuBackend::scale(float* x, size_t n, float alpha) {

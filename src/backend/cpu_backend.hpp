@@ -89,6 +89,9 @@ class CpuBackend final : public Backend {
 
   void sgd_update(float* params, const float* grads, float* velocity, size_t n,
                   const SgdParams& sgd, const float* skip) override;
+  void adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                   const AdamParams& adam, const float* step, const float* skip) override;
+  void count_step(float* counter, const float* skip) override;
   void unscale_grads(float* grads, size_t n, float* state) override;
   void update_loss_scale(float* state, float growth, float backoff, int interval) override;
   void scale(float* x, size_t n, float alpha) override;

@@ -19,7 +19,12 @@ inline constexpr const char* kParamsArray = "model/params";
 // Model state (BatchNorm running statistics): averaged over the ranks before a save, so
 // always one shared array.
 inline constexpr const char* kStateArray = "model/state";
+// Optimizer state (optim/optimizer.hpp): SGD's momentum; Adam's moments, and its step
+// counter (one value, the same on every rank).
 inline constexpr const char* kVelocityArray = "optimizer/velocity";
+inline constexpr const char* kAdamFirstMomentArray = "optimizer/adam_m";
+inline constexpr const char* kAdamSecondMomentArray = "optimizer/adam_v";
+inline constexpr const char* kAdamStepArray = "optimizer/adam_step";
 // The float16 loss scaler: {scale, steps since the last overflow or growth}. Identical on
 // every rank (strategy allreduce only).
 inline constexpr const char* kLossScaleArray = "optimizer/loss_scale";

@@ -83,10 +83,14 @@ struct ScheduleConfig {
 };
 
 struct OptimizerConfig {
-  std::string name = "sgd";  // only "sgd" for now
+  std::string name = "sgd";  // sgd, adam or adamw
   double lr = 0.05;
-  double momentum = 0.9;
-  bool nesterov = false;
+  double momentum = 0.9;  // sgd
+  bool nesterov = false;  // sgd
+  double beta1 = 0.9;     // adam, adamw
+  double beta2 = 0.999;   // adam, adamw
+  double eps = 1e-8;      // adam, adamw
+  // sgd and adam: added to the gradient (L2); adamw: decoupled, p *= 1 - lr * weight_decay
   double weight_decay = 0.0;
   ScheduleConfig schedule;
 };

@@ -111,8 +111,14 @@ std::string config_to_yaml(const Config& c) {
   out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << opt.name;
   number(out, "lr", opt.lr);
-  number(out, "momentum", opt.momentum);
-  out << YAML::Key << "nesterov" << YAML::Value << opt.nesterov;
+  if (opt.name == "sgd") {
+    number(out, "momentum", opt.momentum);
+    out << YAML::Key << "nesterov" << YAML::Value << opt.nesterov;
+  } else {
+    number(out, "beta1", opt.beta1);
+    number(out, "beta2", opt.beta2);
+    number(out, "eps", opt.eps);
+  }
   number(out, "weight_decay", opt.weight_decay);
   out << YAML::Key << "schedule" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "type" << YAML::Value << to_string(opt.schedule.type);

@@ -279,11 +279,31 @@ void read_optimizer(const Origins& origins, const Section& s, OptimizerConfig& o
   s.get("lr", opt.lr, NumberRange::above(0));
   s.get("momentum", opt.momentum, NumberRange::at_least(0).below(1));
   s.get("nesterov", opt.nesterov);
+  s.get("beta1", opt.beta1, NumberRange::at_least(0).below(1));
+  s.get("beta2", opt.beta2, NumberRange::at_least(0).below(1));
+  s.get("eps", opt.eps, NumberRange::above(0));
   s.get("weight_decay", opt.weight_decay, NumberRange::at_least(0));
   if (opt.nesterov && opt.momentum == 0.0) {
     const auto v = s.find("nesterov");  // present: nesterov defaults to false
     origins.fail(v->path, v->mark, "requires optimizer.momentum > 0");
   }
+  // Keys of the other optimizers would be ignored: a value other than the default is an
+  // error (the default is accepted, so that --set optimizer.name=adam works on a file
+  // written for SGD).
+  const OptimizerConfig defaults;
+  const bool sgd = opt.name == "sgd";
+  const std::string name_note = "(name is '" + opt.name + "')";
+  auto only_for = [&](const char* key, bool used, bool is_default, const char* names) {
+    if (const auto v = s.find(key); v && !used && !is_default) {
+      origins.fail(v->path, v->mark,
+                   std::string("only used with optimizer.name ") + names + " " + name_note);
+    }
+  };
+  only_for("momentum", sgd, opt.momentum == defaults.momentum, "'sgd'");
+  only_for("nesterov", sgd, opt.nesterov == defaults.nesterov, "'sgd'");
+  only_for("beta1", !sgd, opt.beta1 == defaults.beta1, "'adam' or 'adamw'");
+  only_for("beta2", !sgd, opt.beta2 == defaults.beta2, "'adam' or 'adamw'");
+  only_for("eps", !sgd, opt.eps == defaults.eps, "'adam' or 'adamw'");
 
   const Section sched = s.section("schedule");
   ScheduleConfig& sc = opt.schedule;

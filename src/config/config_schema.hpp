@@ -60,7 +60,7 @@ inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", Schedul
 // The string-typed choices: kept as strings in Config because later modules grow them.
 inline constexpr const char* kPresetNames[] = {"mlp", "cnn", "resnet18", "resnet34", "layers"};
 inline constexpr const char* kStemNames[] = {"auto", "imagenet", "small"};
-inline constexpr const char* kOptimizerNames[] = {"sgd"};
+inline constexpr const char* kOptimizerNames[] = {"sgd", "adam", "adamw"};
 inline constexpr const char* kLayerTypeNames[] = {
     "dense",          "relu",    "conv2d",    "maxpool", "avgpool",
     "global_avgpool", "flatten", "batchnorm", "dropout", "basic_block"};

@@ -6,12 +6,7 @@
 
 #include <cstdint>
 
-// Functions the CUDA kernels share with the host.
-#if defined(__CUDACC__)
-#define HT_HOST_DEVICE __host__ __device__
-#else
-#define HT_HOST_DEVICE
-#endif
+#include "core/host_device.hpp"
 
 namespace hpctrain {
 

@@ -2,6 +2,8 @@
 // parameters live.
 #include "optim/sgd.hpp"
 
+#include "checkpoint/checkpoint_state.hpp"
+
 namespace hpctrain {
 
 Sgd::Sgd(Backend& backend, const OptimizerConfig& config, size_t param_count,
@@ -20,6 +22,11 @@ void Sgd::step(float* params, const float* grads, double lr, const float* skip) 
     float* v = velocity_.size() > 0 ? velocity_.data() + r.offset : nullptr;
     backend_.sgd_update(params + r.offset, grads + r.offset, v, r.count, params_, skip);
   }
+}
+
+std::vector<OptimizerSlot> Sgd::state() {
+  if (velocity_.size() == 0) return {};
+  return {{kVelocityArray, velocity_.data(), velocity_.size(), true}};
 }
 
 }  // namespace hpctrain

@@ -1,9 +1,9 @@
 // Checkpoint capture and restore.
-//   capture: strategy allreduce keeps identical parameters and momentum on every
-//     rank, so rank 0 copies its own; strategy average keeps per-rank state, so
-//     rank 0 gathers everyone's and stores them per rank. The model state (BatchNorm
-//     statistics) is the same on every rank when save() is called (the trainer
-//     averages it first) and is stored once.
+//   capture: strategy allreduce keeps identical parameters and optimizer state on
+//     every rank, so rank 0 copies its own; strategy average keeps per-rank state, so
+//     rank 0 gathers everyone's per-parameter arrays and stores them per rank. The model
+//     state (BatchNorm statistics) is the same on every rank when save() is called (the
+//     trainer averages it first) and is stored once, as are the optimizer's scalars.
 //   restore: rank 0 broadcasts the cursor, then the arrays: per rank when the
 //     checkpoint holds per-rank state for the same world size and strategy,
 //     else one shared copy (the ranks' average for a per-rank checkpoint).
@@ -61,20 +61,19 @@ constexpr size_t kInlineSnapshotBytes = size_t{8} << 20;
 struct RestoreHeader {
   int64_t found = 0;
   int64_t step = 0, epoch = 0, step_in_epoch = 0, global_batch = 0, world_size = 0;
-  int64_t per_rank = 0;       // 1: arrays come per rank (scatter); 0: one shared copy
-  int64_t velocity_size = 0;  // 0: the checkpoint has no momentum
-  int64_t state_size = 0;     // floats of model state in the checkpoint
-  float loss_scale[2] = {};   // the checkpoint's loss scaler; scale 0: none
+  int64_t per_rank = 0;      // 1: arrays come per rank (scatter); 0: one shared copy
+  int64_t state_size = 0;    // floats of model state in the checkpoint
+  float loss_scale[2] = {};  // the checkpoint's loss scaler; scale 0: none
 };
 
 }  // namespace
 
-TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd,
+TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer,
                                          LossScaler* scaler, int rank, int world_size,
                                          int64_t steps_per_epoch)
     : config_(config),
       model_(model),
-      sgd_(sgd),
+      slots_(optimizer.state()),
       scaler_(scaler),
       rank_(rank),
       world_size_(world_size),
@@ -142,20 +141,14 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     }
     h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
                  s->world_size == world_size_ && config_.distributed.strategy == Strategy::kAverage;
-    const std::string v = h.per_rank ? rank_array_name(0, kVelocityArray) : kVelocityArray;
-    h.velocity_size = s->arrays.count(v) ? static_cast<int64_t>(s->arrays.at(v).size()) : 0;
-    if (!h.per_rank && s->arrays.count(kParamsArray) == 0) {
-      h.velocity_size = s->arrays.count(rank_array_name(0, kVelocityArray))
-                            ? static_cast<int64_t>(model_.param_count())
-                            : 0;
-    }
   }
   comm.broadcast(&h, sizeof(h), 0);
   if (!h.found) return std::nullopt;
 
-  // 1. Arrays: parameters, then momentum (absent in the checkpoint: zeros).
+  // 1. Arrays: parameters, model state, then optimizer state (absent in the checkpoint:
+  //    zeros).
   const size_t n = model_.param_count();
-  std::vector<float> params(n), velocity(n);
+  std::vector<float> params(n);
   auto shared = [&](const char* name) {
     // Rank 0: the shared array, or the average of the per-rank ones.
     std::vector<float> out(n, 0.0f);
@@ -196,13 +189,32 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     comm.broadcast(state.data(), state.size() * sizeof(float), 0);
     model_.set_state(state.data());
   }
-  if (sgd_.velocity_size() == n) {
-    if (h.velocity_size == static_cast<int64_t>(n)) {
-      distribute(kVelocityArray, velocity);
-    } else if (rank_ == 0) {
-      log_warn("checkpoint has no momentum state; momentum restarts from zero");
+  for (const OptimizerSlot& slot : slots_) {
+    int64_t present = 0;
+    if (rank_ == 0) {
+      // Per parameter: per rank, or one shared copy, or per-rank ones to average.
+      auto has = [&](const std::string& name) {
+        const auto it = s->arrays.find(name);
+        return it != s->arrays.end() && it->second.size() == slot.size;
+      };
+      const std::string per_rank_name = rank_array_name(0, slot.name);
+      present = !slot.per_parameter ? has(slot.name)
+                : h.per_rank        ? has(per_rank_name)
+                                    : has(slot.name) || has(per_rank_name);
+      if (!present) {
+        log_warn(std::string("checkpoint has no ") + slot.name + " (it was written with " +
+                 "another optimizer); that state starts from zero");
+      }
     }
-    model_.backend().copy_to_device(sgd_.velocity(), velocity.data(), n * sizeof(float));
+    comm.broadcast(&present, sizeof(present), 0);
+    std::vector<float> values(slot.size, 0.0f);
+    if (present && slot.per_parameter) {
+      distribute(slot.name, values);
+    } else if (present) {
+      if (rank_ == 0) values = s->arrays.at(slot.name);
+      comm.broadcast(values.data(), slot.size * sizeof(float), 0);
+    }
+    model_.backend().copy_to_device(slot.data, values.data(), slot.size * sizeof(float));
   }
   if (scaler_ != nullptr && h.loss_scale[0] > 0.0f) {
     scaler_->restore({h.loss_scale[0], h.loss_scale[1]});
@@ -231,7 +243,6 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
 void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wait) {
   const double t0 = now_seconds();
   const size_t n = model_.param_count();
-  const bool has_velocity = sgd_.velocity_size() == n;
   const bool per_rank = config_.distributed.strategy == Strategy::kAverage && world_size_ > 1;
   if (rank_ == 0 && !writer_) {
     writer_ =
@@ -246,8 +257,11 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   // A small state is copied right here: a millisecond of memcpy costs less than
   // waiting for the writer thread to be scheduled on busy cores.
   // Device memory (a GPU backend) is copied to host memory here too.
+  const size_t arrays = 1 + static_cast<size_t>(std::count_if(
+                                slots_.begin(), slots_.end(),
+                                [](const OptimizerSlot& x) { return x.per_parameter; }));
   const bool copy_inline =
-      !model_.backend().host_accessible() || 2 * n * sizeof(float) <= kInlineSnapshotBytes;
+      !model_.backend().host_accessible() || arrays * n * sizeof(float) <= kInlineSnapshotBytes;
   std::vector<SnapshotSource> sources;
   auto capture = [&](const float* live, const char* name) {
     if (!per_rank) {
@@ -273,7 +287,15 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
     }
   };
   capture(model_.params(), kParamsArray);
-  if (has_velocity) capture(sgd_.velocity(), kVelocityArray);
+  for (const OptimizerSlot& slot : slots_) {
+    if (slot.per_parameter) {
+      capture(slot.data, slot.name);
+    } else if (rank_ == 0) {
+      std::vector<float>& dst = state.arrays[slot.name];
+      dst.resize(slot.size);
+      model_.backend().copy_to_host(dst.data(), slot.data, slot.size * sizeof(float));
+    }
+  }
   if (scaler_ != nullptr && rank_ == 0) {
     const LossScaler::Saved ls = scaler_->save();
     state.arrays[kLossScaleArray] = {ls.scale, ls.good_steps};

@@ -14,7 +14,7 @@
 #include "comm/communicator.hpp"
 #include "config/config.hpp"
 #include "nn/model.hpp"
-#include "optim/sgd.hpp"
+#include "optim/optimizer.hpp"
 #include "train/loss_scaler.hpp"
 
 namespace hpctrain {
@@ -22,8 +22,8 @@ namespace hpctrain {
 class TrainingCheckpoints {
  public:
   // scaler: the loss scaler of precision fp16, else null.
-  TrainingCheckpoints(const Config& config, Model& model, Sgd& sgd, LossScaler* scaler, int rank,
-                      int world_size, int64_t steps_per_epoch);
+  TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer, LossScaler* scaler,
+                      int rank, int world_size, int64_t steps_per_epoch);
   ~TrainingCheckpoints();
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
@@ -46,7 +46,7 @@ class TrainingCheckpoints {
 
   // Collective: captures the state after `global_step` steps; rank 0 queues it
   // for writing and, if `wait`, waits until it is committed. Rank 0's live
-  // parameters and momentum may still be being copied when this returns: call
+  // parameters and optimizer state may still be being copied when this returns: call
   // wait_snapshot() before modifying them.
   void save(Communicator& comm, int64_t global_step, bool wait);
   // Returns once the live arrays of the last save() are copied; cheap otherwise.
@@ -61,7 +61,7 @@ class TrainingCheckpoints {
  private:
   const Config& config_;
   Model& model_;
-  Sgd& sgd_;
+  const std::vector<OptimizerSlot> slots_;  // the optimizer's state arrays
   LossScaler* scaler_;
   int rank_, world_size_;
   int64_t steps_per_epoch_;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "nn/model.hpp"
-#include "optim/sgd.hpp"
+#include "optim/optimizer.hpp"
 
 namespace hpctrain {
 

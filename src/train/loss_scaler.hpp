@@ -3,7 +3,7 @@
 // all-reduce the gradients are divided by S and checked. A step whose gradients overflowed
 // is skipped and S halved; after `interval` steps in a row without overflow S doubles.
 // The state lives in the backend's memory and every decision is taken there (the backend's
-// unscale_grads / update_loss_scale, and sgd_update's skip flag), so the step loop never
+// unscale_grads / update_loss_scale, and the optimizer's skip flag), so the step loop never
 // waits for the device. Ranks agree without communication: they unscale the same summed
 // gradients. Used from the training thread only.
 #pragma once
@@ -32,7 +32,7 @@ class LossScaler {
   LossScaler(Backend& backend, const Options& options);
 
   // Device pointers for the step: the factor softmax_xent multiplies the loss gradient by,
-  // and the flag sgd_update skips on.
+  // and the flag the optimizer step skips on.
   const float* scale() const { return state_.data() + LossScaleState::kScale; }
   const float* skip() const { return state_.data() + LossScaleState::kFoundInf; }
   // Unscales and checks n summed gradients (once per trainable range per step).

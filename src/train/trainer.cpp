@@ -109,7 +109,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     log_info(load_initial_params(config_.model.init_from, *model_));
   }
   trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
-  sgd_ = std::make_unique<Sgd>(*backend_, config_.optimizer, model_->param_count(), trainable_);
+  optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), trainable_);
   if (config_.precision == Precision::kFp16) {
     LossScaler::Options o;
     o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
@@ -127,7 +127,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
   }
   stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
-  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *sgd_, scaler_.get(),
+  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(),
                                                        rank_, world_size_, steps_per_epoch_);
   checkpoints_->prepare_resume(resume);
 
@@ -225,7 +225,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       for (const ParamRange& r : trainable_) scaler_->unscale(model_->grads() + r.offset, r.count);
     }
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
-    sgd_->step(model_->mutable_params(), model_->grads(), lr, scaler_ ? scaler_->skip() : nullptr);
+    optimizer_->step(model_->mutable_params(), model_->grads(), lr,
+                     scaler_ ? scaler_->skip() : nullptr);
     if (scaler_) scaler_->update();
     if (timing) backend_->phase_mark(4);
     ++global_step_;

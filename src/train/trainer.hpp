@@ -17,7 +17,7 @@
 #include "data/loader.hpp"
 #include "nn/model.hpp"
 #include "optim/lr_schedule.hpp"
-#include "optim/sgd.hpp"
+#include "optim/optimizer.hpp"
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/gradient_buckets.hpp"
@@ -88,7 +88,7 @@ class Trainer {
   std::unique_ptr<DatasetFile> train_file_, val_file_, test_file_;
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
-  std::unique_ptr<Sgd> sgd_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LossScaler> scaler_;  // precision fp16
   int64_t skipped_steps_ = 0;           // by scaler_, in this run
   std::unique_ptr<LrSchedule> schedule_;

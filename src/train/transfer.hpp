@@ -8,7 +8,7 @@
 
 #include "config/config.hpp"
 #include "nn/model.hpp"
-#include "optim/sgd.hpp"
+#include "optim/optimizer.hpp"
 
 namespace hpctrain {
 

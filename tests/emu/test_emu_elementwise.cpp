@@ -150,6 +150,46 @@ TEST(EmuKernels, SgdAndLossScaling) {
   EXPECT_EQ(state[S::kScale], 1024.0f) << "halved once, doubled after 3 good steps";
 }
 
+// Adam and AdamW from a mid-run state (step 4), over three steps of which the second is
+// skipped by the flag: parameters, moments and the step counter as the CPU's.
+TEST(EmuKernels, AdamAndStepCount) {
+  CpuBackend cpu_(1, CpuBackend::kDefaultConvChunkBytes, false, DType::kF32);
+  const size_t n = 4099;
+  std::vector<float> v0 = random_vector(n, 6);
+  for (float& x : v0) x = x * x;  // a second moment is not negative
+  const std::vector<float> p0 = random_vector(n, 4), m0 = random_vector(n, 5);
+  for (const bool decoupled : {false, true}) {
+    AdamParams adam;
+    adam.lr = 1e-3f;
+    adam.weight_decay = 0.01f;
+    adam.decoupled = decoupled;
+    std::vector<float> wp = p0, wm = m0, wv = v0, wstep = {4.0f};
+    std::vector<std::vector<float>> grads;
+    for (int s = 0; s < 3; ++s) {
+      grads.push_back(random_vector(n, 20 + s));
+      const float flag = s == 1 ? 1.0f : 0.0f;
+      cpu_.count_step(wstep.data(), &flag);
+      cpu_.adam_update(wp.data(), grads[s].data(), wm.data(), wv.data(), n, adam, wstep.data(),
+                       &flag);
+    }
+    const auto got = both_orders([&] {
+      std::vector<float> gp = p0, gm = m0, gv = v0, gstep = {4.0f};
+      for (int s = 0; s < 3; ++s) {
+        const float flag = s == 1 ? 1.0f : 0.0f;
+        kernels::count_step(gstep.data(), &flag, kStream);
+        kernels::adam_update(gp.data(), grads[s].data(), gm.data(), gv.data(), n, adam,
+                             gstep.data(), &flag, kStream);
+      }
+      return results(gp, gm, gv, gstep);
+    });
+    const std::string what = decoupled ? "adamw " : "adam ";
+    expect_close(got[0], wp, 1e-6, what + "params");
+    expect_close(got[1], wm, 1e-6, what + "first moment");
+    expect_close(got[2], wv, 1e-6, what + "second moment");
+    expect_same(got[3], {6.0f}, what + "step count (one step skipped)");
+  }
+}
+
 // Bias gradients: tall (channels last: samples x positions rows) and short matrices, and
 // NCHW channels; batch normalisation's parameter gradients in NCHW.
 TEST_P(EmuVsCpu, Reductions) {

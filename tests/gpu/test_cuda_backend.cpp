@@ -144,6 +144,31 @@ TEST_F(CudaVsCpu, SgdVariants) {
   }
 }
 
+// Adam and AdamW from a mid-run state: the step counter advances on the device, then the
+// update reads it there.
+TEST_F(CudaVsCpu, AdamVariants) {
+  const size_t n = 4099;
+  for (const bool decoupled : {false, true}) {
+    AdamParams adam;
+    adam.lr = 1e-3f;
+    adam.weight_decay = 0.01f;
+    adam.decoupled = decoupled;
+    auto p = random_vector(n, 1), g = random_vector(n, 2), m = random_vector(n, 3),
+         v = random_vector(n, 4);
+    for (float& x : v) x = x * x;
+    std::vector<float> wp = p, wm = m, wv = v, step = {4.0f};
+    cpu_.count_step(step.data(), nullptr);
+    cpu_.adam_update(wp.data(), g.data(), wm.data(), wv.data(), n, adam, step.data(), nullptr);
+    float *dp = up(p), *dm = up(m), *dv = up(v), *dstep = up(std::vector<float>{4.0f});
+    gpu_->count_step(dstep, nullptr);
+    gpu_->adam_update(dp, up(g), dm, dv, n, adam, dstep, nullptr);
+    EXPECT_EQ(down(dstep, 1), step);
+    expect_close(down(dp, n), wp, kElementwise, "adam params");
+    expect_close(down(dm, n), wm, kElementwise, "adam first moment");
+    expect_close(down(dv, n), wv, kElementwise, "adam second moment");
+  }
+}
+
 TEST_F(CudaVsCpu, SoftmaxCrossEntropy) {
   const int rows = 67, cols = 45;
   auto logits = random_vector(rows * cols, 1, 3.0);

@@ -370,8 +370,8 @@ TEST(ConfigErrors, BadEnumValues) {
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");
-  expect_error(head + "optimizer:\n  name: adam\n",
-               "FILE:4: optimizer.name: expected one of sgd, got 'adam'");
+  expect_error(head + "optimizer:\n  name: lamb\n",
+               "FILE:4: optimizer.name: expected one of sgd, adam, adamw, got 'lamb'");
   expect_error(head + "model:\n  preset: resnet\n",
                "FILE:4: model.preset: expected one of mlp, cnn, resnet18, resnet34, layers, got "
                "'resnet'");
@@ -427,6 +427,24 @@ TEST(ConfigErrors, CrossFieldChecks) {
   expect_error(head + "  lr: 0.01\n  schedule: {type: cosine, min_lr: 0.1}\n",
                "FILE:5: optimizer.schedule.min_lr: expected a number <= optimizer.lr (0.01), "
                "got 0.1");
+}
+
+TEST(ConfigErrors, KeysOfAnotherOptimizer) {
+  const std::string head = "data:\n  train: t.h5\noptimizer:\n";
+  expect_error(head + "  name: adam\n  momentum: 0.5\n",
+               "FILE:5: optimizer.momentum: only used with optimizer.name 'sgd' (name is 'adam')");
+  expect_error(head + "  name: adamw\n  nesterov: true\n",
+               "FILE:5: optimizer.nesterov: only used with optimizer.name 'sgd' (name is 'adamw')");
+  expect_error(head + "  beta2: 0.99\n",
+               "FILE:4: optimizer.beta2: only used with optimizer.name 'adam' or 'adamw' (name is "
+               "'sgd')");
+  expect_error(head + "  name: adam\n  beta1: 1\n",
+               "FILE:5: optimizer.beta1: expected a number >= 0 and < 1, got 1");
+  expect_error(head + "  name: adam\n  eps: 0\n",
+               "FILE:5: optimizer.eps: expected a number > 0, got 0");
+  // A file written for SGD switches with --set: its momentum is SGD's default.
+  const Config c = load_config(write_yaml(head + "  momentum: 0.9\n"), {"optimizer.name=adam"});
+  EXPECT_EQ(c.optimizer.name, "adam");
 }
 
 TEST(ConfigErrors, DuplicateKey) {
@@ -618,6 +636,26 @@ TEST(ConfigToYaml, RoundTripsLayersAndAwkwardValues) {
   EXPECT_EQ(c.data.val, "null");
   EXPECT_EQ(c.model.layers[1].name, "a: #b");
   expect_round_trip(c);
+}
+
+TEST(ConfigToYaml, AdamKeysRoundTrip) {
+  const Config c = load_config(
+      write_yaml("data:\n  train: t.h5\noptimizer:\n  name: adamw\n  lr: 0.001\n  beta1: 0.8\n"
+                 "  beta2: 0.99\n  eps: 1e-6\n  weight_decay: 0.05\n"),
+      {});
+  EXPECT_EQ(c.optimizer.name, "adamw");
+  EXPECT_EQ(c.optimizer.beta1, 0.8);
+  EXPECT_EQ(c.optimizer.beta2, 0.99);
+  EXPECT_EQ(c.optimizer.eps, 1e-6);
+  EXPECT_EQ(c.optimizer.weight_decay, 0.05);
+  expect_round_trip(c);
+  // The resolved config holds the chosen optimizer's keys only.
+  const std::string yaml = config_to_yaml(c);
+  EXPECT_NE(yaml.find("beta2: 0.99"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("eps: 1e-06"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("momentum"), std::string::npos) << yaml;
+  EXPECT_EQ(config_to_yaml(load_config(write_yaml("data:\n  train: t.h5\n"), {})).find("beta1"),
+            std::string::npos);
 }
 
 TEST(ConfigToYaml, WritesEveryKeyWithShortNumbers) {

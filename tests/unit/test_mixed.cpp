@@ -302,7 +302,8 @@ TEST(LossScaler, ScalesUnscalesSkipsBacksOffAndGrows) {
 
   // An overflow anywhere: the step is skipped (parameters and momentum untouched), the
   // scale halves and the count of good steps restarts.
-  const std::vector<float> velocity(sgd.velocity(), sgd.velocity() + 3);
+  const float* live_velocity = sgd.state().at(0).data;
+  const std::vector<float> velocity(live_velocity, live_velocity + 3);
   grads = {1, std::numeric_limits<float>::infinity(), 2};
   std::vector<float> more = {std::nanf(""), 1.0f};
   scaler.unscale(grads.data(), grads.size());
@@ -310,7 +311,7 @@ TEST(LossScaler, ScalesUnscalesSkipsBacksOffAndGrows) {
   EXPECT_EQ(*scaler.skip(), 1.0f);
   sgd.step(params.data(), grads.data(), 0.5, scaler.skip());
   EXPECT_EQ(params, (std::vector<float>{0.5f, 0.0f, 2.5f}));
-  EXPECT_EQ(std::vector<float>(sgd.velocity(), sgd.velocity() + 3), velocity);
+  EXPECT_EQ(std::vector<float>(live_velocity, live_velocity + 3), velocity);
   scaler.update();
   EXPECT_EQ(*scaler.scale(), 8.0f);
   EXPECT_EQ(*scaler.skip(), 0.0f);

@@ -1,10 +1,14 @@
-// SGD arithmetic against a hand-written reference and the learning-rate schedules.
+// SGD and Adam arithmetic against hand-written references (and Adam against PyTorch's
+// figures), and the learning-rate schedules.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
+#include "checkpoint/checkpoint_state.hpp"
+#include "optim/adam.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/sgd.hpp"
 
@@ -52,6 +56,116 @@ TEST(Sgd, FrozenRangeIsUntouched) {
   EXPECT_EQ(p[2], 1.0f);
   EXPECT_EQ(p[3], 1.0f);
   EXPECT_LT(p[5], 1.0f);
+}
+
+// Four steps of Adam or AdamW on five parameters with a falling learning rate, against a
+// double-precision reference of PyTorch's algorithm; returns the parameters.
+std::vector<float> run_adam_reference(const std::string& name, double wd) {
+  CpuBackend be(1);
+  OptimizerConfig oc;
+  oc.name = name;
+  oc.weight_decay = wd;
+  const size_t n = 5;
+  Adam adam(be, oc, n, {ParamRange{0, n}});
+  std::vector<float> p = {1.0f, -2.0f, 0.5f, 3.0f, -0.25f};
+  std::vector<double> ref_p(p.begin(), p.end()), m(n, 0.0), v(n, 0.0);
+  const double b1 = oc.beta1, b2 = oc.beta2, eps = oc.eps;
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<float> g = {0.1f * step, -0.3f, 0.7f, 0.05f * step, 1.0f};
+    const double lr = 0.1 / (step + 1);
+    adam.step(p.data(), g.data(), lr, nullptr);
+    const int t = step + 1;
+    for (size_t i = 0; i < n; ++i) {
+      double gi = g[i];
+      if (name == "adamw") {
+        ref_p[i] *= 1.0 - lr * wd;
+      } else {
+        gi += wd * ref_p[i];
+      }
+      m[i] = b1 * m[i] + (1 - b1) * gi;
+      v[i] = b2 * v[i] + (1 - b2) * gi * gi;
+      const double m_hat = m[i] / (1 - std::pow(b1, t)), v_hat = v[i] / (1 - std::pow(b2, t));
+      ref_p[i] -= lr * m_hat / (std::sqrt(v_hat) + eps);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(p[i], ref_p[i], 2e-6) << name << " " << i;
+  EXPECT_EQ(adam.state().at(2).data[0], 4.0f) << "step counter";
+  return p;
+}
+
+// Figures from torch.optim.Adam / AdamW (PyTorch 1.13, foreach=False) on the same steps:
+//   p = Parameter([1, -2, 0.5, 3, -0.25]); opt = Adam([p], lr=0.1, weight_decay=wd)
+//   for s in range(4): p.grad = [0.1 s, -0.3, 0.7, 0.05 s, 1]; lr = 0.1 / (s + 1); opt.step()
+void expect_pytorch(const std::vector<float>& got, const std::vector<float>& torch) {
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], torch[i], 1e-6) << i;
+}
+
+TEST(Adam, MatchesReferenceAndPyTorch) {
+  expect_pytorch(run_adam_reference("adam", 0.0),
+                 {0.913386762f, -1.79166675f, 0.291666657f, 2.91338658f, -0.458333343f});
+}
+
+TEST(Adam, L2WeightDecayMatchesReferenceAndPyTorch) {
+  expect_pytorch(run_adam_reference("adam", 0.01),
+                 {0.809273779f, -1.79168236f, 0.29167375f, 2.79887962f, -0.458328366f});
+}
+
+TEST(Adam, DecoupledWeightDecayMatchesReferenceAndPyTorch) {
+  expect_pytorch(run_adam_reference("adamw", 0.01),
+                 {0.911333501f, -1.78764892f, 0.290771514f, 2.90716958f, -0.457667083f});
+}
+
+TEST(Adam, SkippedStepChangesNothingNotEvenTheStepCount) {
+  CpuBackend be(1);
+  OptimizerConfig oc;
+  oc.name = "adam";
+  Adam skipped(be, oc, 3, {{0, 3}}), plain(be, oc, 3, {{0, 3}});
+  std::vector<float> p = {1, 2, 3}, q = p;
+  const std::vector<float> g = {0.5f, -1.0f, 2.0f};
+  const float overflow = 1.0f, fine = 0.0f;
+  skipped.step(p.data(), g.data(), 0.1, &overflow);
+  EXPECT_EQ(p, q);
+  for (const OptimizerSlot& slot : skipped.state()) {
+    for (size_t i = 0; i < slot.size; ++i) EXPECT_EQ(slot.data[i], 0.0f) << slot.name;
+  }
+  // The next step is the first: the same as a fresh optimizer's first step.
+  skipped.step(p.data(), g.data(), 0.1, &fine);
+  plain.step(q.data(), g.data(), 0.1, nullptr);
+  EXPECT_EQ(p, q);
+}
+
+TEST(Adam, FrozenRangeAndStateSlots) {
+  CpuBackend be(1);
+  OptimizerConfig oc;
+  oc.name = "adamw";
+  oc.weight_decay = 0.1;
+  Adam adam(be, oc, 6, {ParamRange{0, 2}, ParamRange{4, 2}});
+  std::vector<float> p = {1, 1, 1, 1, 1, 1};
+  const std::vector<float> g = {1, 1, 1, 1, 1, 1};
+  adam.step(p.data(), g.data(), 0.1, nullptr);
+  EXPECT_LT(p[0], 1.0f);
+  EXPECT_EQ(p[2], 1.0f);
+  EXPECT_EQ(p[3], 1.0f);
+  EXPECT_LT(p[5], 1.0f);
+  const std::vector<OptimizerSlot> slots = adam.state();
+  ASSERT_EQ(slots.size(), 3u);
+  EXPECT_STREQ(slots[0].name, kAdamFirstMomentArray);
+  EXPECT_STREQ(slots[1].name, kAdamSecondMomentArray);
+  EXPECT_STREQ(slots[2].name, kAdamStepArray);
+  EXPECT_TRUE(slots[0].per_parameter && slots[1].per_parameter && !slots[2].per_parameter);
+  EXPECT_EQ(slots[1].size, 6u);
+  EXPECT_EQ(slots[1].data[2], 0.0f) << "frozen parameters have no state";
+  EXPECT_GT(slots[1].data[0], 0.0f);
+}
+
+TEST(Optimizer, MakeOptimizerPicksByName) {
+  CpuBackend be(1);
+  OptimizerConfig oc;
+  EXPECT_EQ(make_optimizer(be, oc, 4, {{0, 4}})->state().at(0).name, std::string(kVelocityArray));
+  oc.momentum = 0.0;
+  EXPECT_TRUE(make_optimizer(be, oc, 4, {{0, 4}})->state().empty()) << "plain SGD has no state";
+  oc.name = "adamw";
+  EXPECT_EQ(make_optimizer(be, oc, 4, {{0, 4}})->state().size(), 3u);
 }
 
 TEST(LrSchedule, ConstantAndWarmup) {

@@ -386,6 +386,15 @@ class CudaBackend final : public Backend {
     kernels::sgd_update(params, grads, velocity, n, sgd, skip, stream_);
     done("sgd_update");
   }
+  void adam_update(float* params, const float* grads, float* m, float* v, size_t n,
+                   const AdamParams& adam, const float* step, const float* skip) override {
+    kernels::adam_update(params, grads, m, v, n, adam, step, skip, stream_);
+    done("adam_update");
+  }
+  void count_step(float* counter, const float* skip) override {
+    kernels::count_step(counter, skip, stream_);
+    done("count_step");
+  }
   void unscale_grads(float* grads, size_t n, float* state) override {
     kernels::unscale_grads(grads, n, state, stream_);
     done("unscale_grads");
