@@ -11,8 +11,9 @@ recipe, on CPU:
       -> Conv2d(32, 64, 3, padding 1) -> ReLU -> MaxPool2d(2)
       -> Flatten -> Linear(3136, 128) -> ReLU -> Linear(128, 10),
     every layer with a bias, as hpctrain's layers;
-  * cross-entropy, SGD lr 0.05 momentum 0.9, constant learning rate (the
-    benchmark sets hpctrain's schedule to constant too);
+  * cross-entropy, SGD lr 0.05 momentum 0.9 (or --optimizer adamw: torch.optim.AdamW,
+    its default betas and eps, with --lr and --weight-decay), constant learning rate
+    (the benchmark sets hpctrain's schedule to constant too);
   * WORLD ranks: with WORLD > 1 each rank is started by torch.multiprocessing with
     MASTER_ADDR/MASTER_PORT set here (no torchrun) and wraps the model in
     DistributedDataParallel over gloo, which averages the gradients after every
@@ -65,7 +66,9 @@ def parse_args(argv=None):
     p.add_argument("--world", type=int, default=1, help="number of ranks")
     p.add_argument("--hidden", type=int, default=192, help="hidden units of --model mlp")
     p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--momentum", type=float, default=0.9)
+    p.add_argument("--momentum", type=float, default=0.9, help="SGD's momentum")
+    p.add_argument("--optimizer", choices=("sgd", "adamw"), default="sgd")
+    p.add_argument("--weight-decay", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--port", type=int, default=0, help="MASTER_PORT (0: a free port)")
     a = p.parse_args(argv)
@@ -176,7 +179,11 @@ def train_rank(rank, a, port, results):
     # gradient_as_bucket_view: gradients live in DDP's all-reduce bucket (no copy in
     # and out of it); zero_grad keeps them there (set_to_none=False).
     net = DDP(model, gradient_as_bucket_view=True) if distributed else model
-    opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum)
+    if a.optimizer == "sgd":
+        opt = torch.optim.SGD(net.parameters(), lr=a.lr, momentum=a.momentum,
+                              weight_decay=a.weight_decay)
+    else:
+        opt = torch.optim.AdamW(net.parameters(), lr=a.lr, weight_decay=a.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(a.seed * 1000 + rank)
 

@@ -30,9 +30,11 @@
 #                                                               (default: data/fashion-mnist)
 #   --reps   REPS     repetitions of each side                  (default: 5)
 #   --epochs EPOCHS   epochs per run                            (default: 2)
+#   --optimizer OPT   sgd (momentum 0.9, lr 0.05) or adamw (lr 0.002, weight decay
+#                     0.01), both sides                         (default: sgd)
 #   --threads THREADS compute threads per rank, both sides      (default: per model)
 #   --ranks  RANKS    ranks, both sides                         (default: per model)
-#   --out    OUT      result file                               (default: per model)
+#   --out    OUT      result file       (default: per model; adamw adds _adamw to its name)
 #   PYTHON            Python with torch + h5py (default: the first of python3,
 #                     /usr/bin/python3 that imports both)
 #   MPIEXEC           MPI launcher (default: mpiexec)
@@ -52,29 +54,36 @@ EPOCHS=${EPOCHS:-2}
 THREADS=${THREADS:-}
 RANKS=${RANKS:-}
 OUT=${OUT:-}
+OPTIMIZER=${OPTIMIZER:-sgd}
 MPIEXEC=${MPIEXEC:-mpiexec}
 BATCH=64
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
-    --model|--build|--data|--reps|--epochs|--threads|--ranks|--out)
+    --model|--build|--data|--reps|--epochs|--threads|--ranks|--out|--optimizer)
       [[ $# -ge 2 ]] || die "$1 needs a value"
       case "$1" in
         --model) MODEL=$2 ;; --build) BUILD=$2 ;; --data) DATA=$2 ;; --reps) REPS=$2 ;;
         --epochs) EPOCHS=$2 ;; --threads) THREADS=$2 ;; --ranks) RANKS=$2 ;; --out) OUT=$2 ;;
+        --optimizer) OPTIMIZER=$2 ;;
       esac
       shift 2 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
 done
 
+case "$OPTIMIZER" in
+  sgd) OPT_SUFFIX= ;;
+  adamw) OPT_SUFFIX=_adamw ;;
+  *) die "--optimizer must be sgd or adamw, got '$OPTIMIZER'" ;;
+esac
 # Model defaults, for what no flag or variable set.
 case "$MODEL" in
   mlp) CONFIG_REL=configs/fashion_mnist_mlp.yaml; TARGET=3.0
-       : "${RANKS:=2}" "${THREADS:=1}" "${OUT:=$ROOT/bench/results/mlp_throughput_cpu.json}" ;;
+       : "${RANKS:=2}" "${THREADS:=1}" "${OUT:=$ROOT/bench/results/mlp${OPT_SUFFIX}_throughput_cpu.json}" ;;
   cnn) CONFIG_REL=configs/fashion_mnist_cnn.yaml; TARGET=1.0
-       : "${RANKS:=1}" "${THREADS:=2}" "${OUT:=$ROOT/bench/results/cnn_throughput_cpu.json}" ;;
+       : "${RANKS:=1}" "${THREADS:=2}" "${OUT:=$ROOT/bench/results/cnn${OPT_SUFFIX}_throughput_cpu.json}" ;;
   '') die "--model mlp|cnn is required (see --help)" ;;
   *) die "--model must be mlp or cnn, got '$MODEL'" ;;
 esac
@@ -121,6 +130,11 @@ HPC_SETTINGS=(--set device=cpu --set data.train="$TRAIN_H5" --set data.val= --se
   --set train.progress_seconds=0)
 PT_ARGS=(--model "$MODEL" --data "$TRAIN_H5" --epochs "$EPOCHS" --batch "$BATCH"
   --threads "$THREADS" --world "$RANKS")
+if [[ $OPTIMIZER == adamw ]]; then
+  HPC_SETTINGS+=(--set optimizer.name=adamw --set optimizer.lr=0.002
+    --set optimizer.weight_decay=0.01)
+  PT_ARGS+=(--optimizer adamw --lr 0.002 --weight-decay 0.01)
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/train_throughput.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -206,14 +220,14 @@ BLAS=$("$HPCTRAIN" --version 2>/dev/null | sed -n 's/^BLAS: //p') || BLAS=
 GIT_COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null) || GIT_COMMIT=
 GIT_DIRTY=false
 [[ -n $GIT_COMMIT && -n $(git -C "$ROOT" status --porcelain 2>/dev/null) ]] && GIT_DIRTY=true
-COMMAND="MODEL=$MODEL BUILD=$BUILD DATA=$DATA REPS=$REPS EPOCHS=$EPOCHS THREADS=$THREADS"
+COMMAND="MODEL=$MODEL OPTIMIZER=$OPTIMIZER BUILD=$BUILD DATA=$DATA REPS=$REPS EPOCHS=$EPOCHS THREADS=$THREADS"
 COMMAND+=" RANKS=$RANKS $INVOCATION"
 HPC_CMD="$MPIEXEC -n $RANKS $HPCTRAIN train $CONFIG_REL ${HPC_SETTINGS[*]} --set run.dir=TMP"
 PT_CMD="$PYTHON bench/pytorch_train.py ${PT_ARGS[*]}"
 
 export CPU_START CPU_END LOAD_START LOAD_END CLK_TCK
 export BLAS RUNS OUT TARGET CPU_MODEL NPROC MPI_VERSION GIT_COMMIT GIT_DIRTY COMMAND HPC_CMD PT_CMD \
-  MODEL CONFIG_REL PT_KIND RANKS THREADS EPOCHS BATCH REPS
+  MODEL OPTIMIZER CONFIG_REL PT_KIND RANKS THREADS EPOCHS BATCH REPS
 "$PYTHON" - <<'EOF'
 import datetime, json, os, platform, statistics
 
@@ -269,12 +283,14 @@ architecture = {
     "mlp": "MLP 784-192-10",
     "cnn": "CNN conv3x3(32)-pool-conv3x3(64)-pool-dense128-10",
 }[model]
+optimizer_text = {"sgd": "SGD momentum", "adamw": "AdamW"}[env["OPTIMIZER"]]
+suffix = "" if env["OPTIMIZER"] == "sgd" else "_" + env["OPTIMIZER"]
 result = {
-    "benchmark": f"{model}_throughput_cpu",
+    "benchmark": f"{model}{suffix}_throughput_cpu",
     "description": f"CPU training samples/s, hpctrain ({ranks} rank(s)"
                    f"{', ring all-reduce' if ranks > 1 else ''}) vs {pt_kind}, same {architecture}, "
-                   "SGD momentum, constant learning rate, same per-rank batch and samples per "
-                   "epoch; training loop only, slowest rank",
+                   f"{optimizer_text}, constant learning rate, same per-rank batch and samples "
+                   "per epoch; training loop only, slowest rank",
     "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     "host": {"cpu_model": env["CPU_MODEL"], "nproc": int(env["NPROC"]),
              "kernel": platform.release(), "machine": platform.machine()},
@@ -286,7 +302,7 @@ result = {
                  "python": platform.python_version()},
     "command": env["COMMAND"],
     "commands": {"hpctrain": env["HPC_CMD"], "pytorch": env["PT_CMD"]},
-    "setup": {"model": model, "config": env["CONFIG_REL"],
+    "setup": {"model": model, "optimizer": env["OPTIMIZER"], "config": env["CONFIG_REL"],
               "param_count": p[0]["param_count"], "ranks": ranks, "threads_per_rank": int(env["THREADS"]),
               "batch_per_rank": batch, "global_batch": batch * ranks, "epochs": epochs,
               "steps_per_epoch_per_rank": p[0]["steps_per_epoch"],
