@@ -373,6 +373,15 @@ def case_adam():
                             lambda n: 1 if newest_step(n) >= 600 else None)
         check(k["params_sha256"] == want, f"adam {label}: resumed parameters differ")
 
+    # The per-rank moments of strategy average, resumed on 3 ranks under allreduce: every
+    # rank starts from the ranks' average, with no state missing.
+    fresh("adam_average_to_3")
+    shutil.copytree(os.path.join(run_dir("adam_average_full"), "checkpoints"),
+                    os.path.join(run_dir("adam_average_to_3"), "checkpoints"))
+    rc, out, err = train("adam_average_to_3", 3, DET + adam + ["train.epochs=5"])
+    check(rc == 0 and "resuming at step 0 of epoch 5" in out, f"average -> 3 ranks: exit {rc}")
+    check("checkpoint has no" not in out + err, "average -> 3 ranks: Adam state missing")
+
     # SGD's last checkpoint, resumed with Adam: the parameters carry over, Adam's state
     # starts from zero, with a warning per array.
     fresh("sgd_base")
