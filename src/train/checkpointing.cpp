@@ -202,8 +202,8 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
                 : h.per_rank        ? has(per_rank_name)
                                     : has(slot.name) || has(per_rank_name);
       if (!present) {
-        log_warn(std::string("checkpoint has no ") + slot.name + " (it was written with " +
-                 "another optimizer); that state starts from zero");
+        log_warn(std::string("checkpoint has no ") + slot.name + " (written with other " +
+                 "optimizer settings); that state starts from zero");
       }
     }
     comm.broadcast(&present, sizeof(present), 0);
