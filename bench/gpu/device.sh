@@ -152,14 +152,14 @@ stage_seeds() {
 }
 
 # End-to-end cases of tests/e2e/e2e.py on this machine: device auto picks the GPU, so
-# determinism, kill -9 and resume, signals and ResNet evaluation run on the CUDA backend
+# determinism, kill -9 and resume, signals, ResNet evaluation and Adam run on the CUDA backend
 # (2 and 3 ranks sharing it). Needs the fmnist stage's data.
 stage_e2e() {
   ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
   ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
   for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
-    signal_stop_resume resnet_resume_eval eval_checkpoint}; do
+    signal_stop_resume resnet_resume_eval eval_checkpoint adam}; do
     local t0=$SECONDS
     timeout 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1
