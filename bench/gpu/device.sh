@@ -152,8 +152,8 @@ stage_seeds() {
 }
 
 # End-to-end cases of tests/e2e/e2e.py on this machine: device auto picks the GPU, so
-# determinism, kill -9 and resume, signals, ResNet evaluation and Adam run on the CUDA backend
-# (2 and 3 ranks sharing it). Needs the fmnist stage's data.
+# determinism, kill -9 and resume, signals, ResNet evaluation and Adam run on the CUDA
+# backend (2 and 3 ranks sharing it). Needs the fmnist stage's data.
 stage_e2e() {
   ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
