@@ -123,18 +123,13 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
   if (skip != nullptr && *skip != 0.0f) return;
   const AdamCoefficients c = adam_coefficients(adam, *step);
   HT_GRID_STRIDE(i, n) {
-    float p = params[i];
-    float g = grads[i];
-    if (adam.decoupled) {
-      p *= c.decay;
-    } else {
-      g += adam.weight_decay * p;
-    }
+    const float p = params[i] * c.decay;
+    const float g = grads[i] + c.l2 * params[i];
     const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
     const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
     m[i] = mi;
     v[i] = vi;
-    params[i] = p - c.step_size * mi / (sqrtf(vi) / c.bias2_sqrt + adam.eps);
+    params[i] = p - c.step_size * mi / (sqrtf(vi) / c.bias2_sqrt + c.eps);
   }
 }
 

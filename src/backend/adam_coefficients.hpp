@@ -14,7 +14,10 @@ struct AdamCoefficients {
   float beta1, one_minus_beta1, beta2, one_minus_beta2;
   float step_size;   // lr / (1 - beta1^t)
   float bias2_sqrt;  // sqrt(1 - beta2^t)
-  float decay;       // AdamW's parameter factor 1 - lr * weight_decay
+  float eps;
+  // p' = p * decay and g' = g + l2 * p: Adam decays through the gradient (decay 1), AdamW
+  // through the parameter (l2 0), so the update needs no branch.
+  float decay, l2;
 };
 
 // `step`: the steps taken, this one included (>= 1).
@@ -27,7 +30,9 @@ HT_HOST_DEVICE inline AdamCoefficients adam_coefficients(const AdamParams& a, fl
   c.one_minus_beta2 = static_cast<float>(1.0 - a.beta2);
   c.step_size = static_cast<float>(a.lr / (1.0 - std::pow(a.beta1, t)));
   c.bias2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(a.beta2, t)));
-  c.decay = 1.0f - a.lr * a.weight_decay;
+  c.eps = a.eps;
+  c.decay = a.decoupled ? 1.0f - a.lr * a.weight_decay : 1.0f;
+  c.l2 = a.decoupled ? 0.0f : a.weight_decay;
   return c;
 }
 

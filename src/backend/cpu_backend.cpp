@@ -219,21 +219,17 @@ void CpuBackend::adam_update(float* params, const float* grads, float* m, float*
                              const AdamParams& adam, const float* step, const float* skip) {
   if (skip != nullptr && *skip != 0.0f) return;
   const AdamCoefficients c = adam_coefficients(adam, *step);
-  // Adam: the weight decay joins the gradient; AdamW: it scales the parameter. Each loop
-  // has no branch, so it vectorises.
-  // Captured by value: the compiler cannot tell the stores below from writes to them.
-  const float decay = adam.decoupled ? c.decay : 1.0f;
-  const float l2 = adam.decoupled ? 0.0f : adam.weight_decay;
-  const float eps = adam.eps;
+  // Captured by value, so that the loop vectorises: the compiler cannot tell the stores
+  // below from writes to captured references.
   parallel(n, kElementGrain, [=](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) {
-      const float p = params[i] * decay;
-      const float g = grads[i] + l2 * params[i];
+      const float p = params[i] * c.decay;
+      const float g = grads[i] + c.l2 * params[i];
       const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
       const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
       m[i] = mi;
       v[i] = vi;
-      params[i] = p - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + eps);
+      params[i] = p - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + c.eps);
     }
   });
 }
