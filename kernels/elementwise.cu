@@ -5,8 +5,7 @@
 // bit.
 #include <cuda_fp16.h>
 
-#include "backend/adam_coefficients.hpp"
-#include "backend/backend.hpp"
+#include "core/op_params.hpp"
 #include "core/random.hpp"
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"

@@ -10,7 +10,7 @@
 // bytes of adjacent channels (kernels/pack.cuh).
 #include <cstdint>
 
-#include "backend/conv_shape.hpp"
+#include "core/conv_shape.hpp"
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"

@@ -3,7 +3,7 @@
 // Activations are widened to float (kernels/act.cuh) and summed in float or double.
 #include <cmath>
 
-#include "backend/backend.hpp"
+#include "core/op_params.hpp"
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
 #include "kernels/launch.cuh"

@@ -1,5 +1,5 @@
 // hpctrain: the command-line entry point. Parses the subcommand, starts MPI where
-// the subcommand needs it, and turns errors into exit codes (DESIGN.md): one line
+// the subcommand needs it, and turns errors into exit codes (docs/contracts.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
 #include <cstring>
@@ -18,14 +18,16 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
+#include "config/config_reference.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "data-tools/inspect_data.hpp"
 #include "data/dataset_file.hpp"
-#include "data/inspect_data.hpp"
 #include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
+#include "train/catalog.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {
@@ -41,6 +43,7 @@ constexpr const char* kUsage =
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
+    "  config --list | --markdown                    every config key: type, default, meaning\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "\n"
@@ -104,7 +107,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
                     const std::string& input, const std::string& classes, bool time,
                     const std::string& batch_text) {
   if (!batch_text.empty() && !time) throw UsageError("inspect: --batch goes with --time");
-  const Config config = load_config(path, overrides);
+  const Config config = load_config(path, overrides, catalog());
   Dims dims;
   int num_classes = 0;
   std::string source;
@@ -192,7 +195,7 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
   const int code = run_and_agree(MPI_COMM_WORLD, [&] {
-    const Config config = load_config(config_path, overrides);
+    const Config config = load_config(config_path, overrides, catalog());
     trainer = std::make_unique<Trainer>(config, env, resume);
   });
   if (code != 0) return code;
@@ -243,7 +246,8 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
   const int code = run_and_agree(MPI_COMM_WORLD, [&] {
-    trainer = std::make_unique<Trainer>(load_config(config_path, overrides), env, checkpoint);
+    trainer =
+        std::make_unique<Trainer>(load_config(config_path, overrides, catalog()), env, checkpoint);
   });
   if (code != 0) return code;
   try {
@@ -306,6 +310,30 @@ int cmd_inspect(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+constexpr const char* kConfigUsage =
+    "usage: hpctrain config --list\n"
+    "       hpctrain config --markdown\n"
+    "\n"
+    "--list prints every key a config file may hold, one per line: its path, type,\n"
+    "default, meaning and limits, then the keys of each layer type of model.layers and\n"
+    "the exchange strategies. --markdown prints the same reference as Markdown (the\n"
+    "repository's docs/config.md is this output).\n";
+
+int cmd_config(const std::vector<std::string>& args) {
+  if (args.empty() || wants_help(args)) {
+    std::cout << kConfigUsage;
+    return args.empty() ? kExitUsage : kExitOk;
+  }
+  if (args.size() == 1 && args[0] == "--list") {
+    std::cout << config_reference_text(catalog());
+  } else if (args.size() == 1 && args[0] == "--markdown") {
+    std::cout << config_reference_markdown(catalog());
+  } else {
+    throw UsageError("config: expected exactly one of --list, --markdown (see --help)");
+  }
+  return kExitOk;
+}
+
 int dispatch(int* argc, char*** argv) {
   std::vector<std::string> args(*argv + 1, *argv + *argc);
   if (!args.empty() && args[0] == "--version") {
@@ -323,6 +351,7 @@ int dispatch(int* argc, char*** argv) {
   if (command == "train") return cmd_train(argc, argv, args);
   if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "inspect") return cmd_inspect(args);
+  if (command == "config") return cmd_config(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
   throw UsageError("unknown command '" + command + "' (see hpctrain --help)");
 }

@@ -26,18 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "backend/conv_shape.hpp"
+#include "core/conv_shape.hpp"
 #include "core/dtype.hpp"
+#include "core/op_params.hpp"
 
 namespace hpctrain {
-
-// Loss statistics accumulated on the device across steps and read once per
-// phase, so the step loop never waits for the device to report a loss.
-struct LossStats {
-  double loss_sum = 0.0;  // sum of per-sample cross-entropy
-  double correct = 0.0;   // samples whose arg-max equals the label
-  double count = 0.0;     // samples seen
-};
 
 // Size of a device collective group's identifier (an NCCL unique id).
 inline constexpr size_t kCollectiveIdBytes = 128;
@@ -47,21 +40,6 @@ inline constexpr int kPhaseMarks = 5;
 using PhaseSeconds = std::array<double, kPhaseMarks>;
 
 enum class SampleType;  // core/sample_type.hpp (kernels/ compiles as C++17, without it)
-
-struct SgdParams {
-  float lr = 0.0f;
-  float momentum = 0.0f;
-  float weight_decay = 0.0f;
-  bool nesterov = false;
-};
-
-struct AdamParams {
-  float lr = 0.0f;
-  double beta1 = 0.9, beta2 = 0.999;  // double: the bias corrections 1 - beta^t need it
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
-  bool decoupled = false;  // AdamW: weight decay applied to the parameters, not the gradient
-};
 
 class Backend {
  public:
@@ -290,17 +268,6 @@ class Backend {
  private:
   PhaseSeconds phase_stamp_{}, phase_sums_{};  // the host-clock phase_mark
   bool phase_started_ = false;
-};
-
-// The float32 values of a dynamic loss scaler's device state (Backend::unscale_grads).
-struct LossScaleState {
-  enum : size_t {
-    kScale,     // the factor the loss gradient is multiplied by
-    kGood,      // steps since the last overflow or growth
-    kFoundInf,  // this step's gradients overflowed
-    kSkipped,   // steps skipped so far (counted up; read and reset per epoch)
-    kCount
-  };
 };
 
 // Owns one device allocation of `n` elements of T. Move-only; not thread-safe.

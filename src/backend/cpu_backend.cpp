@@ -10,8 +10,8 @@
 #include <cstring>
 #include <new>
 
-#include "backend/adam_coefficients.hpp"
 #include "core/error.hpp"
+#include "core/op_params.hpp"
 
 namespace hpctrain {
 

@@ -13,7 +13,7 @@
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
-#include "data/h5.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 namespace {

@@ -23,22 +23,6 @@ std::string child_path(std::string_view parent, std::string_view key) {
 // The "got" part of a range error: the scalar as written.
 std::string got_text(const YAML::Node& node) { return node.Scalar(); }
 
-std::string bounds_text(const NumberRange& r) {
-  std::string out;
-  if (r.min) out += (r.min_inclusive ? ">= " : "> ") + format_number(*r.min);
-  if (r.max) {
-    if (!out.empty()) out += " and ";
-    out += (r.max_inclusive ? "<= " : "< ") + format_number(*r.max);
-  }
-  return out;
-}
-
-bool in_range(double x, const NumberRange& r) {
-  if (r.min && (r.min_inclusive ? x < *r.min : x <= *r.min)) return false;
-  if (r.max && (r.max_inclusive ? x > *r.max : x >= *r.max)) return false;
-  return true;
-}
-
 }  // namespace
 
 bool Origins::is_overridden(std::string_view path) const {
@@ -155,9 +139,8 @@ double read_number(const Origins& origins, const Value& v, const NumberRange& ra
   if (ec != std::errc() || ptr != last || first == last || !std::isfinite(x)) {
     origins.fail(v.path, v.mark, "expected a finite number, got " + describe(v.node));
   }
-  if (!in_range(x, range)) {
-    origins.fail(v.path, v.mark,
-                 "expected a number " + bounds_text(range) + ", got " + got_text(v.node));
+  if (!range.contains(x)) {
+    origins.fail(v.path, v.mark, "expected a number " + range.text() + ", got " + got_text(v.node));
   }
   return x;
 }
@@ -192,14 +175,15 @@ std::string read_choice(const Origins& origins, const Value& v,
   origins.fail(v.path, v.mark, "expected one of " + list + ", got " + describe(v.node));
 }
 
-Section::Section(const Origins& origins, Value value, std::string_view schema)
-    : origins_(&origins), value_(std::move(value)), schema_(schema) {
+Section::Section(const Origins& origins, const config_schema::KeyNames& names, Value value,
+                 std::string_view schema)
+    : origins_(&origins), names_(&names), value_(std::move(value)), schema_(schema) {
   const YAML::Node& node = value_.node;
   if (!node.IsDefined() || node.IsNull()) return;
   if (!node.IsMap()) {
     origins.fail(value_.path, value_.mark, "expected a map of keys, got " + describe(node));
   }
-  const std::vector<std::string_view>* keys = config_schema::section_keys(schema_);
+  const std::vector<std::string_view>* keys = names.section_keys(schema_);
   HT_REQUIRE(keys != nullptr, "config schema has no section '" + schema_ + "'");
   for (auto it = node.begin(); it != node.end(); ++it) {
     const YAML::Node key_node = it->first;
@@ -210,7 +194,7 @@ Section::Section(const Origins& origins, Value value, std::string_view schema)
     const std::string key = key_node.Scalar();
     const std::string path = child_path(value_.path, key);
     if (std::find(keys->begin(), keys->end(), key) == keys->end()) {
-      origins.fail(path, key_node.Mark(), config_schema::unknown_key_message(schema_, key));
+      origins.fail(path, key_node.Mark(), names.unknown_key_message(schema_, key));
     }
     if (auto previous = find(key)) {
       // yaml-cpp keeps both copies; which one wins would be an accident of its lookup.
@@ -231,36 +215,10 @@ std::optional<Value> Section::find(std::string_view key) const {
 
 Section Section::section(std::string_view key) const {
   const std::string schema = child_path(schema_, key);
-  if (auto v = find(key)) return Section(*origins_, *v, schema);
-  return Section(*origins_,
+  if (auto v = find(key)) return Section(*origins_, *names_, *v, schema);
+  return Section(*origins_, *names_,
                  Value{child_path(value_.path, key), YAML::Node(), YAML::Mark::null_mark()},
                  schema);
-}
-
-void Section::get(std::string_view key, std::string& out) const {
-  if (auto v = find(key)) out = read_string(*origins_, *v);
-}
-
-void Section::get(std::string_view key, bool& out) const {
-  if (auto v = find(key)) out = read_bool(*origins_, *v);
-}
-
-void Section::get(std::string_view key, int& out, int min) const {
-  if (auto v = find(key)) {
-    out = static_cast<int>(read_int(*origins_, *v, min, std::numeric_limits<int>::max()));
-  }
-}
-
-void Section::get(std::string_view key, int64_t& out, int64_t min) const {
-  if (auto v = find(key)) out = read_int(*origins_, *v, min);
-}
-
-void Section::get(std::string_view key, uint64_t& out) const {
-  if (auto v = find(key)) out = read_uint64(*origins_, *v);
-}
-
-void Section::get(std::string_view key, double& out, const NumberRange& range) const {
-  if (auto v = find(key)) out = read_number(*origins_, *v, range);
 }
 
 }  // namespace hpctrain::config_reader

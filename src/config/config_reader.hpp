@@ -6,7 +6,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <optional>
 #include <string>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "config/config_schema.hpp"
+#include "config/key_rule.hpp"
 
 namespace hpctrain::config_reader {
 
@@ -51,20 +51,6 @@ struct Value {
   YAML::Mark mark;
 };
 
-// Allowed interval of a floating-point value; an absent bound is unlimited. Built as
-// NumberRange::at_least(0).below(1) for [0, 1).
-struct NumberRange {
-  std::optional<double> min;
-  bool min_inclusive = true;
-  std::optional<double> max;
-  bool max_inclusive = true;
-
-  static NumberRange at_least(double v) { return {v, true, std::nullopt, true}; }
-  static NumberRange above(double v) { return {v, false, std::nullopt, true}; }
-  NumberRange at_most(double v) const { return {min, min_inclusive, v, true}; }
-  NumberRange below(double v) const { return {min, min_inclusive, v, false}; }
-};
-
 // The value as text for "got ...": 'abc' for scalars, "nothing", "a list" or "a map".
 std::string describe(const YAML::Node& node);
 
@@ -84,12 +70,13 @@ std::vector<Value> read_list(const Origins& origins, const Value& v, const char*
 std::string read_choice(const Origins& origins, const Value& v,
                         const std::vector<std::string_view>& names);
 
-template <typename E, std::size_t N>
-E read_enum(const Origins& origins, const Value& v, const config_schema::EnumName<E> (&names)[N]) {
+// One of the names of enum E (enum_names, config.hpp).
+template <typename E>
+E read_enum(const Origins& origins, const Value& v) {
   std::vector<std::string_view> list;
-  for (const auto& n : names) list.emplace_back(n.name);
+  for (const auto& n : enum_names(E{})) list.emplace_back(n.name);
   const std::string chosen = read_choice(origins, v, list);
-  for (const auto& n : names) {
+  for (const auto& n : enum_names(E{})) {
     if (chosen == n.name) return n.value;
   }
   origins.fail(v.path, v.mark, "internal: enum name table is inconsistent");
@@ -101,31 +88,20 @@ E read_enum(const Origins& origins, const Value& v, const config_schema::EnumNam
 // when the key is absent.
 class Section {
  public:
-  Section(const Origins& origins, Value value, std::string_view schema);
+  // `schema`: the section's path in the schema ("optimizer.schedule", "model.layers[]").
+  Section(const Origins& origins, const config_schema::KeyNames& names, Value value,
+          std::string_view schema);
 
   const std::string& path() const { return value_.path; }
+  const std::string& schema() const { return schema_; }
   std::optional<Value> find(std::string_view key) const;
   bool has(std::string_view key) const { return find(key).has_value(); }
   // The nested section `key` (schema "<schema>.<key>").
   Section section(std::string_view key) const;
 
-  void get(std::string_view key, std::string& out) const;
-  void get(std::string_view key, bool& out) const;
-  void get(std::string_view key, int& out, int min) const;
-  void get(std::string_view key, int64_t& out, int64_t min) const;
-  void get(std::string_view key, uint64_t& out) const;
-  void get(std::string_view key, double& out, const NumberRange& range) const;
-  template <typename E, std::size_t N>
-  void get(std::string_view key, E& out, const config_schema::EnumName<E> (&names)[N]) const {
-    if (auto v = find(key)) out = read_enum(*origins_, *v, names);
-  }
-  template <std::size_t N>
-  void get_choice(std::string_view key, std::string& out, const char* const (&names)[N]) const {
-    if (auto v = find(key)) out = read_choice(*origins_, *v, {std::begin(names), std::end(names)});
-  }
-
  private:
   const Origins* origins_;
+  const config_schema::KeyNames* names_;
   Value value_;
   std::string schema_;
   std::vector<std::pair<std::string, Value>> entries_;

@@ -1,55 +1,214 @@
-// The key table behind config validation and the misspelt-key suggestion.
-// The YAML key names are exactly the field names of config.hpp.
+// The schema table, made from config/keys.def: a KeyDecl per key whose operations act on
+// the key's field through a member pointer, so that the loader and the emitter handle
+// every key alike. Then the key names per section and the misspelt-key suggestion.
 #include "config/config_schema.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <type_traits>
 #include <utility>
+
+#include "config/config.hpp"
+#include "config/config_reader.hpp"
+#include "config/layer_list.hpp"
 
 namespace hpctrain::config_schema {
 namespace {
 
-using KeyList = std::vector<std::string_view>;
+using config_reader::Value;
 
-// Sections in schema order; the top level is "". A key that is also listed here as
-// "<section>.<key>" is a nested section, every other key holds a value.
-const std::vector<std::pair<std::string_view, KeyList>>& sections() {
-  static const std::vector<std::pair<std::string_view, KeyList>> table = {
-      {"",
-       {"run", "device", "precision", "layout", "data", "model", "optimizer", "train",
-        "distributed", "checkpoint"}},
-      {"run", {"name", "dir", "seed", "deterministic", "threads"}},
-      {"data", {"train", "val", "test", "prefetch_threads", "prefetch_depth", "shuffle"}},
-      {"model", {"preset", "hidden", "width", "stem", "layers", "init_from", "freeze"}},
-      {kLayerEntry,
-       {"type", "name", "units", "filters", "kernel", "stride", "padding", "bias", "rate"}},
-      {"optimizer",
-       {"name", "lr", "momentum", "nesterov", "beta1", "beta2", "eps", "weight_decay", "schedule"}},
-      {"optimizer.schedule", {"type", "warmup_epochs", "step_epochs", "gamma", "min_lr"}},
-      {"train",
-       {"epochs", "batch_size", "val_every", "progress_seconds", "step_timing", "loss_scale"}},
-      {"train.loss_scale", {"initial", "growth_interval"}},
-      {"distributed",
-       {"strategy", "algorithm", "every", "ring_chunk_bytes", "bucket_bytes", "timeout_seconds"}},
-      {"checkpoint", {"dir", "every_steps", "every_seconds", "at_epoch_end", "keep"}},
-  };
-  return table;
+// --- Reading a value into its field: one overload per field type. -----------------------
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, std::string& out) {
+  if (r.kind == ValueKind::kChoice) {
+    out = config_reader::read_choice(c.origins, v, r.choices);
+  } else if (r.kind == ValueKind::kStrategy) {
+    out = config_reader::read_choice(c.origins, v, c.catalog.strategy_names());
+  } else {
+    out = config_reader::read_string(c.origins, v);
+    if (r.nonempty && out.empty()) {
+      c.origins.fail(v.path, v.mark, "expected a non-empty string, got ''");
+    }
+  }
 }
 
-const std::vector<LayerKeys>& layer_table() {
-  static const std::vector<LayerKeys> table = {
-      {"dense", {"units"}, 1},
-      {"relu", {}, 0},
-      {"conv2d", {"filters", "kernel", "stride", "padding", "bias"}, 2},
-      {"maxpool", {"kernel", "stride", "padding"}, 1},
-      {"avgpool", {"kernel", "stride", "padding"}, 1},
-      {"global_avgpool", {}, 0},
-      {"flatten", {}, 0},
-      {"batchnorm", {}, 0},
-      {"dropout", {"rate"}, 0},
-      {"basic_block", {"filters", "stride"}, 1},
+void read_value(const ReadContext& c, const KeyRule&, const Value& v, bool& out) {
+  out = config_reader::read_bool(c.origins, v);
+}
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, int& out) {
+  out = static_cast<int>(
+      config_reader::read_int(c.origins, v, r.min, std::min<int64_t>(r.max, INT_MAX)));
+}
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, int64_t& out) {
+  out = config_reader::read_int(c.origins, v, r.min, r.max);
+}
+
+void read_value(const ReadContext& c, const KeyRule&, const Value& v, uint64_t& out) {
+  out = config_reader::read_uint64(c.origins, v);
+}
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, double& out) {
+  out = config_reader::read_number(c.origins, v, r.range);
+}
+
+template <typename E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+void read_value(const ReadContext& c, const KeyRule&, const Value& v, E& out) {
+  out = config_reader::read_enum<E>(c.origins, v);
+}
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, IntList& out) {
+  out.clear();
+  for (const Value& e : config_reader::read_list(c.origins, v, "a list of integers")) {
+    out.push_back(static_cast<int>(config_reader::read_int(c.origins, e, r.min, INT_MAX)));
+  }
+}
+
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, NameList& out) {
+  out.clear();
+  const std::string expected = "a list of " + std::string(r.list_noun);
+  for (const Value& e : config_reader::read_list(c.origins, v, expected.c_str())) {
+    out.push_back(config_reader::read_string(c.origins, e));
+  }
+}
+
+void read_value(const ReadContext& c, const KeyRule&, const Value& v, LayerList& out) {
+  out = read_layer_list(c, v);
+}
+
+// --- Writing a value to config.yaml, and as text. ---------------------------------------
+
+void emit_value(YAML::Emitter& out, const std::string& v) { out << v; }
+void emit_value(YAML::Emitter& out, bool v) { out << v; }
+void emit_value(YAML::Emitter& out, int v) { out << v; }
+void emit_value(YAML::Emitter& out, int64_t v) { out << v; }
+void emit_value(YAML::Emitter& out, uint64_t v) { out << v; }
+// Shortest exact form, a plain scalar: yaml-cpp would print 0.05 as 0.050000000000000003.
+void emit_value(YAML::Emitter& out, double v) { out << config_reader::format_number(v); }
+template <typename E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+void emit_value(YAML::Emitter& out, E v) {
+  out << to_string(v);
+}
+template <typename T>
+void emit_value(YAML::Emitter& out, const std::vector<T>& list) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (const T& x : list) out << x;
+  out << YAML::EndSeq;
+}
+void emit_value(YAML::Emitter& out, const LayerList& layers) { emit_layer_list(out, layers); }
+
+std::string value_text(const std::string& v) { return v; }
+std::string value_text(bool v) { return v ? "true" : "false"; }
+std::string value_text(int v) { return std::to_string(v); }
+std::string value_text(int64_t v) { return std::to_string(v); }
+std::string value_text(uint64_t v) { return std::to_string(v); }
+std::string value_text(double v) { return config_reader::format_number(v); }
+template <typename E, std::enable_if_t<std::is_enum_v<E>, int> = 0>
+std::string value_text(E v) {
+  return to_string(v);
+}
+template <typename T>
+std::string value_text(const std::vector<T>& list) {
+  std::string out;
+  for (const T& x : list) {
+    if constexpr (std::is_same_v<T, LayerSpec>) {
+      out += (out.empty() ? "" : ", ") + x.name;
+    } else {
+      out += (out.empty() ? "" : ", ") + value_text(x);
+    }
+  }
+  return "[" + out + "]";
+}
+
+// The neutral value of a key that does not apply: a list is empty, anything else holds its
+// default.
+template <typename T>
+bool is_neutral(const T& v, const T& default_value) {
+  return v == default_value;
+}
+template <typename T>
+bool is_neutral(const std::vector<T>& v, const std::vector<T>&) {
+  return v.empty();
+}
+template <typename T>
+void make_neutral(T& v, const T& default_value) {
+  v = default_value;
+}
+template <typename T>
+void make_neutral(std::vector<T>& v, const std::vector<T>&) {
+  v.clear();
+}
+
+// --- The table. ---------------------------------------------------------------------------
+
+template <typename S>
+const SectionDecl& decl_of();
+
+template <typename S, typename T>
+KeyDecl key_decl(std::string_view name, T S::*field, const KeyRule& rule, std::string_view help) {
+  KeyDecl k;
+  k.name = name;
+  k.rule = rule;
+  k.help = help;
+  k.read = [field, rule](const ReadContext& c, const Value& v, void* s) {
+    read_value(c, rule, v, static_cast<S*>(s)->*field);
   };
-  return table;
+  k.emit = [field](YAML::Emitter& out, const void* s) {
+    emit_value(out, static_cast<const S*>(s)->*field);
+  };
+  k.text = [field](const void* s) { return value_text(static_cast<const S*>(s)->*field); };
+  k.neutral = [field](const void* s) {
+    return is_neutral(static_cast<const S*>(s)->*field, S{}.*field);
+  };
+  k.reset = [field](void* s) { make_neutral(static_cast<S*>(s)->*field, S{}.*field); };
+  return k;
+}
+
+template <typename S, typename Nested>
+KeyDecl nested_decl(std::string_view name, Nested S::*field) {
+  KeyDecl k;
+  k.name = name;
+  k.nested = &decl_of<Nested>();
+  k.nested_object = [field](void* s) -> void* { return &(static_cast<S*>(s)->*field); };
+  k.nested_const = [field](const void* s) -> const void* {
+    return &(static_cast<const S*>(s)->*field);
+  };
+  return k;
+}
+
+#define HT_SECTION(Struct, help)         \
+  template <>                            \
+  const SectionDecl& decl_of<Struct>() { \
+    using Self = Struct;                 \
+    static const SectionDecl decl = { help, {
+#define HT_KEY(Type, name, default_value, rule, help) key_decl(#name, &Self::name, rule, help),
+#define HT_SUBSECTION(Struct, name) nested_decl(#name, &Self::name),
+#define HT_END_SECTION(Struct) \
+  }                            \
+  }                            \
+  ;                            \
+  return decl;                 \
+  }
+#include "config/keys.def"
+#undef HT_SECTION
+#undef HT_KEY
+#undef HT_SUBSECTION
+#undef HT_END_SECTION
+
+// --- Key names and suggestions. -----------------------------------------------------------
+
+void add_sections(const SectionDecl& decl, const std::string& path,
+                  std::vector<std::pair<std::string, std::vector<std::string_view>>>& out) {
+  std::vector<std::string_view> keys;
+  for (const KeyDecl& k : decl.keys) keys.push_back(k.name);
+  out.emplace_back(path, std::move(keys));
+  for (const KeyDecl& k : decl.keys) {
+    if (k.nested != nullptr)
+      add_sections(*k.nested, path.empty() ? std::string(k.name) : path + "." + std::string(k.name),
+                   out);
+  }
 }
 
 char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
@@ -69,28 +228,37 @@ std::size_t max_suggest_distance(std::string_view key) {
 
 }  // namespace
 
-const std::vector<std::string_view>* section_keys(std::string_view section) {
-  for (const auto& [name, keys] : sections()) {
-    if (name == section) return &keys;
+const KeyDecl* SectionDecl::key(std::string_view name) const {
+  for (const KeyDecl& k : keys) {
+    if (k.name == name) return &k;
   }
   return nullptr;
 }
 
-bool LayerKeys::takes(std::string_view key) const {
-  return std::find(keys.begin(), keys.end(), key) != keys.end();
+const SectionDecl& root_section() { return decl_of<ConfigKeys>(); }
+
+KeyNames::KeyNames(const Catalog& catalog) : catalog_(catalog) {
+  add_sections(root_section(), "", sections_);
+  std::vector<std::string_view> entry = {"type", "name"};
+  for (const LayerTypeDecl* t : catalog_.layer_types) {
+    for (const LayerKeyDecl& k : t->keys) {
+      if (std::find(entry.begin(), entry.end(), k.name) == entry.end()) entry.push_back(k.name);
+    }
+  }
+  sections_.emplace_back(std::string(kLayerEntry), std::move(entry));
 }
 
-const LayerKeys* layer_keys(std::string_view type) {
-  for (const LayerKeys& lk : layer_table()) {
-    if (lk.type == type) return &lk;
+const std::vector<std::string_view>* KeyNames::section_keys(std::string_view path) const {
+  for (const auto& [name, keys] : sections_) {
+    if (name == path) return &keys;
   }
   return nullptr;
 }
 
-std::string layer_types_taking(std::string_view key) {
+std::string KeyNames::layer_types_taking(std::string_view key) const {
   std::vector<std::string_view> types;
-  for (const LayerKeys& lk : layer_table()) {
-    if (lk.takes(key)) types.push_back(lk.type);
+  for (const LayerTypeDecl* t : catalog_.layer_types) {
+    if (t->key(key) != nullptr) types.push_back(t->name);
   }
   std::string out;
   for (std::size_t i = 0; i < types.size(); ++i) {
@@ -99,8 +267,6 @@ std::string layer_types_taking(std::string_view key) {
   }
   return out;
 }
-
-bool is_section(std::string_view path) { return section_keys(path) != nullptr; }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   // d[i][j] = distance between the first i chars of a and the first j chars of b.
@@ -120,10 +286,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[a.size()][b.size()];
 }
 
-std::string unknown_key_message(std::string_view section, std::string_view key) {
+std::string KeyNames::unknown_key_message(std::string_view section, std::string_view key) const {
   std::string message = "unknown key";
   // 1. The closest key of the same section, if it is close enough.
-  if (const KeyList* keys = section_keys(section)) {
+  if (const auto* keys = section_keys(section)) {
     std::string_view best;
     std::size_t best_distance = 0;
     for (std::string_view candidate : *keys) {
@@ -138,7 +304,7 @@ std::string unknown_key_message(std::string_view section, std::string_view key) 
   // 2. A key put in the wrong section: suggest the full path when exactly one section has it.
   std::string elsewhere;
   int matches = 0;
-  for (const auto& [name, keys] : sections()) {
+  for (const auto& [name, keys] : sections_) {
     if (name == section || name == kLayerEntry) continue;
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
       elsewhere = join_path(name, key);

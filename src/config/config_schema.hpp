@@ -1,98 +1,95 @@
-// The config schema as data: which keys each section accepts, the names of enum values,
-// and the "did you mean" suggestion for a misspelt key. Shared by the loader (validation and
-// --set paths) and the emitter (enum names), so the two cannot disagree.
+// The config schema as data, made from the declarations of config/keys.def: each section's
+// keys with their rules and help, and for each key how to read its value into the struct
+// field, write it to config.yaml and show it as text. The loader, the emitter and the
+// reference (config_reference.hpp) walk it; none of them names a key, except the checks
+// across keys in config_loader.cpp.
 #pragma once
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
-#include "config/config.hpp"
+#include "config/catalog.hpp"
+#include "config/key_rule.hpp"
+
+namespace hpctrain::config_reader {
+class Origins;
+struct Value;
+}  // namespace hpctrain::config_reader
 
 namespace hpctrain::config_schema {
 
 // Schema name of the entries of model.layers; they are checked like a section.
 inline constexpr std::string_view kLayerEntry = "model.layers[]";
 
-// The keys accepted in section `section` ("" is the top level, "optimizer.schedule" a nested
-// one), in the order the emitter writes them; null when `section` is not a section.
-const std::vector<std::string_view>* section_keys(std::string_view section);
+class KeyNames;
 
-// True when `path` (e.g. "optimizer.schedule") names a section rather than a value.
-bool is_section(std::string_view path);
+// What reading a value needs besides the value: where errors point, and the catalog.
+struct ReadContext {
+  const config_reader::Origins& origins;
+  const Catalog& catalog;
+  const KeyNames& names;
+};
 
-// "unknown key" plus, when one is close, " (did you mean 'momentum'?)": a key of the same
-// section within a small edit distance, or else the one section elsewhere holding exactly
-// this key ('optimizer.lr' for train.lr).
-std::string unknown_key_message(std::string_view section, std::string_view key);
+struct SectionDecl;
+
+// One entry of a section: a key, or a nested section. The operations act on the field in
+// an object of the section's struct (passed as `section`).
+struct KeyDecl {
+  std::string_view name;
+  KeyRule rule;
+  std::string_view help;
+  const SectionDecl* nested = nullptr;  // a nested section (rule and help unused)
+  std::function<void*(void* section)> nested_object;
+  std::function<const void*(const void* section)> nested_const;
+  std::function<void(const ReadContext&, const config_reader::Value&, void* section)> read;
+  std::function<void(YAML::Emitter&, const void* section)> emit;
+  // The value as a config file would hold it ("0.05", "[192]", "sgd").
+  std::function<std::string(const void* section)> text;
+  // Whether the value is neutral (a list: empty; else: the default), and the reset to it.
+  std::function<bool(const void* section)> neutral;
+  std::function<void(void* section)> reset;
+};
+
+struct SectionDecl {
+  std::string_view help;
+  std::vector<KeyDecl> keys;
+
+  const KeyDecl* key(std::string_view name) const;
+};
+
+// The top level of a config (struct ConfigKeys).
+const SectionDecl& root_section();
+
+// The key names of every section, for validation, --set paths and suggestions: the
+// declared sections, and model.layers[] (type, name and the keys of every layer type).
+class KeyNames {
+ public:
+  explicit KeyNames(const Catalog& catalog);
+
+  // The keys of section `path` ("" is the top level, "optimizer.schedule" a nested one) in
+  // declaration order; null when `path` is not a section.
+  const std::vector<std::string_view>* section_keys(std::string_view path) const;
+  bool is_section(std::string_view path) const { return section_keys(path) != nullptr; }
+
+  // "unknown key" plus, when one is close, " (did you mean 'momentum'?)": a key of the same
+  // section within a small edit distance, or else the one section elsewhere holding exactly
+  // this key ('optimizer.lr' for train.lr).
+  std::string unknown_key_message(std::string_view section, std::string_view key) const;
+  // The layer types taking `key`, for an error message: "dense", "conv2d, maxpool or avgpool".
+  std::string layer_types_taking(std::string_view key) const;
+
+ private:
+  const Catalog& catalog_;
+  std::vector<std::pair<std::string, std::vector<std::string_view>>> sections_;
+};
 
 // Optimal-string-alignment distance (a transposition counts as one edit), ASCII
 // case-insensitive.
 std::size_t edit_distance(std::string_view a, std::string_view b);
-
-template <typename E>
-struct EnumName {
-  const char* name;
-  E value;
-};
-
-inline constexpr EnumName<Device> kDeviceNames[] = {
-    {"auto", Device::kAuto}, {"cpu", Device::kCpu}, {"cuda", Device::kCuda}};
-inline constexpr EnumName<Precision> kPrecisionNames[] = {{"fp32", Precision::kFp32},
-                                                          {"tf32", Precision::kTf32},
-                                                          {"bf16", Precision::kBf16},
-                                                          {"fp16", Precision::kFp16}};
-inline constexpr EnumName<Layout> kLayoutNames[] = {
-    {"auto", Layout::kAuto}, {"nchw", Layout::kNchw}, {"nhwc", Layout::kNhwc}};
-inline constexpr EnumName<Strategy> kStrategyNames[] = {{"allreduce", Strategy::kAllreduce},
-                                                        {"average", Strategy::kAverage}};
-inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {
-    {"auto", AllreduceAlgorithm::kAuto},
-    {"ring", AllreduceAlgorithm::kRing},
-    {"mpi", AllreduceAlgorithm::kMpi},
-    {"nccl", AllreduceAlgorithm::kNccl}};
-inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", ScheduleType::kConstant},
-                                                            {"step", ScheduleType::kStep},
-                                                            {"cosine", ScheduleType::kCosine}};
-
-// The string-typed choices: kept as strings in Config because later modules grow them.
-inline constexpr const char* kPresetNames[] = {"mlp", "cnn", "resnet18", "resnet34", "layers"};
-inline constexpr const char* kStemNames[] = {"auto", "imagenet", "small"};
-inline constexpr const char* kOptimizerNames[] = {"sgd", "adam", "adamw"};
-inline constexpr const char* kLayerTypeNames[] = {
-    "dense",          "relu",    "conv2d",    "maxpool", "avgpool",
-    "global_avgpool", "flatten", "batchnorm", "dropout", "basic_block"};
-
-// The keys of model.layers[] a layer type takes besides type and name, in the order the
-// emitter writes them; the first `required` of them must be given.
-struct LayerKeys {
-  std::string_view type;
-  std::vector<std::string_view> keys;
-  std::size_t required;
-  bool takes(std::string_view key) const;
-};
-
-// The entry for a name of kLayerTypeNames; null for any other string.
-const LayerKeys* layer_keys(std::string_view type);
-
-// The layer types taking `key`, for an error message: "dense", "conv2d, maxpool or avgpool".
-std::string layer_types_taking(std::string_view key);
-
-// "allreduce, average": the list an error message offers.
-template <typename T, std::size_t N>
-std::string join_names(const T (&names)[N]) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    if constexpr (std::is_same_v<T, const char*>) {
-      out += n;
-    } else {
-      out += n.name;
-    }
-  }
-  return out;
-}
 
 }  // namespace hpctrain::config_schema

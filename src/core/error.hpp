@@ -1,6 +1,6 @@
 // Error types and exit codes shared by every part of hpctrain.
 // Library calls are checked through one macro per library (see comm/mpi_check.hpp,
-// data/h5.hpp); those macros capture file and line and call a function that throws.
+// h5/h5.hpp); those macros capture file and line and call a function that throws.
 #pragma once
 
 #include <stdexcept>

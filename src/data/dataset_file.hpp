@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/sample_type.hpp"
-#include "data/h5.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 namespace {
@@ -207,5 +208,16 @@ void BasicBlock::backward(Backend& backend, const Tensor& x, const Tensor& y, co
           [&] { down_conv_->backward(backend, x, gc_, dx, /*accumulate_dx=*/true); });
   }
 }
+
+extern const LayerType kBasicBlockLayer = {
+    {"basic_block",
+     "a ResNet basic block: two 3x3 convolutions with BatchNorm and ReLU, and a projection "
+     "shortcut where the shape changes",
+     {{"filters", integer(1, kMaxChannels), std::nullopt, "output channels"},
+      {"stride", integer(1, kMaxWindow), int64_t{1}, "the first convolution's stride"}}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      return std::make_unique<BasicBlock>(s.name, static_cast<int>(s.integer("filters")),
+                                          static_cast<int>(s.integer("stride")));
+    }};
 
 }  // namespace hpctrain

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
@@ -101,5 +102,14 @@ void BatchNorm::backward_add_relu(Backend& backend, const Tensor& x, const Tenso
       x.data, y.data, dy.data, dz, params_, dx != nullptr ? dx->data : nullptr, grads_, grads_ + c_,
       static_cast<int>(x.batch), c_, hw_, eps_, save_mean_.data(), save_invstd_.data());
 }
+
+extern const LayerType kBatchNormLayer = {
+    {"batchnorm",
+     "batch normalisation per channel (PyTorch's eps 1e-5 and momentum 0.1); its running "
+     "statistics are averaged over the ranks before every evaluation and checkpoint",
+     {}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      return std::make_unique<BatchNorm>(s.name);
+    }};
 
 }  // namespace hpctrain

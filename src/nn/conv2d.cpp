@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
@@ -104,5 +105,23 @@ void Conv2d::backward(Backend& backend, const Tensor& x, const Tensor& dy, Tenso
     backend.conv2d_backward_data(s, dy.data, w_, dx->data, workspace(), accumulate_dx);
   }
 }
+
+extern const LayerType kConv2dLayer = {
+    {"conv2d",
+     "2-D convolution over [C, H, W] inputs, square kernel, He-normal initialisation",
+     {{"filters", integer(1, kMaxChannels), std::nullopt, "output channels"},
+      {"kernel", integer(1, kMaxWindow), std::nullopt, "the kernel's height and width"},
+      {"stride", integer(1, kMaxWindow), int64_t{1}, "the step between windows"},
+      {"padding", integer(0, kMaxWindow), int64_t{0}, "zeros added on each side"},
+      {"bias", flag(), true, "add a learned bias per output channel"}}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      Conv2d::Options o;
+      o.filters = static_cast<int>(s.integer("filters"));
+      o.kernel = static_cast<int>(s.integer("kernel"));
+      o.stride = static_cast<int>(s.integer("stride"));
+      o.padding = static_cast<int>(s.integer("padding"));
+      o.bias = s.flag("bias");
+      return std::make_unique<Conv2d>(s.name, o);
+    }};
 
 }  // namespace hpctrain

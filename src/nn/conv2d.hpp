@@ -4,7 +4,7 @@
 // model's shared workspace.
 #pragma once
 
-#include "backend/conv_shape.hpp"
+#include "core/conv_shape.hpp"
 #include "nn/layer.hpp"
 
 namespace hpctrain {

@@ -1,7 +1,10 @@
 // Dense layer forward and backward as three GEMMs.
 #include "nn/dense.hpp"
 
+#include <climits>
 #include <cmath>
+
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
@@ -51,5 +54,13 @@ void Dense::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, con
   // dx[b, in] = dy[b, out] * W[out, in]
   if (dx != nullptr) backend.gemm(false, false, batch, in, out, 1.0f, dy.data, w_, 0.0f, dx->data);
 }
+
+extern const LayerType kDenseLayer = {
+    {"dense",
+     "fully connected: units outputs from its flattened input, He-normal initialisation",
+     {{"units", integer(1, INT_MAX), std::nullopt, "outputs"}}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      return std::make_unique<Dense>(s.name, s.integer("units"));
+    }};
 
 }  // namespace hpctrain

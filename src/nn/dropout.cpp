@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
@@ -49,5 +50,14 @@ void Dropout::backward(Backend& backend, const Tensor& /*x*/, const Tensor& y, c
     backend.copy(dy.data, dx->data, n * dtype_size(backend.act_type()));
   }
 }
+
+extern const LayerType kDropoutLayer = {
+    {"dropout",
+     "zeroes each element with probability rate in training and scales the rest by 1 / (1 - "
+     "rate); masks drawn from the seed, the rank and the step",
+     {{"rate", number(NumberRange::at_least(0).below(1)), 0.5, "the probability of zeroing"}}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      return std::make_unique<Dropout>(s.name, static_cast<float>(s.number("rate")));
+    }};
 
 }  // namespace hpctrain

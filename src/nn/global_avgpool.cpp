@@ -2,6 +2,7 @@
 #include "nn/global_avgpool.hpp"
 
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
@@ -30,5 +31,11 @@ void GlobalAvgPool::backward(Backend& backend, const Tensor& x, const Tensor& /*
   s.n = static_cast<int>(x.batch);
   backend.avgpool2d_backward(s, dy.data, dx->data);
 }
+
+extern const LayerType kGlobalAvgPoolLayer = {
+    {"global_avgpool", "the mean of each channel: [C, H, W] to [C]", {}},
+    [](const LayerSpec& s) -> std::unique_ptr<Layer> {
+      return std::make_unique<GlobalAvgPool>(s.name);
+    }};
 
 }  // namespace hpctrain

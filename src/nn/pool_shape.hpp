@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "backend/conv_shape.hpp"
+#include "core/conv_shape.hpp"
 #include "nn/tensor.hpp"
 
 namespace hpctrain {

@@ -10,47 +10,14 @@
 #include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/dense.hpp"
-#include "nn/dropout.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avgpool.hpp"
+#include "nn/layer_registry.hpp"
 #include "nn/pool2d.hpp"
 #include "nn/relu.hpp"
 
 namespace hpctrain {
 namespace {
-
-Conv2d::Options conv_options(const LayerSpec& spec) {
-  Conv2d::Options o;
-  o.filters = spec.filters;
-  o.kernel = spec.kernel;
-  o.stride = spec.stride;
-  o.padding = spec.padding;
-  o.bias = spec.bias;
-  return o;
-}
-
-std::unique_ptr<Layer> make_layer(const LayerSpec& spec, const std::string& name, size_t index) {
-  if (spec.type == "dense") return std::make_unique<Dense>(name, spec.units);
-  if (spec.type == "relu") return std::make_unique<Relu>(name);
-  if (spec.type == "conv2d") return std::make_unique<Conv2d>(name, conv_options(spec));
-  if (spec.type == "maxpool") {
-    return std::make_unique<Pool2d>(name, Pool2d::Kind::kMax, spec.kernel, spec.stride,
-                                    spec.padding);
-  }
-  if (spec.type == "avgpool") {
-    return std::make_unique<Pool2d>(name, Pool2d::Kind::kAvg, spec.kernel, spec.stride,
-                                    spec.padding);
-  }
-  if (spec.type == "global_avgpool") return std::make_unique<GlobalAvgPool>(name);
-  if (spec.type == "flatten") return std::make_unique<Flatten>(name);
-  if (spec.type == "batchnorm") return std::make_unique<BatchNorm>(name);
-  if (spec.type == "dropout") return std::make_unique<Dropout>(name, static_cast<float>(spec.rate));
-  if (spec.type == "basic_block") {
-    return std::make_unique<BasicBlock>(name, spec.filters, spec.stride);
-  }
-  throw UsageError("model.layers[" + std::to_string(index) + "].type: unknown layer type '" +
-                   spec.type + "'");
-}
 
 // The cnn preset: two 3x3 "same" convolutions with ReLU and 2x2 max pooling, then a dense
 // layer of 128 (28x28 inputs: 32x14x14 -> 64x7x7 -> 128 -> classes).
@@ -116,9 +83,9 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int 
     add_resnet(layers, config, input_dims, {3, 4, 6, 3});
   } else if (config.preset == "layers") {
     for (size_t i = 0; i < config.layers.size(); ++i) {
-      const LayerSpec& spec = config.layers[i];
-      const std::string name = spec.name.empty() ? spec.type + std::to_string(i) : spec.name;
-      layers.push_back(make_layer(spec, name, i));
+      LayerSpec spec = config.layers[i];
+      if (spec.name.empty()) spec.name = spec.type + std::to_string(i);
+      layers.push_back(build_layer(spec, i));
     }
   } else {
     throw UsageError("model.preset: unknown preset '" + config.preset + "'");

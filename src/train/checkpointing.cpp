@@ -1,9 +1,10 @@
 // Checkpoint capture and restore.
-//   capture: strategy allreduce keeps identical parameters and optimizer state on
-//     every rank, so rank 0 copies its own; strategy average keeps per-rank state, so
-//     rank 0 gathers everyone's per-parameter arrays and stores them per rank. The model
-//     state (BatchNorm statistics) is the same on every rank when save() is called (the
-//     trainer averages it first) and is stored once, as are the optimizer's scalars.
+//   capture: a strategy with identical replicas (allreduce) keeps the same parameters and
+//     optimizer state on every rank, so rank 0 copies its own; otherwise (average) the
+//     state is per rank, so rank 0 gathers everyone's per-parameter arrays and stores them
+//     per rank. The model state (BatchNorm statistics) is the same on every rank when
+//     save() is called (the trainer averages it first) and is stored once, as are the
+//     optimizer's scalars.
 //   restore: rank 0 broadcasts the cursor, then the arrays: per rank when the
 //     checkpoint holds per-rank state for the same world size and strategy,
 //     else one shared copy (the ranks' average for a per-rank checkpoint).
@@ -70,7 +71,7 @@ struct RestoreHeader {
 
 TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer,
                                          LossScaler* scaler, int rank, int world_size,
-                                         int64_t steps_per_epoch)
+                                         int64_t steps_per_epoch, bool identical_replicas)
     : config_(config),
       model_(model),
       slots_(optimizer.state()),
@@ -78,6 +79,7 @@ TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Opt
       rank_(rank),
       world_size_(world_size),
       steps_per_epoch_(steps_per_epoch),
+      per_rank_state_(!identical_replicas),
       config_yaml_(config_to_yaml(config)),
       architecture_(model.architecture()),
       last_save_time_(now_seconds()) {}
@@ -140,7 +142,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
       h.loss_scale[1] = it->second[1];
     }
     h.per_rank = s->arrays.count(rank_array_name(0, kParamsArray)) > 0 &&
-                 s->world_size == world_size_ && config_.distributed.strategy == Strategy::kAverage;
+                 s->world_size == world_size_ && per_rank_state_;
   }
   comm.broadcast(&h, sizeof(h), 0);
   if (!h.found) return std::nullopt;
@@ -243,7 +245,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
 void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wait) {
   const double t0 = now_seconds();
   const size_t n = model_.param_count();
-  const bool per_rank = config_.distributed.strategy == Strategy::kAverage && world_size_ > 1;
+  const bool per_rank = per_rank_state_ && world_size_ > 1;
   if (rank_ == 0 && !writer_) {
     writer_ =
         std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
@@ -316,7 +318,7 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.steps_per_epoch = steps_per_epoch_;
   state.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
   state.world_size = world_size_;
-  state.strategy = to_string(config_.distributed.strategy);
+  state.strategy = config_.distributed.strategy;
   state.config_yaml = config_yaml_;
   state.architecture = architecture_;
   state.created = utc_now();

@@ -21,9 +21,11 @@ namespace hpctrain {
 
 class TrainingCheckpoints {
  public:
-  // scaler: the loss scaler of precision fp16, else null.
+  // scaler: the loss scaler of precision fp16, else null. identical_replicas: the exchange
+  // strategy keeps the same parameters and optimizer state on every rank (else each rank's
+  // are stored, ExchangeStrategy::decl).
   TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer, LossScaler* scaler,
-                      int rank, int world_size, int64_t steps_per_epoch);
+                      int rank, int world_size, int64_t steps_per_epoch, bool identical_replicas);
   ~TrainingCheckpoints();
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
@@ -65,6 +67,7 @@ class TrainingCheckpoints {
   LossScaler* scaler_;
   int rank_, world_size_;
   int64_t steps_per_epoch_;
+  bool per_rank_state_;  // the ranks' parameters and optimizer state differ
   const std::string config_yaml_, architecture_;  // made once, stored in every checkpoint
   std::optional<LoadedCheckpoint> resume_;        // rank 0, between prepare and restore
   int64_t start_step_ = 0;

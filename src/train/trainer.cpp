@@ -1,9 +1,9 @@
-// The epoch loop. One training step on one rank (DESIGN.md):
+// The epoch loop. One training step on one rank (docs/architecture.md):
 //   1. pop the next prefetched batch (its wait is data_wait),
 //   2. forward, softmax cross-entropy, backward on the rank's Backend,
-//   3. exchange: all-reduce the gradient arena (strategy allreduce), or average
-//      the parameters every K steps (strategy average),
-//   4. SGD step with the scheduled learning rate,
+//   3. the exchange strategy's hooks around backward and the optimizer step
+//      (train/exchange.hpp: gradients summed, or parameters averaged every K steps),
+//   4. the optimizer step with the scheduled learning rate,
 //   5. a two-flag all-reduce so all ranks agree on stopping (a signal) and on a
 //      time-based checkpoint at the same step.
 // Nothing in the step allocates, synchronises the device or logs, except the
@@ -119,16 +119,12 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   schedule_ =
       std::make_unique<LrSchedule>(config_.optimizer, steps_per_epoch_, config_.train.epochs);
   stats_ = DeviceArray<LossStats>(*backend_, 1);
-  if (!backend_->host_accessible()) {
-    stage_.resize(std::max(model_->param_count(), model_->state_count()));
-    // Pinned, so that the staging copies of host collectives run at DMA speed.
-    backend_->pin_host(stage_.data(), stage_.size() * sizeof(float));
-    Backend* b = backend_.get();
-    stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
-  }
   stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
-  checkpoints_ = std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(),
-                                                       rank_, world_size_, steps_per_epoch_);
+  const bool identical_replicas =
+      exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
+  checkpoints_ =
+      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), rank_,
+                                            world_size_, steps_per_epoch_, identical_replicas);
   checkpoints_->prepare_resume(resume);
 
   // 3. Run directory (rank 0).
@@ -178,15 +174,10 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
 Trainer::~Trainer() = default;
 
 Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
-  const bool allreduce = config_.distributed.strategy == Strategy::kAllreduce;
-  const int every = config_.distributed.every;
   const int64_t batch = config_.train.batch_size;
-  // Summed over ranks, the gradients of per-rank means scaled by 1/N are the mean
-  // over the global batch: N ranks with batch b train like one rank with N*b.
-  const float grad_scale = 1.0f / static_cast<float>(batch * (allreduce ? world_size_ : 1));
+  const float grad_scale = exchange_->gradient_scale(batch);
   const int classes = num_classes_;
   const bool timing = config_.train.step_timing;
-  const bool overlap = allreduce && buckets_ != nullptr;
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
@@ -205,20 +196,12 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
                            scaler_ ? scaler_->scale() : nullptr, model_->dlogits(), stats_.data());
     if (timing) backend_->phase_mark(1);
-    // With NCCL, gradient buckets are summed while backward goes on; the exchange phase
-    // is then what is left of it after backward (the exposed communication).
-    if (overlap) buckets_->start(model_->grads());
-    model_->backward(overlap ? buckets_.get() : nullptr);
+    // A strategy may exchange gradients while backward goes on; the exchange phase is then
+    // what is left of it after backward (the exposed communication).
+    model_->backward(exchange_->before_backward());
     stager_->release();
     if (timing) backend_->phase_mark(2);
-    {
-      WatchdogScope w(*watchdog_, "gradient all-reduce", global_step_);
-      if (overlap) {
-        buckets_->finish();
-      } else {
-        exchange_gradients();
-      }
-    }
+    exchange_->after_backward(global_step_);
     if (timing) backend_->phase_mark(3);
     lr = schedule_->at(global_step_);
     if (scaler_) {
@@ -230,13 +213,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     if (scaler_) scaler_->update();
     if (timing) backend_->phase_mark(4);
     ++global_step_;
-    state_diverged_ = world_size_ > 1 && model_->state_count() > 0;
-    if (!allreduce && (global_step_ % every == 0 || step + 1 == steps_per_epoch_)) {
-      // Also at the end of each epoch, so that every rank evaluates the same model.
-      WatchdogScope w(*watchdog_, "parameter averaging", global_step_);
-      checkpoints_->wait_snapshot();
-      average_over_ranks(model_->mutable_params(), model_->param_count());
-    }
+    exchange_->after_optimizer(global_step_, step + 1 == steps_per_epoch_);
     bool checkpoint_now = false;
     bool stop = false;
     {
@@ -288,21 +265,13 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   return end;
 }
 
-void Trainer::sync_model_state() {
-  if (!state_diverged_) return;
-  WatchdogScope w(*watchdog_, "model state averaging", global_step_);
-  average_over_ranks(model_->state(), model_->state_count());
-  state_diverged_ = false;
-}
-
 void Trainer::save_checkpoint(bool wait) {
-  sync_model_state();
+  exchange_->sync_for_evaluation(global_step_);
   WatchdogScope w(*watchdog_, "checkpoint", global_step_);
   checkpoints_->save(*comm_, global_step_, wait);
 }
 
 Trainer::EvalResult Trainer::evaluate(Loader& loader) {
-  sync_model_state();
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
@@ -328,20 +297,23 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
   return r;
 }
 
-int Trainer::run() {
-  const double run_t0 = now_seconds();
+void Trainer::connect() {
   comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
                                          static_cast<size_t>(config_.distributed.ring_chunk_bytes));
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
+  WatchdogScope w(*watchdog_, "choice of collectives", 0);
+  collectives_ = std::make_unique<ModelCollectives>(
+      config_.source_file, config_.distributed.algorithm, *backend_, *comm_,
+      std::max(model_->param_count(), model_->state_count()));
+  exchange_ = exchange_strategy(config_.distributed.strategy)
+                  .make({config_, *model_, trainable_, *collectives_, *watchdog_});
+}
+
+int Trainer::run() {
+  const double run_t0 = now_seconds();
+  connect();
   install_stop_signals();
-  // Every rank initialised identically from the seed (or rank 0 loaded
-  // model.init_from); broadcasting rank 0's parameters makes that a guarantee.
-  {
-    WatchdogScope w(*watchdog_, "parameter broadcast", 0);
-    choose_allreduce();
-    broadcast_from_rank0(model_->mutable_params(), model_->param_count());
-    broadcast_from_rank0(model_->state(), model_->state_count());
-  }
+  exchange_->start();
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank
   //    reads its shards.
@@ -404,6 +376,7 @@ int Trainer::run() {
     total_comm += m.comm_s;
     total_samples += m.samples_per_second * m.time_train_s;
     if (val_loader_ && (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
+      exchange_->sync_for_evaluation(global_step_);
       const double t0 = now_seconds();
       const EvalResult v = evaluate(*val_loader_);
       m.time_val_s = now_seconds() - t0;
@@ -439,6 +412,7 @@ int Trainer::run() {
     save_checkpoint(/*wait=*/false);
   }
   if (test_loader_) {
+    exchange_->sync_for_evaluation(global_step_);
     const double t0 = now_seconds();
     const EvalResult t = evaluate(*test_loader_);
     summary.time_test_s = now_seconds() - t0;
@@ -452,10 +426,8 @@ int Trainer::run() {
 
   summary.run_name = config_.run.name;
   summary.backend = backend_->name();
-  summary.strategy = to_string(config_.distributed.strategy);
-  summary.algorithm = config_.distributed.strategy == Strategy::kAllreduce
-                          ? (device_collectives_ ? "nccl" : to_string(host_algorithm_))
-                          : (device_collectives_ ? "nccl allreduce" : "reduce+bcast");
+  summary.strategy = config_.distributed.strategy;
+  summary.algorithm = exchange_->algorithm();
   summary.precision = to_string(config_.precision);
   summary.layout = backend_->channels_last() ? "nhwc" : "nchw";
   if (scaler_) {
@@ -513,6 +485,15 @@ int Trainer::evaluate_checkpoint() {
   json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
   if (rank_ == 0) write_file_atomic(config_.run.dir + "/eval.json", json);
   return kExitOk;
+}
+
+bool Trainer::agree_on_control(bool& checkpoint_now) {
+  // [0]: some rank got a stop signal; [1]: rank 0's clock says a checkpoint is due.
+  double flags[2] = {stop_signal() != 0 ? 1.0 : 0.0,
+                     rank_ == 0 && checkpoints_->due_by_time(now_seconds()) ? 1.0 : 0.0};
+  if (world_size_ > 1) comm_->allreduce_max(flags, 2);
+  checkpoint_now = flags[1] > 0.0;
+  return flags[0] > 0.0;
 }
 
 std::string Trainer::stopped_marker() const { return config_.run.dir + "/STOPPED"; }

@@ -4,7 +4,6 @@
 // Used from the main thread; owns everything it creates.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/communicator.hpp"
+#include "comm/model_collectives.hpp"
 #include "config/config.hpp"
 #include "data/dataset_file.hpp"
 #include "data/loader.hpp"
@@ -20,7 +20,7 @@
 #include "optim/optimizer.hpp"
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
-#include "train/gradient_buckets.hpp"
+#include "train/exchange.hpp"
 #include "train/loss_scaler.hpp"
 #include "train/metrics.hpp"
 #include "train/watchdog.hpp"
@@ -52,30 +52,17 @@ class Trainer {
   // Training: the train loader from `start_step` and the validation passes still
   // to come; else (evaluation) one pass of validation and test.
   void create_loaders(int64_t start_step, bool training);
-  // One pass over each rank's shard of `loader`; identical result on every rank.
+  // One pass over each rank's shard of `loader`; identical result on every rank (when the
+  // ranks hold the same model: Exchange::sync_for_evaluation).
   EvalResult evaluate(Loader& loader);
-  // Averages the model state (BatchNorm statistics, which each rank moves with its own
-  // batches) over the ranks if training changed it since the last time, so that every
-  // rank evaluates and checkpoints the same model. Collective.
-  void sync_model_state();
-  // sync_model_state(), then a checkpoint of the current step. Collective.
+  // The model made the same on every rank (Exchange::sync_for_evaluation), then a
+  // checkpoint of the current step. Collective.
   void save_checkpoint(bool wait);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
-  // Picks how gradients are summed: NCCL (device_collectives_) for `auto` or `nccl` when
-  // the backend has device collectives and no two ranks share a GPU, else the host
-  // algorithm (ring unless `mpi`). Collective.
-  void choose_allreduce();
-  void exchange_gradients();
-  // Model memory averaged over, or broadcast from rank 0 to, the ranks. Collective.
-  void average_over_ranks(float* data, size_t n);
-  void broadcast_from_rank0(float* data, size_t n);
-  // Runs the collective f on n floats of model memory at `data` as host memory: in place
-  // when the backend's memory is host memory, else on a copy in stage_ (copied back to
-  // the device when write_back). Skipped on a single rank, where every collective is the
-  // identity (and the copies would cost a device round trip per step).
-  template <typename F>
-  void collective_on_host(float* data, size_t n, bool write_back, F&& f);
+  // Collective: the communicator, the watchdog, the collectives over model memory and the
+  // exchange strategy (training only).
+  void connect();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now);
   void write_summary(const RunSummary& summary);
@@ -93,6 +80,8 @@ class Trainer {
   int64_t skipped_steps_ = 0;           // by scaler_, in this run
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<ModelCollectives> collectives_;
+  std::unique_ptr<Exchange> exchange_;  // distributed.strategy
   std::unique_ptr<TrainingCheckpoints> checkpoints_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<BatchStager> stager_;  // before the loaders, whose buffers it pins
@@ -101,14 +90,7 @@ class Trainer {
   int num_classes_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
-  bool state_diverged_ = false;                                    // see sync_model_state()
-  AllreduceAlgorithm host_algorithm_ = AllreduceAlgorithm::kRing;  // see choose_allreduce()
-  bool device_collectives_ = false;
-  std::unique_ptr<GradientBuckets> buckets_;  // with device collectives
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
-  // Host staging for a backend whose memory is not host memory (Backend::host_accessible).
-  std::vector<float> stage_;
-  std::unique_ptr<float, std::function<void(float*)>> stage_pin_;  // unpins stage_
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
 

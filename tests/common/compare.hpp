@@ -40,6 +40,20 @@ inline void expect_same(const std::vector<float>& got, const std::vector<float>&
   }
 }
 
+// ||got - want|| / ||want|| over the elements [begin, end) (all by default); the norm of the
+// difference itself where want is zero there.
+inline double relative_error(const std::vector<float>& got, const std::vector<float>& want,
+                             size_t begin = 0, size_t end = SIZE_MAX) {
+  end = std::min(end, want.size());
+  double diff = 0.0, norm = 0.0;
+  for (size_t i = begin; i < end; ++i) {
+    const double e = static_cast<double>(got[i]) - want[i];
+    diff += e * e;
+    norm += static_cast<double>(want[i]) * want[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
 // Element-wise |got - want| <= tol * max(1, |want|); stops at the first mismatch.
 inline void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
                          const std::string& what) {

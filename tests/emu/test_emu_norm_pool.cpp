@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/conv_shape.hpp"
+#include "core/conv_shape.hpp"
 #include "emu/emu_fixture.hpp"
 
 namespace hpctrain::test {

@@ -13,10 +13,63 @@
 
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "train/catalog.hpp"
 
 namespace hpctrain::config_test {
 
 namespace fs = std::filesystem;
+
+// The smallest valid config, and one that sets every scalar key to other than its default.
+inline constexpr const char* kMinimal = "data:\n  train: train.h5\n";
+inline constexpr const char* kFull = R"(run:
+  name: full
+  dir: /scratch/full
+  seed: 18446744073709551615
+  deterministic: true
+  threads: 3
+device: cuda
+precision: tf32
+layout: nchw
+data:
+  train: a/train.h5
+  val: a/val.h5
+  test: a/test.h5
+  prefetch_threads: 3
+  prefetch_depth: 7
+  shuffle: false
+model:
+  preset: mlp
+  hidden:
+    - 256
+    - 128
+optimizer:
+  name: sgd
+  lr: 1e-3
+  momentum: 0.5
+  nesterov: yes
+  weight_decay: 0.0005
+  schedule:
+    type: step
+    warmup_epochs: 0.5
+    step_epochs: 10
+    gamma: 0.5
+    min_lr: 0.0001
+train:
+  epochs: 12
+  batch_size: 128
+  val_every: 2
+  progress_seconds: 0
+  step_timing: true
+  loss_scale:
+    initial: 1024
+    growth_interval: 50
+distributed:
+  strategy: average
+  algorithm: mpi
+  every: 4
+  ring_chunk_bytes: 4294967296
+  bucket_bytes: 1048576
+)";
 
 // A file under the gtest temp dir, unique per call so tests never see each other's files.
 inline std::string write_yaml(const std::string& text) {
@@ -35,7 +88,7 @@ inline std::string load_error(const std::string& text, const std::vector<std::st
   const std::string path = write_yaml(text);
   if (path_out) *path_out = path;
   try {
-    load_config(path, overrides);
+    load_config(path, overrides, catalog());
   } catch (const UsageError& e) {
     EXPECT_EQ(e.exit_code(), kExitUsage);
     return e.what();

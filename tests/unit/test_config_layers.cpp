@@ -9,24 +9,24 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "config/config_schema.hpp"
 #include "config_test_helpers.hpp"
 #include "core/error.hpp"
+#include "nn/layer_registry.hpp"
+#include "train/catalog.hpp"
 
 namespace hpctrain {
 namespace {
 
 namespace fs = std::filesystem;
 using config_test::expect_error;
+using config_test::kMinimal;
 using config_test::write_yaml;
-
-const char* const kMinimal = "data:\n  train: train.h5\n";
 
 // Emits `a`, loads the text back, and checks the model section survives and re-emits
 // identically (test_config.cpp's round trip covers every other key).
 void expect_round_trip(const Config& a) {
   const std::string yaml = config_to_yaml(a);
-  Config b = load_config(write_yaml(yaml), {});
+  Config b = load_config(write_yaml(yaml), {}, catalog());
   SCOPED_TRACE(yaml);
   EXPECT_EQ(a.model.preset, b.model.preset);
   EXPECT_EQ(a.model.hidden, b.model.hidden);
@@ -35,13 +35,7 @@ void expect_round_trip(const Config& a) {
     const LayerSpec &x = a.model.layers[i], &y = b.model.layers[i];
     EXPECT_EQ(x.type, y.type);
     EXPECT_EQ(x.name, y.name);
-    EXPECT_EQ(x.units, y.units);
-    EXPECT_EQ(x.filters, y.filters);
-    EXPECT_EQ(x.kernel, y.kernel);
-    EXPECT_EQ(x.stride, y.stride);
-    EXPECT_EQ(x.padding, y.padding);
-    EXPECT_EQ(x.bias, y.bias);
-    EXPECT_EQ(x.rate, y.rate);
+    EXPECT_TRUE(x.values == y.values) << x.name;
   }
   EXPECT_EQ(a.model.width, b.model.width);
   EXPECT_EQ(a.model.stem, b.model.stem);
@@ -60,38 +54,38 @@ TEST(ConfigLoad, ConvLayerEntriesAndDefaults) {
     - {type: global_avgpool}
     - {type: flatten}
 )"),
-                               {});
+                               {}, catalog());
   ASSERT_EQ(c.model.layers.size(), 6u);
   const LayerSpec& a = c.model.layers[0];
   EXPECT_EQ(a.name, "conv2d0");
-  EXPECT_EQ(a.filters, 16);
-  EXPECT_EQ(a.kernel, 5);
-  EXPECT_EQ(a.stride, 1);  // conv default
-  EXPECT_EQ(a.padding, 0);
-  EXPECT_TRUE(a.bias);
+  EXPECT_EQ(a.integer("filters"), 16);
+  EXPECT_EQ(a.integer("kernel"), 5);
+  EXPECT_EQ(a.integer("stride"), 1);  // conv default
+  EXPECT_EQ(a.integer("padding"), 0);
+  EXPECT_TRUE(a.flag("bias"));
   const LayerSpec& b = c.model.layers[1];
   EXPECT_EQ(b.name, "c2");
-  EXPECT_EQ(b.stride, 2);
-  EXPECT_EQ(b.padding, 1);
-  EXPECT_FALSE(b.bias);
+  EXPECT_EQ(b.integer("stride"), 2);
+  EXPECT_EQ(b.integer("padding"), 1);
+  EXPECT_FALSE(b.flag("bias"));
   EXPECT_EQ(c.model.layers[2].type, "maxpool");
-  EXPECT_EQ(c.model.layers[2].stride, 3);  // pooling stride defaults to the kernel
-  EXPECT_EQ(c.model.layers[3].stride, 1);
-  EXPECT_EQ(c.model.layers[3].padding, 1);
+  EXPECT_EQ(c.model.layers[2].integer("stride"), 3);  // pooling stride defaults to the kernel
+  EXPECT_EQ(c.model.layers[3].integer("stride"), 1);
+  EXPECT_EQ(c.model.layers[3].integer("padding"), 1);
   EXPECT_EQ(c.model.layers[4].name, "global_avgpool4");
   EXPECT_EQ(c.model.layers[5].name, "flatten5");
   expect_round_trip(c);
 }
 
 TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
-  const Config c = load_config(write_yaml(kMinimal), {"model.preset=cnn"});
+  const Config c = load_config(write_yaml(kMinimal), {"model.preset=cnn"}, catalog());
   EXPECT_EQ(c.model.preset, "cnn");
   EXPECT_TRUE(c.model.hidden.empty());  // the mlp default is dropped
   EXPECT_TRUE(c.model.layers.empty());
   expect_round_trip(c);
   const fs::path shipped_file =
       fs::path(__FILE__).parent_path() / ".." / ".." / "configs" / "fashion_mnist_cnn.yaml";
-  const Config shipped = load_config(shipped_file.string(), {});
+  const Config shipped = load_config(shipped_file.string(), {}, catalog());
   EXPECT_EQ(shipped.model.preset, "cnn");
   EXPECT_EQ(shipped.train.batch_size, 64);
   EXPECT_EQ(shipped.train.epochs, 5);
@@ -110,16 +104,17 @@ TEST(ConfigLoad, ResNetLayerEntriesAndPresets) {
     - {type: global_avgpool}
     - {type: dropout, rate: 0.2}
 )"),
-                               {});
+                               {}, catalog());
   ASSERT_EQ(c.model.layers.size(), 7u);
   EXPECT_EQ(c.model.layers[1].name, "batchnorm1");
-  EXPECT_EQ(c.model.layers[3].stride, 1);
-  EXPECT_EQ(c.model.layers[4].filters, 16);
-  EXPECT_EQ(c.model.layers[4].stride, 2);
-  EXPECT_DOUBLE_EQ(c.model.layers[6].rate, 0.2);
+  EXPECT_EQ(c.model.layers[3].integer("stride"), 1);
+  EXPECT_EQ(c.model.layers[4].integer("filters"), 16);
+  EXPECT_EQ(c.model.layers[4].integer("stride"), 2);
+  EXPECT_DOUBLE_EQ(c.model.layers[6].number("rate"), 0.2);
   expect_round_trip(c);
-  const Config r = load_config(write_yaml(kMinimal),
-                               {"model.preset=resnet34", "model.width=16", "model.stem=small"});
+  const Config r =
+      load_config(write_yaml(kMinimal),
+                  {"model.preset=resnet34", "model.width=16", "model.stem=small"}, catalog());
   EXPECT_EQ(r.model.width, 16);
   EXPECT_EQ(r.model.stem, "small");
   EXPECT_TRUE(r.model.hidden.empty());
@@ -179,17 +174,28 @@ TEST(ConfigErrors, ConvLayerKeys) {
                "FILE:5: model.layers: only used with model.preset 'layers' (preset is 'cnn')");
 }
 
-TEST(ConfigSchema, EveryLayerTypeHasItsKeys) {
-  for (const char* type : config_schema::kLayerTypeNames) {
-    const config_schema::LayerKeys* keys = config_schema::layer_keys(type);
-    ASSERT_NE(keys, nullptr) << type;
-    EXPECT_LE(keys->required, keys->keys.size()) << type;
-    const auto& entry_keys = *config_schema::section_keys(config_schema::kLayerEntry);
-    for (std::string_view k : keys->keys) {
-      EXPECT_NE(std::find(entry_keys.begin(), entry_keys.end(), k), entry_keys.end()) << k;
+// Every registered layer type: its required keys come first (the loader reports them in
+// order), its builder makes a layer whose type() is the registered name, and the catalog the
+// loader checks against lists exactly the registered types.
+TEST(LayerRegistry, EveryTypeBuildsWhatItRegisters) {
+  ASSERT_EQ(catalog().layer_types.size(), layer_types().size());
+  for (std::size_t i = 0; i < layer_types().size(); ++i) {
+    const LayerType& t = *layer_types()[i];
+    EXPECT_EQ(catalog().layer_types[i], &t.decl);
+    bool optional_seen = false;
+    LayerSpec spec{std::string(t.decl.name), "x", {}};
+    for (const LayerKeyDecl& k : t.decl.keys) {
+      EXPECT_FALSE(k.required() && optional_seen) << t.decl.name << "." << k.name;
+      optional_seen = optional_seen || !k.required();
+      if (k.required()) spec.set(k.name, int64_t{2});  // every required key is a size
     }
+    const std::unique_ptr<Layer> layer = build_layer(spec, 0);
+    EXPECT_EQ(std::string(layer->type()), t.decl.name);
+    EXPECT_EQ(layer->name(), "x");
   }
-  EXPECT_EQ(config_schema::layer_keys("conv"), nullptr);
+  EXPECT_EQ(find_layer_type("conv"), nullptr);
+  EXPECT_THROW(build_layer(LayerSpec{"conv", "x", {}}, 3), UsageError);
+  EXPECT_THROW(build_layer(LayerSpec{"dense", "x", {}}, 0), UsageError);  // units missing
 }
 
 }  // namespace

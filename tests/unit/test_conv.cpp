@@ -327,7 +327,7 @@ TEST(Model, LayersPresetWithFlattenFirstAndConvStack) {
   mc.preset = "layers";
   const LayerSpec flatten = layer_spec("flatten", "flat");
   LayerSpec dense = layer_spec("dense", "d");
-  dense.units = 5;
+  dense.set("units", int64_t{5});
   mc.layers = {flatten, dense};
   {
     // Flatten as the first layer is a view of the model input: nothing to copy, no dx.
@@ -337,16 +337,16 @@ TEST(Model, LayersPresetWithFlattenFirstAndConvStack) {
     check_model_gradients(m, x, {0, 2, 1, 1}, 3, 1, 2e-3);
   }
   LayerSpec conv = layer_spec("conv2d", "c");
-  conv.filters = 3;
-  conv.kernel = 3;
-  conv.stride = 2;
-  conv.padding = 1;
+  conv.set("filters", int64_t{3});
+  conv.set("kernel", int64_t{3});
+  conv.set("stride", int64_t{2});
+  conv.set("padding", int64_t{1});
   LayerSpec avg = layer_spec("avgpool", "a");
-  avg.kernel = 2;
-  avg.stride = 1;
+  avg.set("kernel", int64_t{2});
+  avg.set("stride", int64_t{1});
   LayerSpec conv2 = conv;
   conv2.name = "c2";
-  conv2.stride = 1;
+  conv2.set("stride", int64_t{1});
   mc.layers = {conv, layer_spec("relu", "r"), avg, conv2, flatten, dense};
   Model m(be, build_layers(mc, 3, {2, 7, 5}), {2, 7, 5}, 3);
   EXPECT_EQ(m.layers()[4]->type(), std::string("flatten"));

@@ -74,13 +74,14 @@ ModelConfig all_layers() {
   c.preset = "layers";
   c.hidden.clear();
   c.layers = {
-      {.type = "conv2d", .filters = 6, .kernel = 3, .padding = 1},
+      {.type = "conv2d",
+       .values = {{"filters", int64_t{6}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}},
       {.type = "batchnorm"},
       {.type = "relu"},
-      {.type = "maxpool", .kernel = 2, .stride = 2},
-      {.type = "basic_block", .filters = 8, .stride = 2},
-      {.type = "dropout", .rate = 0.25},
-      {.type = "avgpool", .kernel = 2, .stride = 1},
+      {.type = "maxpool", .values = {{"kernel", int64_t{2}}, {"stride", int64_t{2}}}},
+      {.type = "basic_block", .values = {{"filters", int64_t{8}}, {"stride", int64_t{2}}}},
+      {.type = "dropout", .values = {{"rate", 0.25}}},
+      {.type = "avgpool", .values = {{"kernel", int64_t{2}}, {"stride", int64_t{1}}}},
       {.type = "global_avgpool"},
       {.type = "flatten"},
   };

@@ -104,7 +104,7 @@ TEST(Model, BackwardMatchesNumericalThroughWholeMlp) {
 TEST(Model, UnknownLayerTypeIsUsageError) {
   ModelConfig mc;
   mc.preset = "layers";
-  mc.layers = {LayerSpec{"conv9", "", 0}};
+  mc.layers = {LayerSpec{"conv9", "", {}}};
   EXPECT_THROW(build_layers(mc, 10, {784}), UsageError);
 }
 

@@ -335,15 +335,15 @@ TEST(ModelState, ArenaInitialisedAndArchitectureNamesIt) {
   LayerSpec conv;
   conv.type = "conv2d";
   conv.name = "c";
-  conv.filters = 3;
-  conv.kernel = 3;
+  conv.set("filters", int64_t{3});
+  conv.set("kernel", int64_t{3});
   LayerSpec bn;
   bn.type = "batchnorm";
   bn.name = "bn";
   LayerSpec drop;
   drop.type = "dropout";
   drop.name = "drop";
-  drop.rate = 0.25;
+  drop.set("rate", 0.25);
   LayerSpec flat;
   flat.type = "flatten";
   flat.name = "f";

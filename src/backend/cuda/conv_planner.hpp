@@ -15,8 +15,8 @@
 #include <map>
 #include <tuple>
 
-#include "backend/conv_shape.hpp"
 #include "backend/cuda/cudnn_util.hpp"
+#include "core/conv_shape.hpp"
 #include "core/dtype.hpp"
 
 namespace hpctrain::cuda {

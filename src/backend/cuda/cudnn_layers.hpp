@@ -12,10 +12,10 @@
 #include <functional>
 #include <memory>
 
-#include "backend/conv_shape.hpp"
 #include "backend/cuda/conv_planner.hpp"
 #include "backend/cuda/cudnn_util.hpp"
 #include "backend/cuda_backend.hpp"
+#include "core/conv_shape.hpp"
 
 namespace hpctrain::cuda {
 

@@ -1,7 +1,7 @@
-// HDF5 error reporting (the target of HT_CHECK_H5) and the small HDF5 helpers the data
-// format shares between the writer, the reader and inspect: the float16 type and
-// string attributes.
-#include "data/h5.hpp"
+// HDF5 error reporting (the target of HT_CHECK_H5) and the small HDF5 helpers that the
+// data files and the checkpoint files share: the float16 type, read-only opens and string
+// attributes.
+#include "h5/h5.hpp"
 
 #include <filesystem>
 #include <string>

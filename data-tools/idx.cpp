@@ -1,6 +1,6 @@
 // IDX reading (header: two zero bytes, a type code, the rank, then rank big-endian uint32
 // sizes; then the items) and the IDX -> data file conversion used by hpctrain-data.
-#include "data/idx.hpp"
+#include "data-tools/idx.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
-#include "data/dataset_writer.hpp"
+#include "data-tools/dataset_writer.hpp"
 
 namespace hpctrain {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "data-tools/dataset_writer.hpp"
 #include "data/dataset_file.hpp"
-#include "data/dataset_writer.hpp"
 
 namespace hpctrain {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/dataset_file.hpp"
-#include "data/h5.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 

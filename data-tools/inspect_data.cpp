@@ -1,6 +1,6 @@
 // inspect_data_file: DatasetFile does the validation; this file adds what a person
 // checking a conversion wants to see (class balance, attributes, value range).
-#include "data/inspect_data.hpp"
+#include "data-tools/inspect_data.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "core/half.hpp"
 #include "data/dataset_file.hpp"
-#include "data/h5.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 namespace {

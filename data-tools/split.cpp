@@ -1,7 +1,7 @@
 // Stratified split: read the labels (4 bytes a row), decide every row's part per class with
 // a seeded permutation and largest-remainder counts, then stream the rows once through
 // route_rows into one writer per part.
-#include "data/split.hpp"
+#include "data-tools/split.hpp"
 
 #include <algorithm>
 #include <memory>
@@ -10,9 +10,9 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "data-tools/dataset_writer.hpp"
+#include "data-tools/row_copy.hpp"
 #include "data/dataset_file.hpp"
-#include "data/dataset_writer.hpp"
-#include "data/row_copy.hpp"
 
 namespace hpctrain {
 namespace {

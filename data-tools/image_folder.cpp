@@ -1,7 +1,7 @@
 // Image folder -> data file: list the class folders, then for each batch of files decode
 // them on a few threads into preassigned slots (so the output does not depend on the
 // thread count), report the unreadable ones in file order and append the rest.
-#include "data/image_folder.hpp"
+#include "data-tools/image_folder.hpp"
 
 #include <stb_image.h>
 #include <stb_image_resize.h>
@@ -16,8 +16,8 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
-#include "data/dataset_writer.hpp"
-#include "data/sample_codec.hpp"
+#include "data-tools/dataset_writer.hpp"
+#include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
 namespace {

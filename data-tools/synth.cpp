@@ -2,7 +2,7 @@
 // so a shifted copy still resembles its class and a small convolutional network or an MLP
 // can learn them); each sample adds an integer shift and roughly Gaussian noise. Rows are
 // generated on a few threads, each row from its own seeded stream.
-#include "data/synth.hpp"
+#include "data-tools/synth.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,8 +11,8 @@
 
 #include "core/error.hpp"
 #include "core/random.hpp"
-#include "data/dataset_writer.hpp"
-#include "data/sample_codec.hpp"
+#include "data-tools/dataset_writer.hpp"
+#include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
 namespace {

@@ -1,14 +1,14 @@
 // Contiguous shards: compute the boundaries, then copy each range block by block into its
 // own writer, so only one output file is open at a time whatever the number of shards.
-#include "data/shard.hpp"
+#include "data-tools/shard.hpp"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "data-tools/dataset_writer.hpp"
+#include "data-tools/row_copy.hpp"
 #include "data/dataset_file.hpp"
-#include "data/dataset_writer.hpp"
-#include "data/row_copy.hpp"
 
 namespace hpctrain {
 

@@ -15,14 +15,14 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
-#include "data/dataset_writer.hpp"
-#include "data/idx.hpp"
-#include "data/image_folder.hpp"
-#include "data/inspect_data.hpp"
-#include "data/sample_codec.hpp"
-#include "data/shard.hpp"
-#include "data/split.hpp"
-#include "data/synth.hpp"
+#include "data-tools/dataset_writer.hpp"
+#include "data-tools/idx.hpp"
+#include "data-tools/image_folder.hpp"
+#include "data-tools/inspect_data.hpp"
+#include "data-tools/sample_codec.hpp"
+#include "data-tools/shard.hpp"
+#include "data-tools/split.hpp"
+#include "data-tools/synth.hpp"
 
 namespace {
 

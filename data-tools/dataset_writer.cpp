@@ -1,7 +1,7 @@
 // DatasetWriter: extendible, chunked /images and /labels grown by each append, root
 // attributes written up front, and commit by rename (write PATH.tmp, fsync, rename,
 // fsync the directory) so readers never see a partial file under PATH.
-#include "data/dataset_writer.hpp"
+#include "data-tools/dataset_writer.hpp"
 
 #include <unistd.h>
 

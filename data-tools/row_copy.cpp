@@ -1,14 +1,14 @@
 // Block-wise row copies between data files: read a block of whole rows by hyperslab, then
 // append it whole (copy_row_range) or routed row by row to several writers (route_rows).
-#include "data/row_copy.hpp"
+#include "data-tools/row_copy.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "data/h5.hpp"
-#include "data/sample_codec.hpp"
+#include "data-tools/sample_codec.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 

@@ -1,0 +1,229 @@
+"""End-to-end cases of models and precisions: ResNet resume and eval, host-staged memory,
+mixed precision, checkpoint evaluation, image folders, transfer learning.
+"""
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+
+from harness import (
+    ARGS, DET, check, checkpoints, expect_ok, fresh, h5_values, hpctrain, kill_and_resume,
+    metrics_rows, newest_step, run_dir, train)
+
+
+RESNET = "configs/fashion_mnist_resnet18.yaml"
+
+
+def resnet_sets():
+    # A width-4 ResNet-18 on the 5000 validation images: 39 steps per epoch on 2 ranks.
+    return ["model.width=4", "train.epochs=2", f"data.train={ARGS.data}/val.h5",
+            "run.deterministic=true", "checkpoint.every_seconds=0", "checkpoint.every_steps=10"]
+
+
+def case_resnet_resume_eval():
+    """ResNet (BatchNorm statistics as model state): kill -9 and resume reproduces the
+    parameters; the final checkpoint holds the statistics, and evaluating it on 3 ranks
+    gives the run's own test accuracy."""
+    fresh("rn_full")
+    s = expect_ok("rn_full", 2, resnet_sets(), config=RESNET)
+    losses = [float(r["train_loss"]) for r in metrics_rows("rn_full")]
+    check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
+    check(s["test_accuracy"] >= 0.6, f"test accuracy {s['test_accuracy']:.4f} < 0.6")
+    k = kill_and_resume("rn_kill", resnet_sets(),
+                        lambda n: 1 if newest_step(n) >= 30 else None, config=RESNET)
+    check(k["params_sha256"] == s["params_sha256"], "resumed ResNet parameters differ")
+    ckpt = checkpoints("rn_full")[-1]
+    i = subprocess.run([hpctrain(), "inspect", ckpt], capture_output=True, text=True)
+    check(i.returncode == 0 and "model/state" in i.stdout, "no model/state in " + i.stdout)
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", RESNET, "--checkpoint", ckpt] + sum(
+        (["--set", x] for x in resnet_sets() + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+                                                 f"run.dir={run_dir('rn_eval')}"]), [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir("rn_eval"), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == s["test_accuracy"],
+          f"eval {e['test_accuracy']} != the run's {s['test_accuracy']}")
+
+
+def case_staged_memory_matches():
+    """The trainer's path for device memory (batches, collectives and checkpoints staged
+    through host buffers, HPCTRAIN_STAGE_CPU=1 on the CPU backend) gives the parameters of
+    the in-place path: MLP with both strategies and on one rank (no collectives), and a
+    ResNet with BatchNorm state. The staged runs time their step phases
+    (train.step_timing), which must leave the parameters alone."""
+    staged = {"HPCTRAIN_STAGE_CPU": "1"}
+    mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
+           "checkpoint.every_steps=20"]
+    for label, ranks, sets, config in [
+            ("mlp", 2, mlp, "configs/fashion_mnist_mlp.yaml"),
+            ("mlp1", 1, mlp, "configs/fashion_mnist_mlp.yaml"),
+            ("avg", 2, mlp + ["distributed.strategy=average", "distributed.every=4"],
+             "configs/fashion_mnist_mlp.yaml"),
+            ("resnet", 2, resnet_sets() + ["train.epochs=1"], RESNET)]:
+        fresh(f"plain_{label}")
+        fresh(f"staged_{label}")
+        a = expect_ok(f"plain_{label}", ranks, sets, config=config)
+        # The staged run also times its step phases: the marks must not change the result.
+        b = expect_ok(f"staged_{label}", ranks, sets + ["train.step_timing=true"],
+                      config=config, env=staged)
+        check(a["params_sha256"] == b["params_sha256"], f"{label}: staged run differs")
+        check(a["test_accuracy"] == b["test_accuracy"], f"{label}: staged accuracy differs")
+        phases = b["step_phases_s"]
+        check(a["step_phases_s"] is None and sorted(phases) == sorted(
+            ["forward", "backward", "exchange", "optimizer", "between_steps"]),
+            f"{label}: step_phases_s {a['step_phases_s']} / {phases}")
+        # Each phase is the slowest rank's, so only each one is bounded by the train time.
+        check(phases["forward"] > 0 and phases["backward"] > 0 and
+              max(phases.values()) <= b["time_train_s"],
+              f"{label}: step phases {phases} vs time_train_s {b['time_train_s']}")
+
+
+def case_mixed_precision():
+    """bf16 and fp16 (on the CPU: 16-bit activations, float32 master weights) train the MLP
+    and the ResNet to the float32 targets. fp16's loss scaler, started far too high, skips
+    steps and backs off; its state is in the checkpoints, so kill -9 and resume reproduce
+    the uninterrupted parameters."""
+    for name in ("bf16_mlp", "bf16_resnet"):
+        fresh(name)
+    s = expect_ok("bf16_mlp", 2, ["precision=bf16"])
+    check(s["precision"] == "bf16" and s["loss_scale"] is None and s["skipped_steps"] is None,
+          f"bf16 summary: precision {s['precision']}, loss scale {s['loss_scale']}")
+    check(s["test_accuracy"] >= 0.85, f"bf16 MLP test accuracy {s['test_accuracy']:.4f} < 0.85")
+    r = expect_ok("bf16_resnet", 2, resnet_sets() + ["precision=bf16"], config=RESNET)
+    check(r["test_accuracy"] >= 0.6, f"bf16 ResNet test accuracy {r['test_accuracy']:.4f} < 0.6")
+    # The path of a GPU (stored bytes staged into device slots, decoded there into bf16;
+    # collectives staged through host memory) gives the same parameters.
+    mlp = ["precision=bf16", "run.deterministic=true", "train.epochs=1",
+           f"data.train={ARGS.data}/test.h5"]
+    fresh("bf16_plain")
+    fresh("bf16_staged")
+    a = expect_ok("bf16_plain", 2, mlp)
+    b = expect_ok("bf16_staged", 2, mlp, env={"HPCTRAIN_STAGE_CPU": "1"})
+    check(a["params_sha256"] == b["params_sha256"], "bf16: the staged run's parameters differ")
+
+    fp16 = DET + ["precision=fp16", "train.loss_scale.initial=1e12",
+                  "train.loss_scale.growth_interval=50", "checkpoint.every_steps=40"]
+    fresh("fp16_full")
+    f = expect_ok("fp16_full", 2, fp16)
+    check(f["precision"] == "fp16" and 0 < f["skipped_steps"] < 200 and f["loss_scale"] < 1e12,
+          f"fp16: {f['skipped_steps']} skipped steps, final loss scale {f['loss_scale']}")
+    losses = [float(row["train_loss"]) for row in metrics_rows("fp16_full")]
+    check(losses[-1] < 0.45, f"fp16 train loss {losses}")
+    k = kill_and_resume("fp16_kill", fp16, lambda n: 1 if newest_step(n) >= 400 else None)
+    check(k["params_sha256"] == f["params_sha256"], "fp16: resumed parameters differ")
+
+    # A run whose every step overflows (weights blown up by a huge learning rate) says so.
+    fresh("fp16_blowup")
+    rc, out, err = train("fp16_blowup", 2, ["precision=fp16", "optimizer.lr=1e6", "train.epochs=2",
+                                            f"data.train={ARGS.data}/test.h5", "data.val=",
+                                            "data.test="])
+    check(rc == 0 and "every step of this epoch overflowed" in out + err,
+          "fp16: no warning when every step overflowed")
+
+    # Checkpoints hold float32 values only, so they move between precisions: fp16's last
+    # one goes on in bf16, and that one in fp16 again (a fresh loss scale, with a warning).
+    fresh("fp16_to_bf16")
+    rc, out, err = train("fp16_to_bf16", 2, DET + ["precision=bf16", "train.epochs=5",
+                                                    "checkpoint.every_steps=40"],
+                         resume=checkpoints("fp16_full")[-1])
+    check(rc == 0 and "resuming at step 0 of epoch 5" in out, f"fp16 -> bf16 resume: exit {rc}")
+    fresh("bf16_to_fp16")
+    rc, out, err = train("bf16_to_fp16", 2, DET + ["precision=fp16", "train.epochs=6"],
+                         resume=checkpoints("fp16_to_bf16")[-1])
+    check(rc == 0 and "resuming at step 0 of epoch 6" in out and "no loss scale" in out + err,
+          f"bf16 -> fp16 resume: exit {rc}")
+
+
+def case_eval_checkpoint():
+    """hpctrain eval on another world size reproduces the run's final test accuracy."""
+    fresh("evalsrc")
+    s = expect_ok("evalsrc", 2, ["train.epochs=1", "checkpoint.every_steps=1000"])
+    ckpt = checkpoints("evalsrc")[-1]
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", "configs/fashion_mnist_mlp.yaml",
+           "--checkpoint", ckpt, "--set", f"data.train={d}/train.h5", "--set",
+           f"data.val={d}/val.h5", "--set", f"data.test={d}/test.h5", "--set",
+           f"run.dir={run_dir('evalout')}"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir("evalout"), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == s["test_accuracy"], f"eval {e['test_accuracy']} != run's "
+          f"{s['test_accuracy']}")
+    check(e["params_sha256"] == s["params_sha256"], "eval loaded other parameters")
+
+
+def write_bmp(path, width, height, pixel):
+    """A 24-bit BMP whose pixel (x, y) is pixel(x, y) -> (r, g, b)."""
+    row = (width * 3 + 3) // 4 * 4
+    data = bytearray()
+    for y in range(height - 1, -1, -1):  # bottom-up
+        line = bytearray()
+        for x in range(width):
+            r, g, b = pixel(x, y)
+            line += bytes([b, g, r])
+        data += line + bytes(row - len(line))
+    header = struct.pack("<2sIHHI", b"BM", 54 + len(data), 0, 0, 54)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 24, 0, len(data), 2835, 2835, 0, 0)
+    with open(path, "wb") as f:
+        f.write(header + info + data)
+
+
+def case_image_folder_trains():
+    """hpctrain-data images on a folder with a corrupt file, a non-image file and mixed
+    sizes converts the rest, reports the skips, and the result trains."""
+    root = os.path.join(ARGS.build, "e2e-runs", "images")
+    shutil.rmtree(root, ignore_errors=True)
+    rng = random.Random(5)
+    patterns = {  # three classes a model can tell apart: stripes, a bright centre, a ramp
+        "stripes": lambda x, y, w, h: 255 if (x * 8 // w) % 2 == 0 else 0,
+        "spot": lambda x, y, w, h: 255 if abs(x - w / 2) < w / 4 and abs(y - h / 2) < h / 4 else 0,
+        "ramp": lambda x, y, w, h: int(255 * y / h),
+    }
+    for name, fn in patterns.items():
+        os.makedirs(os.path.join(root, name))
+        for i in range(40):
+            w, h = rng.choice([(20, 24), (32, 30), (17, 17)])
+            noise = rng.randrange(40)
+            write_bmp(os.path.join(root, name, f"{i:03d}.bmp"), w, h,
+                      lambda x, y: (min(255, fn(x, y, w, h) + noise),) * 3)
+    with open(os.path.join(root, "spot", "broken.png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + bytes(20))  # a truncated PNG
+    with open(os.path.join(root, "ramp", "notes.txt"), "w") as f:
+        f.write("not an image\n")
+    out = os.path.join(ARGS.build, "e2e-runs", "images.h5")
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "images", root, "--out", out,
+                        "--size", "16x16", "--gray", "--seed", "1"],
+                       capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"images: exit {p.returncode}")
+    check("skipped 2 of 122 files" in p.stdout + p.stderr, "skip count not reported")
+    check("broken.png" in p.stderr and "notes.txt" in p.stderr, "skipped files not named")
+    s = expect_ok("images_train", 1, [f"data.train={out}", "data.val=", "data.test=",
+                                      "train.batch_size=8", "train.epochs=10",
+                                      "optimizer.lr=0.02", "model.hidden=[32]"])
+    check(s["train_accuracy"] >= 0.9, f"train accuracy {s['train_accuracy']} < 0.9")
+
+
+def case_transfer_freeze():
+    """model.init_from + model.freeze: the frozen base keeps the source's weights
+    exactly, the head trains."""
+    fresh("base")
+    expect_ok("base", 2, ["train.epochs=1", "checkpoint.every_steps=1000", "data.val=",
+                          "data.test="])
+    src = checkpoints("base")[-1]
+    fresh("tuned")
+    s = expect_ok("tuned", 2, ["train.epochs=1", "checkpoint.every_steps=1000", "data.val=",
+                               f"model.init_from={src}", "model.freeze=[dense0]"])
+    check(s["test_accuracy"] >= 0.80, f"fine-tuned accuracy {s['test_accuracy']}")
+    dst = checkpoints("tuned")[-1]
+    ds = "/arrays/model/params"
+    check(h5_values(src, ds, 0, 50) == h5_values(dst, ds, 0, 50), "frozen dense0 changed")
+    head = 784 * 192 + 192  # the classifier starts after dense0
+    check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")

@@ -1,0 +1,219 @@
+"""End-to-end cases of checkpoints: kill -9 and signals in the middle of a run, corrupt
+checkpoints, other world sizes, refusals, a hung rank, Adam's state.
+"""
+import glob
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+from harness import (
+    ARGS, DET, check, checkpoints, expect_ok, fail, fresh, h5_values, hpctrain,
+    kill_and_resume, newest_step, one_error_line, rank_pids, run_dir, train, train_cmd,
+    uninterrupted_sha)
+
+
+def case_kill9_resume_bit_identical():
+    """kill -9 of a rank at random steps, and once while a checkpoint is being
+    written, then --resume auto: the final parameters equal an uninterrupted run's."""
+    want = uninterrupted_sha("det_full_kill9")
+    rng = random.Random(1234)
+    total = 4 * 429
+    for i in range(3):
+        target = rng.randrange(60, total - 200)
+        victim = rng.randrange(2)
+        s = kill_and_resume(f"kill9_{i}", DET + ["checkpoint.every_steps=40"],
+                            lambda n: victim if newest_step(n) >= target else None)
+        check(s["params_sha256"] == want, f"kill at ~step {target}: parameters differ")
+        check(s["resumed_from"] is not None, "resumed_from not recorded")
+
+    def during_write(n):
+        # Rank 0 writes checkpoints: kill it while a later one is half written.
+        tmp = glob.glob(os.path.join(run_dir(n), "checkpoints", "*.tmp"))
+        return 0 if tmp and newest_step(n) >= 100 else None
+    s = kill_and_resume("kill9_write", DET + ["checkpoint.every_steps=5"], during_write)
+    check(s["params_sha256"] == want, "kill during a checkpoint write: parameters differ")
+
+
+def case_adam():
+    """AdamW trains the MLP to the target, with its moments and step count in the
+    checkpoints; kill -9 and resume reproduce the uninterrupted run bit for bit, also with
+    per-rank moments (strategy average); an SGD checkpoint goes on under Adam, warning that
+    Adam's state starts from zero."""
+    adam = ["optimizer.name=adamw", "optimizer.lr=0.002", "optimizer.weight_decay=0.01"]
+    fresh("adam")
+    s = expect_ok("adam", 2, adam + ["checkpoint.every_steps=1000"])
+    check(s["test_accuracy"] >= 0.86, f"AdamW test accuracy {s['test_accuracy']:.4f} < 0.86")
+    ckpt = [c for c in checkpoints("adam") if c.endswith("000001000.h5")]
+    check(len(ckpt) == 1, f"no checkpoint of step 1000: {checkpoints('adam')}")
+    check(h5_values(ckpt[0], "/arrays/optimizer/adam_step", 0, 1) == [1000.0],
+          "the checkpoint's Adam step count is not 1000")
+    check(any(v != 0 for v in h5_values(ckpt[0], "/arrays/optimizer/adam_v", 0, 2000)),
+          "the checkpoint's second moments are all zero")
+
+    for label, extra in (("allreduce", []), ("average", ["distributed.strategy=average"])):
+        sets = DET + adam + extra + ["checkpoint.every_steps=40"]
+        full = f"adam_{label}_full"
+        fresh(full)
+        want = expect_ok(full, 2, sets)["params_sha256"]
+        k = kill_and_resume(f"adam_{label}_kill", sets,
+                            lambda n: 1 if newest_step(n) >= 600 else None)
+        check(k["params_sha256"] == want, f"adam {label}: resumed parameters differ")
+
+    # The per-rank moments of strategy average, resumed on 3 ranks under allreduce: every
+    # rank starts from the ranks' average, with no state missing.
+    fresh("adam_average_to_3")
+    shutil.copytree(os.path.join(run_dir("adam_average_full"), "checkpoints"),
+                    os.path.join(run_dir("adam_average_to_3"), "checkpoints"))
+    rc, out, err = train("adam_average_to_3", 3, DET + adam + ["train.epochs=5"])
+    check(rc == 0 and "resuming at step 0 of epoch 5" in out, f"average -> 3 ranks: exit {rc}")
+    check("checkpoint has no" not in out + err, "average -> 3 ranks: Adam state missing")
+
+    # SGD's last checkpoint, resumed with Adam: the parameters carry over, Adam's state
+    # starts from zero, with a warning per array.
+    fresh("sgd_base")
+    expect_ok("sgd_base", 2, DET + ["train.epochs=1", "checkpoint.every_steps=1000"])
+    fresh("sgd_to_adam")
+    rc, out, err = train("sgd_to_adam", 2, DET + adam + ["train.epochs=2"],
+                         resume=checkpoints("sgd_base")[-1])
+    check(rc == 0 and "resuming at step 0 of epoch 2" in out, f"sgd -> adam resume: exit {rc}")
+    check("checkpoint has no optimizer/adam_m" in out + err, "sgd -> adam: no warning")
+
+
+def case_signal_stop_resume():
+    """SIGUSR1 to mpiexec: the ranks checkpoint and exit 75; resuming finishes with
+    the uninterrupted parameters. Then SIGTERM straight to one rank (as Slurm sends
+    at a time limit): the ranks agree, checkpoint and exit 75."""
+    want = uninterrupted_sha("det_full_signal")
+    fresh("sigstop")
+    p = subprocess.Popen(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not os.path.exists(os.path.join(run_dir("sigstop"), "metrics.csv")):
+        check(time.time() < deadline and p.poll() is None, "training did not start")
+        time.sleep(0.01)
+    p.send_signal(signal.SIGUSR1)
+    out, _ = p.communicate(timeout=120)
+    print(out)
+    # Every rank exits 75, but MPICH's mpiexec (hydra 4.0.2) sometimes reports 0
+    # after forwarding a signal; the STOPPED marker is the reliable record.
+    marker = os.path.join(run_dir("sigstop"), "STOPPED")
+    check(p.returncode in (0, 75) and os.path.exists(marker),
+          f"exit {p.returncode} after SIGUSR1 and no STOPPED marker")
+    check("stopped by a signal" in out, "no stop message")
+    stopped_at = newest_step("sigstop")
+    check(stopped_at > 0 and stopped_at % 1000 != 0, f"no signal checkpoint ({stopped_at})")
+    s = expect_ok("sigstop", 2, DET + ["checkpoint.every_steps=1000"])  # --resume auto default
+    check(not os.path.exists(marker), "STOPPED marker left after the resumed run")
+    check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
+    check(s["params_sha256"] == want, "resumed parameters differ from the uninterrupted run")
+
+    fresh("sigterm")
+    p = subprocess.Popen(train_cmd("sigterm", 2, DET), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if line.startswith("epoch 1/"):
+            break
+    os.kill(rank_pids(run_dir("sigterm"))[1], signal.SIGTERM)
+    out = p.stdout.read()
+    p.wait(timeout=120)
+    print(out)
+    check(p.returncode == 75, f"exit {p.returncode} after SIGTERM to a rank, expected 75")
+    check(newest_step("sigterm") > 429, "no checkpoint after SIGTERM")
+
+
+def flip_byte(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        b = f.read(1)
+        f.seek(offset)
+        f.write(bytes([b[0] ^ 0x40]))
+
+
+def case_corrupt_checkpoints():
+    fresh("corrupt")
+    expect_ok("corrupt", 2, ["train.epochs=1", "checkpoint.every_steps=100",
+                             "checkpoint.keep=10", "data.val=", "data.test="])
+    files = checkpoints("corrupt")
+    check(len(files) == 5, f"expected 5 checkpoints, got {files}")
+    newest, second, third = files[-1], files[-2], files[-3]
+    flip_byte(newest, os.path.getsize(newest) // 2)
+    with open(second, "r+b") as f:
+        f.truncate(os.path.getsize(second) // 2)
+    for bad in (newest, second):
+        rc, _, err = train("corrupt", 2, ["train.epochs=2", "data.val=", "data.test="],
+                           resume=bad)
+        check(rc == 2, f"--resume {bad}: exit {rc}, expected 2")
+        one_error_line(err, bad)
+        i = subprocess.run([hpctrain(), "inspect", bad], capture_output=True, text=True)
+        check(i.returncode == 2, f"inspect of corrupt {bad}: exit {i.returncode}")
+    rc, out, err = train("corrupt", 2, ["train.epochs=2", "data.val=", "data.test="],
+                         resume="auto")
+    check(rc == 0, f"--resume auto with corrupt newest checkpoints: exit {rc}")
+    check(err.count("skipping it for an older checkpoint") == 2, "corrupt files not reported")
+    check("loaded checkpoint " + third in out, "did not fall back to the newest valid checkpoint")
+
+
+def case_resume_other_world_sizes():
+    """A 2-rank run's checkpoint resumed on 1 and on 3 ranks reaches the target."""
+    fresh("ws2")
+    expect_ok("ws2", 2, ["train.epochs=2", "checkpoint.every_steps=200"])
+    for ranks in (1, 3):
+        name = f"ws2_to_{ranks}"
+        fresh(name)
+        shutil.copytree(os.path.join(run_dir("ws2"), "checkpoints"),
+                        os.path.join(run_dir(name), "checkpoints"))
+        s = expect_ok(name, ranks, ["train.epochs=5", "checkpoint.every_steps=200"])
+        check(s["world_size"] == ranks and s["resumed_from"] == 858, f"{name}: {s}")
+        check(s["epochs_completed"] == 5, f"{name}: epochs {s['epochs_completed']}")
+        check(s["test_accuracy"] >= 0.85, f"{name}: test accuracy {s['test_accuracy']} < 0.85")
+
+
+def case_resume_refusals():
+    fresh("refuse")
+    expect_ok("refuse", 1, ["train.epochs=1", "checkpoint.every_steps=200", "data.val=",
+                            "data.test=", f"data.train={ARGS.data}/test.h5"])
+    sets = ["train.epochs=2", "data.val=", "data.test=", f"data.train={ARGS.data}/test.h5"]
+    rc, _, err = train("refuse", 1, sets + ["model.hidden=[100]"])
+    check(rc == 2, f"resume with another model: exit {rc}, expected 2")
+    one_error_line(err, "cannot resume a different model", "layer dense0")
+    rc, _, err = train("refuse", 1, sets, resume="never")
+    check(rc == 2, f"--resume never over old checkpoints: exit {rc}, expected 2")
+    one_error_line(err, "--resume auto")
+
+
+def case_watchdog_hung_rank():
+    """A rank that stops answering (SIGSTOP) makes the others abort after the
+    collective timeout instead of waiting forever."""
+    fresh("hung")
+    p = subprocess.Popen(train_cmd("hung", 2, ["train.epochs=50", "data.val=", "data.test=",
+                                               "distributed.timeout_seconds=3"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    lines = []
+    for line in p.stdout:  # wait until training is under way
+        lines.append(line)
+        if line.startswith("epoch 1/"):
+            break
+    ranks = rank_pids(run_dir("hung"))
+    check(len(ranks) == 2, f"expected 2 ranks, found {ranks}")
+    os.kill(ranks[1], signal.SIGSTOP)
+    t0 = time.time()
+    try:
+        out, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        fail("job still running 60 s after a rank hung")
+    finally:
+        for pid in ranks:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    out = "".join(lines) + out
+    print(out)
+    check(p.returncode != 0, "job reported success with a hung rank")
+    check("has not finished after 3 s" in out, "no watchdog message")
+    print(f"job ended {time.time() - t0:.1f} s after the rank hung")

@@ -1,0 +1,177 @@
+"""End-to-end cases: training runs on the happy path, the CLI, and the failure paths of bad
+input, missing data and a killed rank.
+"""
+import gzip
+import os
+import signal
+import struct
+import subprocess
+import time
+
+from harness import (
+    ARGS, check, expect_ok, fail, hpctrain, metrics_rows, one_error_line, rank_pids, run_dir,
+    train)
+
+
+def case_mlp_allreduce_ring():
+    s = expect_ok("mlp_ring", 2, [])
+    for key in ["test_accuracy", "test_loss", "epochs_completed", "world_size", "backend",
+                "strategy", "samples_per_second", "time_train_s", "time_val_s", "time_test_s",
+                "data_wait_fraction", "resumed_from", "params_sha256"]:
+        check(key in s, f"summary.json lacks {key}")
+    check(s["world_size"] == 2 and s["epochs_completed"] == 5, "world size / epochs wrong")
+    check(s["resumed_from"] is None, "resumed_from should be null")
+    check(len(s["params_sha256"]) == 64, "params_sha256 is not a SHA-256 hex digest")
+    check(s["test_accuracy"] >= 0.85, f"test accuracy {s['test_accuracy']:.4f} < 0.85")
+    check(s["data_wait_fraction"] < 0.05,
+          f"data wait {100 * s['data_wait_fraction']:.2f}% of training time >= 5%")
+    rows = metrics_rows("mlp_ring")
+    check(len(rows) == 5, f"metrics.csv has {len(rows)} rows, expected 5")
+    losses = [float(r["train_loss"]) for r in rows]
+    check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
+    check(all(r["val_accuracy"] for r in rows), "a validation accuracy is missing")
+    check(os.path.exists(os.path.join(run_dir("mlp_ring"), "config.yaml")), "config.yaml missing")
+
+
+def case_mlp_average():
+    s = expect_ok("mlp_average", 2, ["distributed.strategy=average", "distributed.every=8"])
+    check(s["strategy"] == "average", "strategy not recorded")
+    check(s["test_accuracy"] >= 0.84, f"test accuracy {s['test_accuracy']:.4f} < 0.84")
+
+
+def case_mlp_mpi_three_ranks():
+    # An odd world size with the MPI_Allreduce algorithm, 2 epochs.
+    s = expect_ok("mlp_mpi3", 3, ["distributed.algorithm=mpi", "train.epochs=2"])
+    check(s["world_size"] == 3 and s["algorithm"] == "mpi", "world size / algorithm wrong")
+    check(s["test_accuracy"] >= 0.80, f"test accuracy {s['test_accuracy']:.4f} < 0.80")
+
+
+def case_determinism():
+    sets = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5"]
+    a = expect_ok("det_a", 2, sets)
+    b = expect_ok("det_b", 2, sets)
+    check(a["params_sha256"] == b["params_sha256"],
+          f"same config gave different parameters: {a['params_sha256']} vs {b['params_sha256']}")
+    c = expect_ok("det_c", 2, sets + ["run.seed=2"])
+    check(c["params_sha256"] != a["params_sha256"], "a different seed gave the same parameters")
+
+
+def case_bad_config():
+    path = os.path.join(ARGS.build, "e2e-runs", "bad.yaml")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("run:\n  name: bad\ndata:\n  train: x.h5\noptimizer:\n  momentun: 0.9\n")
+    rc, out, err = train("bad", 2, [], config=path)
+    check(rc == 2, f"bad key: exit {rc}, expected 2")
+    one_error_line(err, "bad.yaml:6", "optimizer.momentun", "momentum")
+    rc, out, err = train("bad2", 2, ["train.epochs=many"])
+    check(rc == 2, f"bad override: exit {rc}, expected 2")
+    one_error_line(err, "train.epochs")
+    # device: cuda where no GPU is visible (or the build has no CUDA backend): exit 2.
+    version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
+    check("CUDA devices" in version, "hpctrain --version: " + version)
+    if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
+        rc, out, err = train("bad3", 2, ["device=cuda"])
+        check(rc == 2, f"device: cuda without a GPU: exit {rc}, expected 2")
+        one_error_line(err, "device: cuda")
+        rc, out, err = train("bad4", 2, ["distributed.algorithm=nccl"])
+        check(rc == 2, f"algorithm nccl on the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "distributed.algorithm: nccl")
+        rc, out, err = train("bad5", 2, ["precision=bf16", "layout=nhwc"])
+        check(rc == 2, f"layout nhwc on the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "layout: nhwc needs a GPU")
+
+
+def case_missing_data():
+    rc, out, err = train("missing", 2, ["data.train=/nonexistent/train.h5"])
+    check(rc == 2, f"missing file: exit {rc}, expected 2")
+    one_error_line(err, "/nonexistent/train.h5")
+
+
+def write_idx(prefix, n, labels):
+    with gzip.open(prefix + "-images.gz", "wb") as f:
+        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(range(256)) * (n * 784 // 256)
+                + bytes(n * 784 % 256))
+    with gzip.open(prefix + "-labels.gz", "wb") as f:
+        f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+
+
+def case_more_ranks_than_samples():
+    prefix = os.path.join(ARGS.build, "e2e-runs", "tiny")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    write_idx(prefix, 2, [1, 2])
+    out = prefix + ".h5"
+    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "idx", "--images",
+                    prefix + "-images.gz", "--labels", prefix + "-labels.gz", "--out", out,
+                    "--classes", "10"], check=True)
+    rc, _, err = train("tiny", 3, [f"data.train={out}", "data.val=", "data.test="])
+    check(rc == 2, f"3 ranks on 2 samples: exit {rc}, expected 2")
+    one_error_line(err, out, "3 ranks")
+    rc, _, err = train("tiny_batch", 1, [f"data.train={out}", "data.val=", "data.test="])
+    check(rc == 2, f"batch 64 on 2 samples: exit {rc}, expected 2")
+    one_error_line(err, "train.batch_size")
+
+
+def case_killed_rank_ends_job():
+    """kill -9 of one rank mid-training must end the whole job promptly."""
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "2", hpctrain(), "train", "configs/fashion_mnist_mlp.yaml",
+           "--set", f"data.train={d}/train.h5", "--set", "data.val=", "--set", "data.test=",
+           "--set", f"run.dir={run_dir('killed')}", "--set", "train.epochs=50",
+           "--set", "train.progress_seconds=0.5"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    # Wait until training is under way (a progress line), then kill one rank.
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if "step" in line:
+            break
+    ranks = rank_pids(run_dir("killed"))
+    check(len(ranks) == 2, f"expected 2 rank processes, found {ranks}")
+    os.kill(ranks[-1], signal.SIGKILL)
+    t0 = time.time()
+    try:
+        p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        fail("job still running 60 s after a rank was killed")
+    check(p.returncode != 0, "job reported success after a rank was killed")
+    print(f"job ended {time.time() - t0:.1f} s after the kill, exit {p.returncode}")
+
+
+def case_cli():
+    h = subprocess.run([hpctrain(), "--help"], capture_output=True, text=True)
+    check(h.returncode == 0 and "train CONFIG.yaml" in h.stdout, "hpctrain --help")
+    h = subprocess.run([hpctrain(), "train", "--help"], capture_output=True, text=True)
+    check(h.returncode == 0 and "--set" in h.stdout, "hpctrain train --help")
+    u = subprocess.run([hpctrain(), "frobnicate"], capture_output=True, text=True)
+    check(u.returncode == 2 and "frobnicate" in u.stderr, "unknown command should exit 2")
+    i = subprocess.run([hpctrain(), "inspect", os.path.join(ARGS.data, "test.h5")],
+                       capture_output=True, text=True)
+    check(i.returncode == 0 and "10000" in i.stdout and "Ankle boot" in i.stdout,
+          "inspect output: " + i.stdout + i.stderr)
+    m = subprocess.run([hpctrain(), "inspect", "/nonexistent.h5"], capture_output=True, text=True)
+    check(m.returncode == 2 and "/nonexistent.h5" in m.stderr, "inspect of a missing file")
+    # inspect CONFIG: shapes from the data file, or from --input/--classes.
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_resnet18.yaml", "--set",
+                        f"data.train={ARGS.data}/test.h5"], capture_output=True, text=True)
+    check(c.returncode == 0 and "input 1x28x28" in c.stdout and "701,178 parameters" in c.stdout
+          and "layer4.1.conv2" in c.stdout, "inspect CONFIG: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input",
+                        "1x148x197", "--classes", "9"], capture_output=True, text=True)
+    check(c.returncode == 0 and "21,283,017 parameters" in c.stdout,
+          "inspect of the ResNet-34 config: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
+                        "--classes", "9"], capture_output=True, text=True)
+    check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
+    # inspect --time: the CNN timed layer by layer on the config's device.
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_cnn.yaml", "--input",
+                        "1x28x28", "--classes", "10", "--time", "--batch", "8"],
+                       capture_output=True, text=True)
+    check(c.returncode == 0 and "fwd_ms" in c.stdout and "step at batch 8" in c.stdout,
+          "inspect --time: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_cnn.yaml", "--batch", "8"],
+                       capture_output=True, text=True)
+    check(c.returncode == 2 and "--batch goes with --time" in c.stderr,
+          "inspect --batch without --time: " + c.stderr)

@@ -1,0 +1,160 @@
+"""The harness of the end-to-end tests: the options (--build, --data), running
+`mpiexec -n k hpctrain train` with the test data and a run directory per case, reading
+its outputs, and the checks every case file (cases_*.py) uses.
+"""
+import argparse
+import csv
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+# Filled in by e2e.py's main before a case runs.
+ARGS = argparse.Namespace(build=None, data=None, case=None)
+
+
+def fail(msg):
+    print("FAIL: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+def hpctrain():
+    return os.path.join(ARGS.build, "hpctrain")
+
+
+def run_dir(name):
+    return os.path.join(ARGS.build, "e2e-runs", name)
+
+
+def train_cmd(name, ranks, sets, config="configs/fashion_mnist_mlp.yaml", resume=None):
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", str(ranks), hpctrain(), "train", config,
+           "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
+           "--set", f"data.test={d}/test.h5", "--set", f"run.dir={run_dir(name)}",
+           "--set", "train.progress_seconds=0"]
+    for s in sets:
+        cmd += ["--set", s]
+    if resume is not None:
+        cmd += ["--resume", resume]
+    return cmd
+
+
+def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml", resume=None,
+          env=None):
+    """Runs `mpiexec -n ranks hpctrain train` and returns (returncode, stdout, stderr);
+    `env` adds environment variables."""
+    cmd = train_cmd(name, ranks, sets, config, resume)
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env=dict(os.environ, **(env or {})))
+    print(p.stdout)
+    print(p.stderr, file=sys.stderr)
+    return p.returncode, p.stdout, p.stderr
+
+
+def summary(name):
+    with open(os.path.join(run_dir(name), "summary.json")) as f:
+        return json.load(f)
+
+
+def metrics_rows(name):
+    with open(os.path.join(run_dir(name), "metrics.csv")) as f:
+        return list(csv.DictReader(f))
+
+
+def expect_ok(name, ranks, sets, **kw):
+    rc, out, err = train(name, ranks, sets, **kw)
+    check(rc == 0, f"{name}: exit code {rc}")
+    return summary(name)
+
+
+def one_error_line(err, *needles):
+    lines = [l for l in err.splitlines() if "error" in l.lower()]
+    check(len(lines) == 1, f"expected one error line, got {len(lines)}: {lines}")
+    for n in needles:
+        check(n in lines[0], f"error line lacks '{n}': {lines[0]}")
+
+
+def rank_pids(marker):
+    """PIDs of hpctrain rank processes whose command line contains `marker`."""
+    pids = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        if comm == "hpctrain" and marker in cmdline:
+            pids.append(int(pid))
+    return sorted(pids)
+
+
+def checkpoints(name):
+    return sorted(glob.glob(os.path.join(run_dir(name), "checkpoints", "ckpt-*.h5")))
+
+
+def newest_step(name):
+    files = checkpoints(name)
+    return int(os.path.basename(files[-1])[5:17]) if files else -1
+
+
+def fresh(name):
+    shutil.rmtree(run_dir(name), ignore_errors=True)
+
+
+DET = ["run.deterministic=true", "train.epochs=4", "data.val=", "data.test="]
+
+
+def uninterrupted_sha(name):
+    """The parameters of an uninterrupted DET run, in run directory `name` (one per test:
+    ctest -j runs tests side by side)."""
+    fresh(name)
+    return expect_ok(name, 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
+
+
+def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml"):
+    """Starts a run, kill -9s one rank when should_kill(name) says so, then resumes
+    with --resume auto until it finishes; returns the final summary."""
+    fresh(name)
+    p = subprocess.Popen(train_cmd(name, 2, sets, config), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    victim = None
+    deadline = time.time() + 300
+    while p.poll() is None and time.time() < deadline:
+        victim = should_kill(name)
+        if victim is not None:
+            ranks = rank_pids(run_dir(name))
+            if len(ranks) == 2:
+                os.kill(ranks[victim], signal.SIGKILL)
+                break
+        time.sleep(0.002)
+    out, _ = p.communicate(timeout=120)
+    check(victim is not None and p.returncode != 0,
+          f"{name}: the run was not killed (exit {p.returncode}):\n{out}")
+    committed = newest_step(name)
+    print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
+    rc, out, err = train(name, 2, sets, config=config, resume="auto")
+    check(rc == 0, f"{name}: resumed run failed with exit {rc}")
+    check(f"(step {committed}," in out and "resuming at step" in out,
+          f"{name}: did not resume from step {committed}")
+    return summary(name)
+
+
+def h5_values(path, dataset, start, count):
+    out = subprocess.run(["h5dump", "-d", dataset, "-s", str(start), "-c", str(count), "-y",
+                          "-w", "0", path], capture_output=True, text=True, check=True).stdout
+    body = out[out.index("DATA {"):]
+    return [float(x) for x in body[body.index("{") + 1:body.index("}")].replace(",", " ").split()]

@@ -1,0 +1,189 @@
+// The CUDA backend against the CPU backend on whole models (the CNN, a small ResNet-18 and
+// every layer type where the channels-last layout matters) through forward and backward,
+// in float32 and with bfloat16 / float16 activations.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "backend/cpu_backend.hpp"
+#include "backend/cuda_backend.hpp"
+#include "common/compare.hpp"
+#include "core/convert.hpp"
+#include "core/error.hpp"
+#include "cuda_vs_cpu.hpp"
+#include "nn/model.hpp"
+#include "nn/presets.hpp"
+#include "unit/gradient_check.hpp"
+
+namespace hpctrain {
+namespace {
+
+using gradcheck::expect_close;
+using gradcheck::random_vector;
+using test::CudaVsCpu;
+using test::kSums;
+using test::relative_error;
+
+// Gradients of one training step of `mc` on `be` from seed-3 parameters, for input `xf`
+// (float32 values, stored in the backend's activation type) and labels i % classes; the
+// loss sum and model state come back too.
+struct StepResult {
+  std::vector<float> grads, state;
+  std::vector<size_t> layer_offsets;  // parameter offset of each layer, then the count
+  double loss_sum = 0;
+};
+
+StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, int classes,
+                      int64_t batch, const std::vector<float>& xf) {
+  const DType t = be.act_type();
+  Model m(be, build_layers(mc, classes, in), in, batch);
+  m.init_params(3);
+  std::vector<std::byte> x(xf.size() * dtype_size(t));
+  from_float(t, xf.data(), x.data(), xf.size());
+  std::vector<int32_t> labels(batch);
+  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
+  DeviceArray<std::byte> gx(be, x.size());
+  be.copy_to_device(gx.data(), x.data(), x.size());
+  DeviceArray<int32_t> gl(be, batch);
+  be.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
+  DeviceArray<LossStats> gs(be, 1);
+  const Tensor& logits = m.forward(gx.data(), batch, true, 5);
+  be.softmax_xent(logits.data, gl.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(),
+                  gs.data());
+  m.backward();
+  StepResult r;
+  LossStats stats;
+  be.copy_to_host(&stats, gs.data(), sizeof(stats));
+  r.loss_sum = stats.loss_sum;
+  r.grads.resize(m.param_count());
+  be.copy_to_host(r.grads.data(), m.grads(), r.grads.size() * sizeof(float));
+  r.state.resize(m.state_count());
+  m.get_state(r.state.data());
+  for (size_t l = 0; l < m.layers().size(); ++l) r.layer_offsets.push_back(m.param_offset(l));
+  r.layer_offsets.push_back(m.param_count());
+  return r;
+}
+
+// Forward and backward of a whole model on both backends, from the same parameters and
+// input. Float32: gradients agree within `grad_tol` relative (summation order). 16-bit:
+// both backends round at the same points but sum in different orders, and one rounding
+// that flips feeds every later layer, so the two are compared with a float32 reference
+// (CPU, same rounded input) instead of with each other: the GPU's error must stay within
+// 1.5 times the CPU's (or `grad_tol`, whichever is larger). Through BatchNorm the 16-bit
+// error grows layer by layer towards the input (a ResNet's first layers: tens of percent
+// in bfloat16 on both backends).
+void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes, int64_t batch,
+                    double grad_tol = 1e-3) {
+  const DType t = gpu.act_type();
+  std::vector<float> xf = random_vector(static_cast<size_t>(batch * dims_elems(in)), 11);
+  for (float& v : xf) v = round_to(t, v);
+  CpuBackend cpu(1, CpuBackend::kDefaultConvChunkBytes, false, t);
+  const StepResult a = model_step(cpu, mc, in, classes, batch, xf);
+  const StepResult b = model_step(gpu, mc, in, classes, batch, xf);
+  if (t == DType::kF32) {
+    EXPECT_NEAR(b.loss_sum, a.loss_sum, grad_tol / 10 * std::fabs(a.loss_sum));
+    expect_close(b.grads, a.grads, grad_tol, "model gradients");
+    expect_close(b.state, a.state, kSums, "model state");
+    return;
+  }
+  CpuBackend f32(1);
+  const StepResult r = model_step(f32, mc, in, classes, batch, xf);
+  const double cpu_err = relative_error(a.grads, r.grads);
+  const double gpu_err = relative_error(b.grads, r.grads);
+  std::printf("%s %s: gradient error against float32, cpu %.2e gpu %.2e; loss %.6f %.6f %.6f\n",
+              mc.preset.c_str(), to_string(t), cpu_err, gpu_err, r.loss_sum, a.loss_sum,
+              b.loss_sum);
+  const double bound = std::max(1.5 * cpu_err, grad_tol);
+  EXPECT_LT(gpu_err, bound) << to_string(t) << " model gradients";
+  EXPECT_NEAR(b.loss_sum, r.loss_sum, grad_tol * std::fabs(r.loss_sum));
+  if (gpu_err >= bound) {
+    for (size_t l = 0; l + 1 < r.layer_offsets.size(); ++l) {
+      const size_t begin = r.layer_offsets[l], end = r.layer_offsets[l + 1];
+      if (begin == end) continue;
+      std::printf("  layer %zu (%zu params): cpu %.2e gpu %.2e\n", l, end - begin,
+                  relative_error(a.grads, r.grads, begin, end),
+                  relative_error(b.grads, r.grads, begin, end));
+    }
+  }
+  EXPECT_LT(relative_error(b.state, r.state),
+            std::max(1.5 * relative_error(a.state, r.state), grad_tol))
+      << "model state";
+}
+
+TEST_F(CudaVsCpu, CnnAndResNetModels) {
+  ModelConfig cnn;
+  cnn.preset = "cnn";
+  cnn.hidden.clear();
+  compare_models(*gpu_, cnn, {1, 28, 28}, 10, 8);
+  ModelConfig resnet;
+  resnet.preset = "resnet18";
+  resnet.hidden.clear();
+  resnet.width = 8;
+  compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+}
+
+// Every layer type where the channels-last layout matters: BatchNorm first (on the model
+// input, moved to NHWC; no dx), a convolution with bias, a BatchNorm + ReLU (run fused),
+// average pooling and overlapping max pooling (3x3/2, ImageNet ResNets' stem), a
+// projection block, and dense layers straight on [c, h, w] (moved back to NCHW) and after
+// a dropout.
+ModelConfig layout_layers() {
+  ModelConfig c;
+  c.preset = "layers";
+  c.hidden.clear();
+  c.layers = {
+      {.type = "batchnorm"},
+      {.type = "conv2d",
+       .values = {{"filters", int64_t{6}}, {"kernel", int64_t{3}}, {"padding", int64_t{1}}}},
+      {.type = "batchnorm"},
+      {.type = "relu"},
+      {.type = "avgpool", .values = {{"kernel", int64_t{2}}, {"stride", int64_t{1}}}},
+      {.type = "maxpool",
+       .values = {{"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}}}},
+      {.type = "basic_block", .values = {{"filters", int64_t{8}}, {"stride", int64_t{2}}}},
+      {.type = "dense", .values = {{"units", int64_t{16}}}},
+      {.type = "dropout", .values = {{"rate", 0.25}}},
+  };
+  return c;
+}
+
+// The CNN and a small ResNet-18 (and, channels last, layout_layers()) in bfloat16 and
+// float16: gradients and state as the float32 reference within the CPU's 16-bit error.
+void compare_16bit_models(bool channels_last) {
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(to_string(t));
+    CudaBackendOptions o;
+    o.act_type = t;
+    o.channels_last = channels_last;
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+    ASSERT_EQ(gpu->channels_last(), channels_last);
+    const double tol = t == DType::kBF16 ? 3e-2 : 5e-3;
+    ModelConfig cnn;
+    cnn.preset = "cnn";
+    cnn.hidden.clear();
+    compare_models(*gpu, cnn, {1, 28, 28}, 10, 8, tol);
+    ModelConfig resnet;
+    resnet.preset = "resnet18";
+    resnet.hidden.clear();
+    resnet.width = 8;
+    compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
+    if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, 7, 5, tol);
+  }
+}
+
+TEST(CudaMixed, CnnAndResNetModelsIn16Bits) { compare_16bit_models(false); }
+
+// Channels last: NHWC activations, KRSC filter copies (16-bit activations only).
+TEST(CudaChannelsLast, ModelsMatchTheFloat32Reference) {
+  compare_16bit_models(true);
+  CudaBackendOptions f32;
+  f32.channels_last = true;
+  EXPECT_THROW(make_cuda_backend(f32), UsageError);
+}
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,299 @@
+// Tests of the config loader's errors: every class of error message, with its line number
+// or --set origin and its suggestion, from the file and from overrides.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "config_test_helpers.hpp"
+#include "core/error.hpp"
+#include "train/catalog.hpp"
+
+namespace hpctrain {
+namespace {
+
+using config_test::expect_error;
+using config_test::kFull;
+using config_test::kMinimal;
+using config_test::load_error;
+using config_test::write_yaml;
+
+namespace fs = std::filesystem;
+
+TEST(ConfigErrors, UnknownKeySuggestsCloseKey) {
+  expect_error("data:\n  train: t.h5\noptimizer:\n  lr: 0.1\n  momentun: 0.9\n",
+               "FILE:5: optimizer.momentun: unknown key (did you mean 'momentum'?)");
+  expect_error("optimiser:\n  lr: 0.1\n",
+               "FILE:1: optimiser: unknown key (did you mean 'optimizer'?)");
+  expect_error("data:\n  train: t.h5\ntrain:\n  batchsize: 3\n",
+               "FILE:4: train.batchsize: unknown key (did you mean 'batch_size'?)");
+  expect_error("data:\n  train: t.h5\noptimizer:\n  schedule:\n    gama: 0.5\n",
+               "FILE:5: optimizer.schedule.gama: unknown key (did you mean 'gamma'?)");
+}
+
+TEST(ConfigErrors, UnknownKeyInWrongSectionSuggestsFullPath) {
+  expect_error("data:\n  train: t.h5\ntrain:\n  lr: 0.1\n",
+               "FILE:4: train.lr: unknown key (did you mean 'optimizer.lr'?)");
+}
+
+TEST(ConfigErrors, UnknownKeyWithoutCloseMatchHasNoSuggestion) {
+  expect_error("data:\n  train: t.h5\ntrain:\n  zzzz: 1\n", "FILE:4: train.zzzz: unknown key");
+  expect_error("data:\n  train: t.h5\noptimizer:\n  x: 1\n", "FILE:4: optimizer.x: unknown key");
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  const std::string head = "data:\n  train: t.h5\n";
+  expect_error(head + "train:\n  epochs: abc\n",
+               "FILE:4: train.epochs: expected an integer, got 'abc'");
+  expect_error(head + "train:\n  epochs: 0.5\n",
+               "FILE:4: train.epochs: expected an integer, got '0.5'");
+  expect_error(head + "train:\n  epochs: 1e3\n",
+               "FILE:4: train.epochs: expected an integer, got '1e3'");
+  expect_error(head + "train:\n  epochs:\n",
+               "FILE:4: train.epochs: expected an integer, got nothing");
+  expect_error(head + "train:\n  epochs: [1]\n",
+               "FILE:4: train.epochs: expected an integer, got a list");
+  expect_error(head + "optimizer:\n  lr: fast\n",
+               "FILE:4: optimizer.lr: expected a finite number, got 'fast'");
+  expect_error(head + "optimizer:\n  lr: .inf\n",
+               "FILE:4: optimizer.lr: expected a finite number, got '.inf'");
+  expect_error(head + "run:\n  deterministic: maybe\n",
+               "FILE:4: run.deterministic: expected true or false, got 'maybe'");
+  expect_error(head + "run:\n  name: {a: 1}\n", "FILE:4: run.name: expected a string, got a map");
+  expect_error(head + "model:\n  hidden: 64\n",
+               "FILE:4: model.hidden: expected a list of integers, got '64'");
+  expect_error(head + "run: 5\n", "FILE:3: run: expected a map of keys, got '5'");
+}
+
+TEST(ConfigErrors, OutOfRange) {
+  const std::string head = "data:\n  train: t.h5\n";
+  expect_error(head + "train:\n  batch_size: 0\n",
+               "FILE:4: train.batch_size: expected an integer >= 1, got 0");
+  expect_error(head + "train:\n  epochs: 3000000000\n",
+               "FILE:4: train.epochs: expected an integer <= 2147483647, got 3000000000");
+  expect_error(head + "train:\n  epochs: 99999999999999999999999\n",
+               "FILE:4: train.epochs: expected an integer <= 2147483647, got "
+               "99999999999999999999999");
+  expect_error(head + "run:\n  threads: -1\n",
+               "FILE:4: run.threads: expected an integer >= 0, got -1");
+  expect_error(head + "run:\n  seed: -1\n", "FILE:4: run.seed: expected an integer >= 0, got -1");
+  expect_error(head + "run:\n  seed: 18446744073709551616\n",
+               "FILE:4: run.seed: expected an integer <= 18446744073709551615, got "
+               "18446744073709551616");
+  expect_error(head + "optimizer:\n  lr: 0\n",
+               "FILE:4: optimizer.lr: expected a number > 0, got 0");
+  expect_error(head + "optimizer:\n  momentum: 1.0\n",
+               "FILE:4: optimizer.momentum: expected a number >= 0 and < 1, got 1.0");
+  expect_error(head + "optimizer:\n  weight_decay: -0.1\n",
+               "FILE:4: optimizer.weight_decay: expected a number >= 0, got -0.1");
+  expect_error(head + "optimizer:\n  schedule:\n    gamma: 0\n",
+               "FILE:5: optimizer.schedule.gamma: expected a number > 0 and <= 1, got 0");
+  expect_error(head + "optimizer:\n  schedule:\n    gamma: 1.5\n",
+               "FILE:5: optimizer.schedule.gamma: expected a number > 0 and <= 1, got 1.5");
+  expect_error(head + "optimizer:\n  schedule:\n    step_epochs: 0\n",
+               "FILE:5: optimizer.schedule.step_epochs: expected an integer >= 1, got 0");
+  expect_error(head + "optimizer:\n  schedule:\n    warmup_epochs: -1\n",
+               "FILE:5: optimizer.schedule.warmup_epochs: expected a number >= 0, got -1");
+  expect_error(head + "distributed:\n  ring_chunk_bytes: 32\n",
+               "FILE:4: distributed.ring_chunk_bytes: expected an integer >= 64, got 32");
+  expect_error(head + "distributed:\n  bucket_bytes: 100\n",
+               "FILE:4: distributed.bucket_bytes: expected an integer >= 1024, got 100");
+  expect_error(head + "distributed:\n  every: 0\n",
+               "FILE:4: distributed.every: expected an integer >= 1, got 0");
+  expect_error(head + "train:\n  progress_seconds: -2\n",
+               "FILE:4: train.progress_seconds: expected a number >= 0, got -2");
+  expect_error("data:\n  train: t.h5\n  prefetch_threads: 0\n",
+               "FILE:3: data.prefetch_threads: expected an integer >= 1, got 0");
+}
+
+TEST(ConfigErrors, ListElementsReportTheirOwnLine) {
+  expect_error("data:\n  train: t.h5\nmodel:\n  hidden:\n    - 64\n    - 0\n",
+               "FILE:6: model.hidden[1]: expected an integer >= 1, got 0");
+  expect_error("data:\n  train: t.h5\nmodel:\n  hidden: [64, 2.5]\n",
+               "FILE:4: model.hidden[1]: expected an integer, got '2.5'");
+}
+
+TEST(ConfigErrors, BadEnumValues) {
+  const std::string head = "data:\n  train: t.h5\n";
+  expect_error(head + "distributed:\n  strategy: foo\n",
+               "FILE:4: distributed.strategy: expected one of allreduce, average, got 'foo'");
+  expect_error(head + "distributed:\n  algorithm: gloo\n",
+               "FILE:4: distributed.algorithm: expected one of auto, ring, mpi, nccl, got 'gloo'");
+  expect_error(head + "device: gpu\n",
+               "FILE:3: device: expected one of auto, cpu, cuda, got 'gpu'");
+  expect_error(head + "precision: fp8\n",
+               "FILE:3: precision: expected one of fp32, tf32, bf16, fp16, got 'fp8'");
+  expect_error(head + "precision: fp16\ndistributed:\n  strategy: average\n",
+               "FILE:3: precision: fp16 needs distributed.strategy allreduce (its ranks must agree "
+               "on the loss scale); bf16 needs no loss scale and works with average");
+  expect_error(head + "layout: nhwc\n",
+               "FILE:3: layout: nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
+  expect_error(head + "precision: bf16\nlayout: nhwc\ndevice: cpu\n",
+               "FILE:4: layout: nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
+  expect_error(head + "layout: chwn\n",
+               "FILE:3: layout: expected one of auto, nchw, nhwc, got 'chwn'");
+  EXPECT_EQ(load_config(write_yaml(head + "precision: fp16\nlayout: nhwc\n"), {}, catalog()).layout,
+            Layout::kNhwc);
+  expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
+               "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
+               "'linear'");
+  expect_error(head + "optimizer:\n  name: lamb\n",
+               "FILE:4: optimizer.name: expected one of sgd, adam, adamw, got 'lamb'");
+  expect_error(head + "model:\n  preset: resnet\n",
+               "FILE:4: model.preset: expected one of mlp, cnn, resnet18, resnet34, layers, got "
+               "'resnet'");
+  expect_error(head + "model:\n  preset: resnet18\n  stem: tiny\n",
+               "FILE:5: model.stem: expected one of auto, imagenet, small, got 'tiny'");
+}
+
+TEST(ConfigErrors, RequiredTrainData) {
+  expect_error("train:\n  epochs: 2\n", "FILE: data.train: required key is missing");
+  expect_error("data:\n  val: v.h5\n", "FILE: data.train: required key is missing");
+  expect_error("data:\n  train: ''\n", "FILE:2: data.train: expected a non-empty string, got ''");
+  expect_error("run:\n  name: ''\ndata:\n  train: t.h5\n",
+               "FILE:2: run.name: expected a non-empty string, got ''");
+}
+
+TEST(ConfigErrors, ModelLayers) {
+  const std::string head = "data:\n  train: t.h5\nmodel:\n";
+  expect_error(head + "  preset: layers\n",
+               "FILE: model.layers: required key is missing when model.preset is 'layers'");
+  expect_error(head + "  preset: layers\n  layers: []\n",
+               "FILE:5: model.layers: expected a non-empty list of layers, got an empty one");
+  expect_error(head + "  preset: layers\n  layers:\n    - units: 3\n",
+               "FILE:6: model.layers[0].type: required key is missing (one of dense, relu, "
+               "conv2d, maxpool, avgpool, global_avgpool, flatten, batchnorm, dropout, "
+               "basic_block)");
+  expect_error(head + "  preset: layers\n  layers:\n    - type: relu\n    - type: dense\n",
+               "FILE:7: model.layers[1].units: required key is missing for a dense layer");
+  expect_error(head + "  preset: layers\n  layers:\n    - type: dense\n      units: 0\n",
+               "FILE:7: model.layers[0].units: expected an integer >= 1, got 0");
+  expect_error(head + "  preset: layers\n  layers:\n    - {type: relu, units: 3}\n",
+               "FILE:6: model.layers[0].units: only dense layers take units");
+  expect_error(head + "  preset: layers\n  layers:\n    - {type: dense, unit: 3}\n",
+               "FILE:6: model.layers[0].unit: unknown key (did you mean 'units'?)");
+  expect_error(head + "  preset: layers\n  layers:\n    - {type: conv}\n",
+               "FILE:6: model.layers[0].type: expected one of dense, relu, conv2d, maxpool, "
+               "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, got 'conv'");
+  expect_error(head +
+                   "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
+                   "    - {type: relu, name: a}\n",
+               "FILE:7: model.layers[1].name: duplicate layer name 'a' (also model.layers[0])");
+  expect_error(head + "  preset: layers\n  layers: 5\n",
+               "FILE:5: model.layers: expected a list of layers, got '5'");
+  expect_error(head + "  preset: layers\n  hidden: [10]\n  layers: [{type: relu}]\n",
+               "FILE:5: model.hidden: only used with model.preset 'mlp' (preset is 'layers')");
+  expect_error(head + "  layers: [{type: relu}]\n",
+               "FILE:4: model.layers: only used with model.preset 'layers' (preset is 'mlp')");
+}
+
+TEST(ConfigErrors, CrossFieldChecks) {
+  const std::string head = "data:\n  train: t.h5\noptimizer:\n";
+  expect_error(head + "  momentum: 0\n  nesterov: true\n",
+               "FILE:5: optimizer.nesterov: requires optimizer.momentum > 0");
+  expect_error(head + "  lr: 0.01\n  schedule: {type: cosine, min_lr: 0.1}\n",
+               "FILE:5: optimizer.schedule.min_lr: expected a number <= optimizer.lr (0.01), "
+               "got 0.1");
+}
+
+TEST(ConfigErrors, KeysOfAnotherOptimizer) {
+  const std::string head = "data:\n  train: t.h5\noptimizer:\n";
+  expect_error(head + "  name: adam\n  momentum: 0.5\n",
+               "FILE:5: optimizer.momentum: only used with optimizer.name 'sgd' (name is 'adam')");
+  expect_error(head + "  name: adamw\n  nesterov: true\n",
+               "FILE:5: optimizer.nesterov: only used with optimizer.name 'sgd' (name is 'adamw')");
+  expect_error(head + "  beta2: 0.99\n",
+               "FILE:4: optimizer.beta2: only used with optimizer.name 'adam' or 'adamw' (name is "
+               "'sgd')");
+  expect_error(head + "  name: adam\n  beta1: 1\n",
+               "FILE:5: optimizer.beta1: expected a number >= 0 and < 1, got 1");
+  expect_error(head + "  name: adam\n  eps: 0\n",
+               "FILE:5: optimizer.eps: expected a number > 0, got 0");
+  // A file written for SGD switches with --set: its momentum is SGD's default.
+  const Config c =
+      load_config(write_yaml(head + "  momentum: 0.9\n"), {"optimizer.name=adam"}, catalog());
+  EXPECT_EQ(c.optimizer.name, "adam");
+}
+
+TEST(ConfigErrors, DuplicateKey) {
+  expect_error("data:\n  train: t.h5\ntrain:\n  epochs: 2\n  epochs: 3\n",
+               "FILE:5: train.epochs: duplicate key (first given at line 4)");
+  expect_error("data:\n  train: t.h5\ndata:\n  prefetch_depth: 0\n",
+               "FILE:3: data: duplicate key (first given at line 1)");
+}
+
+TEST(ConfigErrors, FileLevelProblems) {
+  // yaml-cpp words the syntax message; the location and prefix are ours.
+  std::string path;
+  const std::string syntax = load_error("data:\n  train: t.h5\n  val: [v.h5\nx: 1\n", {}, &path);
+  EXPECT_EQ(syntax.rfind(path + ":4: YAML syntax error: ", 0), 0u) << syntax;
+
+  const std::string empty = load_error("", {}, &path);
+  EXPECT_EQ(empty.rfind(path + ": config file is empty", 0), 0u) << empty;
+  const std::string comments = load_error("# nothing here\n", {}, &path);
+  EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
+  expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
+
+  const std::string missing = (fs::path(::testing::TempDir()) / "no_such_config.yaml").string();
+  try {
+    load_config(missing, {}, catalog());
+    ADD_FAILURE() << "loaded a missing file";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), missing + ": cannot open config file");
+  }
+  EXPECT_THROW(load_config(::testing::TempDir(), {}, catalog()), UsageError);
+}
+
+TEST(ConfigOverrideErrors, MalformedOverride) {
+  expect_error(kMinimal, "--set train.epochs: expected key.path=value", {"train.epochs"});
+  expect_error(kMinimal, "--set =3: expected key.path=value", {"=3"});
+  expect_error(kMinimal, "--set train..epochs=3: expected key.path=value", {"train..epochs=3"});
+}
+
+TEST(ConfigOverrideErrors, UnknownPath) {
+  expect_error(kMinimal, "--set optimizer.momentun: unknown key (did you mean 'momentum'?)",
+               {"optimizer.momentun=0.5"});
+  expect_error(kMinimal, "--set foo: unknown key", {"foo.bar=1"});
+  expect_error(kMinimal,
+               "--set optimizer.lr.x: unknown key ('optimizer.lr' holds a value, not keys)",
+               {"optimizer.lr.x=1"});
+  expect_error(kMinimal,
+               "--set model.layers.units: unknown key ('model.layers' holds a value, not keys)",
+               {"model.layers.units=3"});
+}
+
+TEST(ConfigOverrideErrors, BadValuesAreReportedAtSet) {
+  expect_error(kFull, "--set train.epochs: expected an integer, got 'x'", {"train.epochs=x"});
+  expect_error(kMinimal, "--set train.batch_size: expected an integer >= 1, got 0",
+               {"train.batch_size=0"});
+  expect_error(kMinimal, "--set model.hidden[1]: expected an integer >= 1, got 0",
+               {"model.hidden=[64,0]"});
+  expect_error(kMinimal,
+               "--set distributed.strategy: expected one of allreduce, average, got 'foo'",
+               {"distributed.strategy=foo"});
+  expect_error(kMinimal, "--set optimizer.schedule.gama: unknown key (did you mean 'gamma'?)",
+               {"optimizer.schedule={type: step, gama: 0.5}"});
+  expect_error(kMinimal, "--set data.train: expected a non-empty string, got ''", {"data.train="});
+  const std::string syntax = load_error(kMinimal, {"model.hidden=[1,2"});
+  EXPECT_EQ(syntax.rfind("--set model.hidden: YAML syntax error in value: ", 0), 0u) << syntax;
+}
+
+TEST(ConfigOverrideErrors, FileErrorsStillNameTheFileLine) {
+  // Overrides elsewhere must not move the location of an error that is in the file.
+  expect_error("data:\n  train: t.h5\ntrain:\n  epochs: abc\n",
+               "FILE:4: train.epochs: expected an integer, got 'abc'", {"train.batch_size=8"});
+  // And an override that fixes the bad value makes the file load.
+  const Config c = load_config(write_yaml("data:\n  train: t.h5\ntrain:\n  epochs: abc\n"),
+                               {"train.epochs=4"}, catalog());
+  EXPECT_EQ(c.train.epochs, 4);
+}
+
+TEST(ConfigOverrideErrors, OverrideBelowAScalarSection) {
+  expect_error("data:\n  train: t.h5\ntrain: 5\n", "FILE:3: train: expected a map of keys, got '5'",
+               {"train.epochs=3"});
+}
+
+}  // namespace
+}  // namespace hpctrain
