@@ -1,4 +1,4 @@
-// DatasetWriter: creates a data file in the project's format (DESIGN.md, "Data files";
+// DatasetWriter: creates a data file in the project's format (docs/formats.md, "Data files";
 // dataset_file.hpp reads it) by appending batches of samples, so that converters stream
 // in bounded memory. The file appears under its final name only once it is complete.
 #pragma once

@@ -1,6 +1,7 @@
-// hpctrain-data: converts data sets into the project's HDF5 format (DESIGN.md, "Data
-// files"), derives and describes such files. Subcommands: fashion-mnist, idx, images,
-// synth, split, shard, inspect; the work is done in src/data/, this is argument handling.
+// hpctrain-data: converts data sets into the project's HDF5 format (docs/formats.md,
+// "Data files"), derives and describes such files. Subcommands: fashion-mnist, idx, images,
+// synth, split, shard, inspect; the work is done in the converters beside this file, this
+// is argument handling.
 // Exit codes follow core/error.hpp: 2 for bad usage or input, 1 for other failures.
 #include <algorithm>
 #include <cstdint>

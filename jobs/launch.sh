@@ -15,7 +15,7 @@
 #   --hpctrain PATH   the binary (default $HPCTRAIN, else build/hpctrain next to jobs/).
 # The first run uses the given --resume (default auto); every restart uses --resume auto.
 #
-# Exit codes (hpctrain's, see DESIGN.md):
+# Exit codes (hpctrain's, see docs/contracts.md):
 #   0   training finished.
 #   2   bad usage, config or input: returned at once, never retried.
 #   75  stopped on a signal after committing a checkpoint: passed through, so a Slurm

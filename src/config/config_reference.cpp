@@ -3,6 +3,7 @@
 #include "config/config_reference.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "config/config.hpp"
@@ -26,27 +27,39 @@ std::string join_path(const std::string& section, std::string_view key) {
   return section.empty() ? std::string(key) : section + "." + std::string(key);
 }
 
+std::string type_text(const KeyRule& rule, const Catalog& catalog) {
+  if (rule.kind == ValueKind::kStrategy) return "one of " + join_names(catalog.strategy_names());
+  return rule.type_text();
+}
+
+// `text` with its first letter in upper case: a sentence of the reference.
+std::string sentence(std::string_view text) {
+  std::string out(text);
+  if (!out.empty()) out[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(out[0])));
+  return out;
+}
+
 // The tables of `decl` and of the sections nested in it, depth first.
 void section_tables(const config_schema::SectionDecl& decl, const std::string& path,
-                    const void* defaults, std::vector<Table>& out) {
+                    const void* defaults, const Catalog& catalog, std::vector<Table>& out) {
   Table t{path.empty() ? "Top level" : path, std::string(decl.help), {}};
   for (const config_schema::KeyDecl& k : decl.keys) {
     if (k.nested != nullptr) continue;
-    t.rows.push_back({join_path(path, k.name), k.rule.type_text(), k.text(defaults),
+    t.rows.push_back({join_path(path, k.name), type_text(k.rule, catalog), k.text(defaults),
                       k.rule.limits_text(path), std::string(k.help)});
   }
   out.push_back(std::move(t));
   for (const config_schema::KeyDecl& k : decl.keys) {
     if (k.nested != nullptr) {
-      section_tables(*k.nested, join_path(path, k.name), k.nested_const(defaults), out);
+      section_tables(*k.nested, join_path(path, k.name), k.nested_const(defaults), catalog, out);
     }
   }
 }
 
-std::vector<Table> key_tables() {
+std::vector<Table> key_tables(const Catalog& catalog) {
   const ConfigKeys defaults;
   std::vector<Table> tables;
-  section_tables(config_schema::root_section(), "", &defaults, tables);
+  section_tables(config_schema::root_section(), "", &defaults, catalog, tables);
   return tables;
 }
 
@@ -77,8 +90,8 @@ std::vector<Table> layer_tables(const Catalog& catalog) {
       if (k.rule.max_from != nullptr) {
         limits += std::string(limits.empty() ? "" : "; ") + "upper bound: see meaning";
       }
-      table.rows.push_back({std::string(k.name), k.rule.type_text(), layer_value_text(k), limits,
-                            std::string(k.help)});
+      table.rows.push_back({std::string(k.name), type_text(k.rule, catalog), layer_value_text(k),
+                            limits, std::string(k.help)});
     }
     tables.push_back(std::move(table));
   }
@@ -115,7 +128,7 @@ std::string markdown_table(const std::vector<Row>& rows) {
 
 std::string config_reference_text(const Catalog& catalog) {
   std::vector<Row> rows;
-  for (const Table& t : key_tables()) rows.insert(rows.end(), t.rows.begin(), t.rows.end());
+  for (const Table& t : key_tables(catalog)) rows.insert(rows.end(), t.rows.begin(), t.rows.end());
   for (const Table& t : layer_tables(catalog)) {
     for (Row r : t.rows) {
       r.key = "model.layers[" + t.title + "]." + r.key;
@@ -164,9 +177,9 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "are errors: exit 2 and one line naming the file, the line and the key. The run "
       "directory's\n"
       "`config.yaml` holds the resolved config: every key that applies, defaults included.\n";
-  for (const Table& t : key_tables()) {
+  for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;
-    out += "\n## " + t.title + "\n\n" + t.help + ".\n\n" + markdown_table(t.rows);
+    out += "\n## " + t.title + "\n\n" + sentence(t.help) + ".\n\n" + markdown_table(t.rows);
   }
   out +=
       "\n## Layer types\n\n"
@@ -176,7 +189,7 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "and\n"
       "`model.freeze` name layers by it.\n";
   for (const Table& t : layer_tables(catalog)) {
-    out += "\n### " + t.title + "\n\n" + t.help + ".\n";
+    out += "\n### " + t.title + "\n\n" + sentence(t.help) + ".\n";
     if (!t.rows.empty()) {
       out += '\n';
       out += markdown_table(t.rows);
@@ -186,7 +199,7 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "\n## Exchange strategies\n\nThe values of `distributed.strategy`.\n\n"
       "| strategy | meaning |\n|---|---|\n";
   for (const StrategyDecl* s : catalog.strategies) {
-    out += "| `" + std::string(s->name) + "` | " + cell(std::string(s->help)) + " |\n";
+    out += "| `" + std::string(s->name) + "` | " + cell(sentence(s->help)) + " |\n";
   }
   return out;
 }

@@ -75,7 +75,7 @@ std::string KeyRule::type_text() const {
     case ValueKind::kChoice:
       return "one of " + join_names(choices);
     case ValueKind::kStrategy:
-      return "a strategy";
+      return "one of the exchange strategies";
     case ValueKind::kIntList:
       return "list of integers";
     case ValueKind::kNameList:

@@ -8,7 +8,7 @@
 
 namespace hpctrain {
 
-// Process exit codes: the contract with job scripts (DESIGN.md, "Outward contracts").
+// Process exit codes: the contract with job scripts (docs/contracts.md).
 enum ExitCode : int {
   kExitOk = 0,
   kExitFailure = 1,

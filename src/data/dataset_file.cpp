@@ -1,4 +1,4 @@
-// DatasetFile: opens one data file, validates it against the format (DESIGN.md, "Data
+// DatasetFile: opens one data file, validates it against the format (docs/formats.md, "Data
 // files") and reads row ranges through hyperslabs. Every check names the file, so a bad
 // path in a config ends the job with one line saying what is wrong with which file.
 #include "data/dataset_file.hpp"

@@ -1,4 +1,4 @@
-// Reading the project's HDF5 data format (DESIGN.md, "Data files"):
+// Reading the project's HDF5 data format (docs/formats.md, "Data files"):
 //   /images  [N, C, H, W]  uint8 | float16 | float32
 //   /labels  [N]           integer class ids in [0, num_classes)
 //   root attributes (optional): num_classes, class_names, source, normalisation

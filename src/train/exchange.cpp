@@ -11,7 +11,10 @@ extern const ExchangeStrategy kAllreduceStrategy;
 extern const ExchangeStrategy kAverageStrategy;
 
 const std::vector<const ExchangeStrategy*>& exchange_strategies() {
-  static const std::vector<const ExchangeStrategy*> list = {&kAllreduceStrategy, &kAverageStrategy};
+  static const std::vector<const ExchangeStrategy*> list = {
+      &kAllreduceStrategy,
+      &kAverageStrategy,
+  };
   return list;
 }
 

@@ -1,5 +1,5 @@
 // What a run reports: a metrics.csv row per epoch and summary.json at the end
-// (DESIGN.md, "Run directory"). Written by rank 0 only.
+// (docs/contracts.md, "Run directory"). Written by rank 0 only.
 #pragma once
 
 #include <array>

@@ -175,3 +175,11 @@ def case_cli():
                        capture_output=True, text=True)
     check(c.returncode == 2 and "--batch goes with --time" in c.stderr,
           "inspect --batch without --time: " + c.stderr)
+    # config --list: a line per key, with the layer types' keys and the strategies.
+    c = subprocess.run([hpctrain(), "config", "--list"], capture_output=True, text=True)
+    check(c.returncode == 0 and "\ntrain.epochs " in c.stdout
+          and "model.layers[conv2d].kernel " in c.stdout and "allreduce, average" in c.stdout,
+          "config --list: " + c.stdout + c.stderr)
+    c = subprocess.run([hpctrain(), "config", "--lst"], capture_output=True, text=True)
+    check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1,
+          "config with a bad option: " + c.stderr)

@@ -22,7 +22,10 @@ INCLUDE_ROOTS = ("src", ".", "tests")
 
 
 def tracked_files(root):
-    out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True, check=True)
+    """The tracked files, or None outside a git work tree."""
+    out = subprocess.run(["git", "-C", root, "ls-files", "-z"], capture_output=True)
+    if out.returncode != 0:
+        return None
     return [f for f in out.stdout.decode().split("\0") if f]
 
 
@@ -118,8 +121,8 @@ def check_sizes(root, files):
 
 # A path that starts with ../ where a path may start (not the middle of "$dir/../x").
 RELATIVE = re.compile(r"(?:^|(?<=[\s\"'`(\[=<:,]))((?:\.\./)+[\w.\-/]*)")
-# A Markdown document named anywhere: DESIGN.md, docs/config.md, ../shared/STYLE.md.
-DOCUMENT = re.compile(r"(?<![\w.\-/])([\w.\-/]*[\w\-]\.md)\b")
+# A Markdown document named anywhere (a file name ending in .md, with or without a folder).
+DOCUMENT = re.compile(r"(?<![\w.\-/])([\w.][\w.\-/]*[\w\-]\.md)\b")
 
 
 def check_references(root, files):
@@ -166,6 +169,9 @@ def main():
     args = parser.parse_args()
     root = os.path.abspath(args.root)
     files = tracked_files(root)
+    if files is None:
+        print(f"{root} is not a git work tree: nothing to check (skipped)")
+        return 77
     checks = {"includes": check_includes, "sizes": check_sizes, "references": check_references}
     return checks[args.check](root, files)
 

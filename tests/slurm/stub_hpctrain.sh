@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stand-in for build/hpctrain that follows its outward contract (DESIGN.md) without
+# Stand-in for build/hpctrain that follows its outward contract (docs/contracts.md) without
 # doing any training, so the job scripts and the launcher can be tested in seconds:
 #   stub_hpctrain.sh train CONFIG [--set key=value]... [--resume auto|never|PATH]
 # It "trains" STUB_STEPS steps of STUB_STEP_SECONDS each, commits a checkpoint
