@@ -13,6 +13,7 @@
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/row_copy.hpp"
 #include "data/dataset_file.hpp"
+#include "data/sampler.hpp"
 
 namespace hpctrain {
 namespace {
@@ -89,29 +90,6 @@ std::vector<std::string> default_split_names(size_t parts) {
 
 std::string split_output_path(const std::string& prefix, const std::string& name) {
   return prefix + "-" + name + ".h5";
-}
-
-std::vector<int64_t> apportion(int64_t n, const std::vector<int64_t>& weights) {
-  HT_REQUIRE(n >= 0 && !weights.empty(), "apportion: bad arguments");
-  const int64_t total = std::accumulate(weights.begin(), weights.end(), int64_t{0});
-  HT_REQUIRE(total > 0, "apportion: weights add up to zero");
-  // n < 2^40 rows and weights <= 10^6 (16 parts at most) keep n * w within int64.
-  HT_REQUIRE(n < (int64_t{1} << 40) && total <= int64_t{kMaxParts} * kMaxWeight,
-             "apportion: too many rows or too large weights");
-  std::vector<int64_t> counts(weights.size()), remainder(weights.size());
-  int64_t given = 0;
-  for (size_t p = 0; p < weights.size(); ++p) {
-    counts[p] = n * weights[p] / total;
-    remainder[p] = n * weights[p] % total;
-    given += counts[p];
-  }
-  std::vector<size_t> by_remainder(weights.size());
-  std::iota(by_remainder.begin(), by_remainder.end(), size_t{0});
-  std::stable_sort(by_remainder.begin(), by_remainder.end(),
-                   [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
-  // Fewer leftovers than parts: each floor lost less than one row.
-  for (int64_t i = 0; i < n - given; ++i) ++counts[by_remainder[static_cast<size_t>(i)]];
-  return counts;
 }
 
 std::vector<uint8_t> stratified_parts(const std::vector<int32_t>& labels, int num_classes,

@@ -31,10 +31,6 @@ std::vector<std::string> default_split_names(size_t parts);
 // PREFIX-NAME.h5
 std::string split_output_path(const std::string& prefix, const std::string& name);
 
-// Divides n rows by the weights: floor(n * w / sum) each, then one more to the parts with
-// the largest remainders (ties: the earlier part), so the counts add up to n exactly.
-std::vector<int64_t> apportion(int64_t n, const std::vector<int64_t>& weights);
-
 // The part of each row: for each class, its rows (in row order) are permuted with an Rng
 // seeded from (seed, class) and the first apportion(n_class)[0] go to part 0, the next to
 // part 1, and so on. labels must lie in [0, num_classes).

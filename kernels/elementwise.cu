@@ -80,6 +80,10 @@ __global__ void scale_kernel(float* x, size_t n, float alpha) {
   HT_GRID_STRIDE(i, n) { x[i] *= alpha; }
 }
 
+__global__ void accumulate_kernel(float* sum, const float* x, size_t n) {
+  HT_GRID_STRIDE(i, n) { sum[i] += x[i]; }
+}
+
 // y multiplies x by the mask as stored (1 / (1 - p) rounded to T), as backward's
 // multiply(dy, mask) does.
 template <typename T>
@@ -262,6 +266,12 @@ void scale(float* x, size_t n, float alpha, cudaStream_t stream) {
   if (n == 0) return;
   scale_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, n, alpha);
   check_launch("scale");
+}
+
+void accumulate(float* sum, const float* x, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  accumulate_kernel<<<grid_for(n), kBlock, 0, stream>>>(sum, x, n);
+  check_launch("accumulate");
 }
 
 void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,

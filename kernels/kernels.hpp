@@ -47,6 +47,7 @@ void multiply(DType t, const void* a, const void* b, void* y, size_t n, cudaStre
 void relu_forward(DType t, const void* x, void* y, size_t n, cudaStream_t stream);
 void relu_backward(DType t, const void* y, const void* dy, void* dx, size_t n, cudaStream_t stream);
 void scale(float* x, size_t n, float alpha, cudaStream_t stream);
+void accumulate(float* sum, const float* x, size_t n, cudaStream_t stream);
 void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream);
 // Input decoding (Backend::decode_input): out[i] = in[i] * scale for uint8, the exact

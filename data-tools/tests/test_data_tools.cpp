@@ -73,21 +73,6 @@ std::vector<float> row_ids(const Rows& r) {
   return ids;
 }
 
-TEST(DataToolsSplit, ApportionAddsUpByLargestRemainder) {
-  EXPECT_EQ(apportion(100, {85, 2, 13}), (std::vector<int64_t>{85, 2, 13}));
-  EXPECT_EQ(apportion(10, {85, 2, 13}), (std::vector<int64_t>{9, 0, 1}));
-  EXPECT_EQ(apportion(7, {1, 1, 1}), (std::vector<int64_t>{3, 2, 2}));
-  EXPECT_EQ(apportion(0, {3, 1}), (std::vector<int64_t>{0, 0}));
-  for (int64_t n = 0; n < 200; ++n) {
-    const std::vector<int64_t> c = apportion(n, {85, 2, 13});
-    ASSERT_EQ(c[0] + c[1] + c[2], n);
-    for (size_t p = 0; p < 3; ++p) {
-      const double exact = static_cast<double>(n) * std::vector<double>{0.85, 0.02, 0.13}[p];
-      ASSERT_LT(std::abs(static_cast<double>(c[p]) - exact), 1.0) << n << " " << p;
-    }
-  }
-}
-
 TEST(DataToolsSplit, StratifiedDisjointCompleteAndSeeded) {
   const std::string dir = fresh_dir("split");
   const std::string input = make_indexed_file(dir + "/in.h5", 5);  // 10..38 rows per class

@@ -264,6 +264,8 @@ class Backend {
   virtual void update_loss_scale(float* state, float growth, float backoff, int interval) = 0;
   // x *= alpha
   virtual void scale(float* x, size_t n, float alpha) = 0;
+  // sum += x, element by element (float32: gradients summed over micro-batches).
+  virtual void accumulate(float* sum, const float* x, size_t n) = 0;
 
  private:
   PhaseSeconds phase_stamp_{}, phase_sums_{};  // the host-clock phase_mark

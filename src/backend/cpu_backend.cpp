@@ -244,6 +244,12 @@ void CpuBackend::scale(float* x, size_t n, float alpha) {
   });
 }
 
+void CpuBackend::accumulate(float* sum, const float* x, size_t n) {
+  parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) sum[i] += x[i];
+  });
+}
+
 void CpuBackend::unscale_grads(float* grads, size_t n, float* state) {
   const float inv = 1.0f / state[LossScaleState::kScale];
   std::atomic<bool> overflow{false};

@@ -95,6 +95,7 @@ class CpuBackend final : public Backend {
   void unscale_grads(float* grads, size_t n, float* state) override;
   void update_loss_scale(float* state, float growth, float backoff, int interval) override;
   void scale(float* x, size_t n, float alpha) override;
+  void accumulate(float* sum, const float* x, size_t n) override;
 
   int threads() const { return threads_; }
 

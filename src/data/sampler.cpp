@@ -9,6 +9,34 @@
 
 namespace hpctrain {
 
+std::vector<int64_t> apportion(int64_t n, const std::vector<int64_t>& weights) {
+  HT_REQUIRE(n >= 0 && !weights.empty(), "apportion: bad arguments");
+  int64_t total = 0;
+  for (int64_t w : weights) {
+    HT_REQUIRE(w >= 0 && w <= (int64_t{1} << 30), "apportion: weight out of range");
+    total += w;
+  }
+  HT_REQUIRE(total > 0 && total <= (int64_t{1} << 31),
+             "apportion: weights add up to 0 or too much");
+  // n * w / total without overflow: (n / total) * w + (n % total) * w / total, where
+  // (n % total) * w < 2^61.
+  const int64_t whole = n / total, rest = n % total;
+  std::vector<int64_t> counts(weights.size()), remainder(weights.size());
+  int64_t given = 0;
+  for (size_t p = 0; p < weights.size(); ++p) {
+    counts[p] = whole * weights[p] + rest * weights[p] / total;
+    remainder[p] = rest * weights[p] % total;
+    given += counts[p];
+  }
+  std::vector<size_t> by_remainder(weights.size());
+  std::iota(by_remainder.begin(), by_remainder.end(), size_t{0});
+  std::stable_sort(by_remainder.begin(), by_remainder.end(),
+                   [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
+  // Fewer leftovers than parts: each floor lost less than one.
+  for (int64_t i = 0; i < n - given; ++i) ++counts[by_remainder[static_cast<size_t>(i)]];
+  return counts;
+}
+
 Shard shard_for_rank(int64_t n, int rank, int size) {
   const int64_t base = n / size, extra = n % size;
   Shard s;

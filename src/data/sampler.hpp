@@ -13,6 +13,10 @@ struct Shard {
   int64_t count = 0;
 };
 
+// Divides n by the weights (>= 0, not all 0): floor(n * w / sum) each, then one more to the
+// parts with the largest remainders (ties: the earlier part), so the counts add up to n.
+std::vector<int64_t> apportion(int64_t n, const std::vector<int64_t>& weights);
+
 // Balanced contiguous split of n rows over `size` ranks (sizes differ by <= 1).
 Shard shard_for_rank(int64_t n, int rank, int size);
 

@@ -8,13 +8,17 @@
 
 namespace hpctrain {
 
-LrSchedule::LrSchedule(const OptimizerConfig& config, int64_t steps_per_epoch, int epochs)
+LrSchedule::LrSchedule(const OptimizerConfig& config, int64_t steps_per_epoch, int epochs,
+                       double scale)
     : schedule_(config.schedule),
       base_lr_(config.lr),
       steps_per_epoch_(static_cast<double>(std::max<int64_t>(steps_per_epoch, 1))),
-      total_epochs_(epochs) {}
+      total_epochs_(epochs),
+      scale_(scale) {}
 
-double LrSchedule::at(int64_t step) const {
+double LrSchedule::at(int64_t step) const { return scale_ * unscaled(step); }
+
+double LrSchedule::unscaled(int64_t step) const {
   // Position at the end of this step, in epochs: step 0 of a warm-up is not 0.
   const double t = static_cast<double>(step + 1) / steps_per_epoch_;
   const double warmup = schedule_.warmup_epochs;

@@ -70,16 +70,16 @@ struct RestoreHeader {
 }  // namespace
 
 TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer,
-                                         LossScaler* scaler, int rank, int world_size,
-                                         int64_t steps_per_epoch, bool identical_replicas)
+                                         LossScaler* scaler, const JobShape& job)
     : config_(config),
       model_(model),
       slots_(optimizer.state()),
       scaler_(scaler),
-      rank_(rank),
-      world_size_(world_size),
-      steps_per_epoch_(steps_per_epoch),
-      per_rank_state_(!identical_replicas),
+      rank_(job.rank),
+      world_size_(job.world_size),
+      steps_per_epoch_(job.steps_per_epoch),
+      global_batch_(job.global_batch),
+      per_rank_state_(!job.identical_replicas),
       config_yaml_(config_to_yaml(config)),
       architecture_(model.architecture()),
       last_save_time_(now_seconds()) {}
@@ -225,11 +225,10 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   }
 
   // 2. Cursor: exact when nothing changed, else the samples consumed in the epoch.
-  const int64_t global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
   int64_t step_in_epoch = h.step_in_epoch;
-  if (h.world_size != world_size_ || h.global_batch != global_batch) {
+  if (h.world_size != world_size_ || h.global_batch != global_batch_) {
     const int64_t samples = h.step_in_epoch * h.global_batch;
-    step_in_epoch = std::min((samples + global_batch - 1) / global_batch, steps_per_epoch_);
+    step_in_epoch = std::min((samples + global_batch_ - 1) / global_batch_, steps_per_epoch_);
   }
   start_step_ = h.epoch * steps_per_epoch_ + step_in_epoch;
   last_saved_step_ = start_step_;
@@ -316,7 +315,7 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.epoch = global_step / steps_per_epoch_;
   state.step_in_epoch = global_step % steps_per_epoch_;
   state.steps_per_epoch = steps_per_epoch_;
-  state.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
+  state.global_batch = global_batch_;
   state.world_size = world_size_;
   state.strategy = config_.distributed.strategy;
   state.config_yaml = config_yaml_;

@@ -19,13 +19,21 @@
 
 namespace hpctrain {
 
+// The shape of the job a checkpoint records and restores against.
+struct JobShape {
+  int rank = 0, world_size = 1;
+  int64_t steps_per_epoch = 0;  // optimizer steps
+  int64_t global_batch = 0;     // samples of one optimizer step over all ranks
+  // The exchange strategy keeps the same parameters and optimizer state on every rank
+  // (else each rank's are stored; ExchangeStrategy::decl).
+  bool identical_replicas = true;
+};
+
 class TrainingCheckpoints {
  public:
-  // scaler: the loss scaler of precision fp16, else null. identical_replicas: the exchange
-  // strategy keeps the same parameters and optimizer state on every rank (else each rank's
-  // are stored, ExchangeStrategy::decl).
+  // scaler: the loss scaler of precision fp16, else null.
   TrainingCheckpoints(const Config& config, Model& model, Optimizer& optimizer, LossScaler* scaler,
-                      int rank, int world_size, int64_t steps_per_epoch, bool identical_replicas);
+                      const JobShape& job);
   ~TrainingCheckpoints();
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
@@ -66,7 +74,7 @@ class TrainingCheckpoints {
   const std::vector<OptimizerSlot> slots_;  // the optimizer's state arrays
   LossScaler* scaler_;
   int rank_, world_size_;
-  int64_t steps_per_epoch_;
+  int64_t steps_per_epoch_, global_batch_;
   bool per_rank_state_;  // the ranks' parameters and optimizer state differ
   const std::string config_yaml_, architecture_;  // made once, stored in every checkpoint
   std::optional<LoadedCheckpoint> resume_;        // rank 0, between prepare and restore

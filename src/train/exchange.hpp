@@ -50,10 +50,11 @@ class Exchange {
 
   // summary.json's "algorithm": how the strategy's collectives run.
   virtual std::string algorithm() const = 0;
-  // The factor of the loss gradient per sample: 1 / (batch x ranks) when the ranks' gradients
-  // are summed (so N ranks with batch b train like one rank with N x b), 1 / batch when each
-  // rank steps on its own gradients.
-  virtual float gradient_scale(int64_t batch) const = 0;
+  // The factor of the loss gradient per sample, for a rank whose optimizer step takes
+  // `rank_samples` samples of the `global_samples` of all ranks: 1 / global_samples when the
+  // ranks' gradients are summed (so ranks with batches b1..bN train like one rank with their
+  // sum), 1 / rank_samples when each rank steps on its own gradients.
+  virtual float gradient_scale(int64_t rank_samples, int64_t global_samples) const = 0;
 
   // Collective: every rank starts from rank 0's parameters and model state.
   void start();

@@ -25,20 +25,24 @@ class AllreduceExchange final : public Exchange {
     return ctx_.collectives.on_device() ? "nccl" : to_string(ctx_.collectives.host_algorithm());
   }
 
-  float gradient_scale(int64_t batch) const override {
-    return 1.0f / static_cast<float>(batch * ctx_.collectives.world_size());
+  float gradient_scale(int64_t /*rank_samples*/, int64_t global_samples) const override {
+    return 1.0f / static_cast<float>(global_samples);
   }
 
   GradientListener* before_backward() override {
     if (!buckets_) return nullptr;
     buckets_->start(ctx_.model.grads());
+    overlapping_ = true;
     return buckets_.get();
   }
 
   void after_backward(int64_t global_step) override {
     WatchdogScope w(ctx_.watchdog, "gradient all-reduce", global_step);
     if (buckets_) {
+      // Without the listener (summed micro-batches) every bucket starts here.
+      if (!overlapping_) buckets_->start(ctx_.model.grads());
       buckets_->finish();
+      overlapping_ = false;
       return;
     }
     // Frozen layers' gradients are not needed by anyone: sum the trainable ranges only.
@@ -49,6 +53,7 @@ class AllreduceExchange final : public Exchange {
 
  private:
   std::unique_ptr<GradientBuckets> buckets_;  // with device collectives
+  bool overlapping_ = false;                  // before_backward() started this step's buckets
 };
 
 }  // namespace

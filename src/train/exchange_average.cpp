@@ -17,7 +17,9 @@ class AverageExchange final : public Exchange {
     return ctx_.collectives.on_device() ? "nccl allreduce" : "reduce+bcast";
   }
 
-  float gradient_scale(int64_t batch) const override { return 1.0f / static_cast<float>(batch); }
+  float gradient_scale(int64_t rank_samples, int64_t /*global_samples*/) const override {
+    return 1.0f / static_cast<float>(rank_samples);
+  }
 
  protected:
   void parameters_stepped(int64_t global_step, bool epoch_end) override {

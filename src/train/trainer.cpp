@@ -29,7 +29,9 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/progress.hpp"
+#include "train/run_plan.hpp"
 #include "train/signals.hpp"
+#include "train/slow_rank.hpp"
 #include "train/transfer.hpp"
 
 namespace hpctrain {
@@ -81,16 +83,13 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   val_file_ = open_split(config_.data.val, "val", &shape);
   test_file_ = open_split(config_.data.test, "test", &shape);
   num_classes_ = shape.num_classes;
-  if (shape.n < world_size_) {
-    throw UsageError(config_.data.train + ": " + std::to_string(shape.n) +
-                     " samples cannot be shared by " + std::to_string(world_size_) + " ranks");
-  }
-  const int64_t batch = config_.train.batch_size;
-  steps_per_epoch_ = steps_per_epoch(shape.n, world_size_, batch);
-  if (steps_per_epoch_ < 1) {
-    throw UsageError(config_.source_file + ": train.batch_size: " + std::to_string(batch) +
-                     " is larger than a rank's shard (" + std::to_string(shape.n / world_size_) +
-                     " samples of " + config_.data.train + ")");
+  plan_ = plan_for_run(config_, shape.n, config_.data.train, world_size_);
+  steps_per_epoch_ = plan_.steps_per_epoch;
+  const int64_t batch = plan_.batch[rank_];
+  if (config_.debug.slow_rank.rank >= world_size_) {
+    throw UsageError(config_.source_file +
+                     ": debug.slow_rank.rank: " + std::to_string(config_.debug.slow_rank.rank) +
+                     " is not a rank of the " + std::to_string(world_size_) + " of this job");
   }
 
   // 2. Backend, model, optimizer.
@@ -116,15 +115,20 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
     o.interval = config_.train.loss_scale.growth_interval;
     scaler_ = std::make_unique<LossScaler>(*backend_, o);
   }
-  schedule_ =
-      std::make_unique<LrSchedule>(config_.optimizer, steps_per_epoch_, config_.train.epochs);
+  schedule_ = std::make_unique<LrSchedule>(
+      config_.optimizer, steps_per_epoch_, config_.train.epochs,
+      lr_scale(config_.optimizer, config_.train.batch_size, plan_.global_batch()));
   stats_ = DeviceArray<LossStats>(*backend_, 1);
   stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
-  const bool identical_replicas =
-      exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
+  if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
+  JobShape job;
+  job.rank = rank_;
+  job.world_size = world_size_;
+  job.steps_per_epoch = steps_per_epoch_;
+  job.global_batch = plan_.global_batch();
+  job.identical_replicas = exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
   checkpoints_ =
-      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), rank_,
-                                            world_size_, steps_per_epoch_, identical_replicas);
+      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), job);
   checkpoints_->prepare_resume(resume);
 
   // 3. Run directory (rank 0).
@@ -132,12 +136,11 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
 }
 
 void Trainer::create_loaders(int64_t start_step, bool training) {
-  const DatasetShape& shape = train_file_->shape();
   LoaderOptions train_opts;
-  train_opts.batch = config_.train.batch_size;
-  train_opts.batches_per_epoch = steps_per_epoch_;
+  train_opts.batch = plan_.batch[rank_];
+  train_opts.batches_per_epoch = steps_per_epoch_ * plan_.accumulate;
   train_opts.epochs = config_.train.epochs;
-  train_opts.first_seq = start_step;
+  train_opts.first_seq = start_step * plan_.accumulate;
   train_opts.shuffle = config_.data.shuffle;
   train_opts.seed = config_.run.seed;
   train_opts.rank = rank_;
@@ -146,8 +149,7 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
   train_opts.hooks = stager_->hooks();
   train_opts.raw = stager_->wants_raw();
   if (training) {
-    train_loader_ = std::make_unique<Loader>(
-        *train_file_, shard_for_rank(shape.n, rank_, world_size_), train_opts);
+    train_loader_ = std::make_unique<Loader>(*train_file_, plan_.shards[rank_], train_opts);
   }
   LoaderOptions eval_opts = train_opts;
   eval_opts.batches_per_epoch = 0;  // every row, last batch partial
@@ -173,11 +175,44 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
 
 Trainer::~Trainer() = default;
 
+void Trainer::compute_gradients(float grad_scale, bool timing) {
+  const int k = plan_.accumulate;
+  float* grads = model_->grads();
+  const size_t n = model_->param_count();
+  for (int micro = 0; micro < k; ++micro) {
+    const BatchBuffer& b = train_loader_->next();
+    const BatchStager::Input in = stager_->stage(*train_loader_, b);
+    const bool last = micro + 1 == k;
+    if (timing && micro == 0) backend_->phase_mark(0);
+    const Tensor& logits =
+        model_->forward(in.images, b.size, /*training=*/true,
+                        mix_seed(config_.run.seed, rank_, global_step_ * k + micro));
+    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_,
+                           grad_scale, scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
+                           stats_.data());
+    if (timing && last) backend_->phase_mark(1);
+    // A strategy may exchange gradients while backward goes on; the exchange phase is then
+    // what is left of it after backward (the exposed communication). Summed micro-batches
+    // are exchanged once complete.
+    model_->backward(k == 1 ? exchange_->before_backward() : nullptr);
+    stager_->release();
+    if (k == 1) continue;
+    if (micro == 0) {
+      backend_->copy(grads, accumulated_.data(), n * sizeof(float));
+    } else if (!last) {
+      backend_->accumulate(accumulated_.data(), grads, n);
+    } else {
+      backend_->accumulate(grads, accumulated_.data(), n);
+    }
+  }
+}
+
 Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
-  const int64_t batch = config_.train.batch_size;
-  const float grad_scale = exchange_->gradient_scale(batch);
-  const int classes = num_classes_;
+  const int64_t global_batch = plan_.global_batch();
+  const float grad_scale =
+      exchange_->gradient_scale(plan_.batch[rank_] * plan_.accumulate, global_batch);
   const bool timing = config_.train.step_timing;
+  SlowRank slow(config_.debug.slow_rank, rank_, *backend_);
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
@@ -188,18 +223,9 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   EpochEnd end = EpochEnd::kCompleted;
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
-    const BatchBuffer& b = train_loader_->next();
-    const BatchStager::Input in = stager_->stage(*train_loader_, b);
-    if (timing) backend_->phase_mark(0);
-    const Tensor& logits = model_->forward(in.images, b.size, /*training=*/true,
-                                           mix_seed(config_.run.seed, rank_, global_step_));
-    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), classes, grad_scale,
-                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(), stats_.data());
-    if (timing) backend_->phase_mark(1);
-    // A strategy may exchange gradients while backward goes on; the exchange phase is then
-    // what is left of it after backward (the exposed communication).
-    model_->backward(exchange_->before_backward());
-    stager_->release();
+    slow.begin();
+    compute_gradients(grad_scale, timing);
+    slow.end();
     if (timing) backend_->phase_mark(2);
     exchange_->after_backward(global_step_);
     if (timing) backend_->phase_mark(3);
@@ -231,10 +257,9 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       LossStats s;
       backend_->copy_to_host(&s, stats_.data(), sizeof(s));
       const double now = now_seconds();
-      progress.print(
-          epoch, config_.train.epochs, step + 1, steps_per_epoch_, s.loss_sum / s.count,
-          s.correct / s.count,
-          static_cast<double>((step + 1 - first_step) * batch * world_size_) / (now - t0), now);
+      progress.print(epoch, config_.train.epochs, step + 1, steps_per_epoch_, s.loss_sum / s.count,
+                     s.correct / s.count,
+                     static_cast<double>((step + 1 - first_step) * global_batch) / (now - t0), now);
     }
   }
   backend_->synchronize();
@@ -343,7 +368,7 @@ int Trainer::run() {
            " thread(s), backend " + backend_->name() + ", " +
            std::to_string(model_->param_count()) + " parameters, " +
            std::to_string(steps_per_epoch_) + " steps/epoch, global batch " +
-           std::to_string(config_.train.batch_size * world_size_));
+           std::to_string(plan_.global_batch()));
 
   // 2. Epochs.
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_samples = 0;
@@ -436,7 +461,7 @@ int Trainer::run() {
   }
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
-  summary.global_batch = static_cast<int64_t>(config_.train.batch_size) * world_size_;
+  summary.global_batch = plan_.global_batch();
   summary.param_count = static_cast<int64_t>(model_->param_count());
   summary.samples_per_second = total_train > 0 ? total_samples / total_train : 0;
   summary.time_train_s = total_train;

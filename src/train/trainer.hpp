@@ -13,6 +13,7 @@
 #include "comm/communicator.hpp"
 #include "comm/model_collectives.hpp"
 #include "config/config.hpp"
+#include "data/batch_plan.hpp"
 #include "data/dataset_file.hpp"
 #include "data/loader.hpp"
 #include "nn/model.hpp"
@@ -58,6 +59,10 @@ class Trainer {
   // The model made the same on every rank (Exchange::sync_for_evaluation), then a
   // checkpoint of the current step. Collective.
   void save_checkpoint(bool wait);
+  // The step's gradients in the model's arena: plan_.accumulate micro-batches popped,
+  // forwarded and backpropagated, all but the last summed in accumulated_ and added to the
+  // last's. grad_scale: the loss gradient's factor (Exchange::gradient_scale).
+  void compute_gradients(float grad_scale, bool timing);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   // Collective: the communicator, the watchdog, the collectives over model memory and the
@@ -88,6 +93,8 @@ class Trainer {
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
   int num_classes_ = 0;
+  BatchPlan plan_;                  // the ranks' batches and shards
+  DeviceArray<float> accumulated_;  // train.accumulate_steps > 1: the summed micro-batches
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)

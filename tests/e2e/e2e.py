@@ -6,6 +6,7 @@ data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data D
 import argparse
 import sys
 
+import cases_batches
 import cases_models
 import cases_resume
 import cases_runs
@@ -20,7 +21,7 @@ def main():
     vars(harness.ARGS).update(vars(ap.parse_args()))
     case = harness.ARGS.case
     fn = None
-    for module in (cases_runs, cases_resume, cases_models):
+    for module in (cases_runs, cases_resume, cases_models, cases_batches):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

@@ -150,6 +150,23 @@ TEST(EmuKernels, SgdAndLossScaling) {
   EXPECT_EQ(state[S::kScale], 1024.0f) << "halved once, doubled after 3 good steps";
 }
 
+// Gradient accumulation and scaling of float32 arrays: bit for bit.
+TEST(EmuKernels, AccumulateAndScale) {
+  CpuBackend cpu_(1, CpuBackend::kDefaultConvChunkBytes, false, DType::kF32);
+  const size_t n = 4099;
+  const std::vector<float> a = random_vector(n, 1), b = random_vector(n, 2);
+  std::vector<float> want = a;
+  cpu_.accumulate(want.data(), b.data(), n);
+  cpu_.scale(want.data(), n, 0.25f);
+  const auto got = both_orders([&] {
+    std::vector<float> sum = a;
+    kernels::accumulate(sum.data(), b.data(), n, kStream);
+    kernels::scale(sum.data(), n, 0.25f, kStream);
+    return results(sum);
+  });
+  expect_same(got[0], want, "accumulate, then scale");
+}
+
 // Adam and AdamW from a mid-run state (step 4), over three steps of which the second is
 // skipped by the flag: parameters, moments and the step counter as the CPU's.
 TEST(EmuKernels, AdamAndStepCount) {

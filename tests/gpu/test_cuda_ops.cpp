@@ -123,6 +123,19 @@ TEST_F(CudaVsCpu, SgdVariants) {
   }
 }
 
+// Gradients summed over micro-batches, then scaled: as the CPU, bit for bit.
+TEST_F(CudaVsCpu, AccumulateAndScale) {
+  const size_t n = 4099;
+  auto a = random_vector(n, 1), b = random_vector(n, 2);
+  std::vector<float> want = a;
+  cpu_.accumulate(want.data(), b.data(), n);
+  cpu_.scale(want.data(), n, 0.25f);
+  float* d = up(a);
+  gpu_->accumulate(d, up(b), n);
+  gpu_->scale(d, n, 0.25f);
+  expect_close(down(d, n), want, 0.0, "accumulate, then scale");
+}
+
 // Adam and AdamW from a mid-run state: the step counter advances on the device, then the
 // update reads it there.
 TEST_F(CudaVsCpu, AdamVariants) {

@@ -1,15 +1,17 @@
-// Sharding, sampling and the prefetch queue: ordering, coverage, and errors.
+// Sharding, batch plans, sampling and the prefetch queue: ordering, coverage, and errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "core/error.hpp"
+#include "data/batch_plan.hpp"
 #include "data/prefetch_queue.hpp"
 #include "data/sampler.hpp"
 
@@ -36,6 +38,62 @@ TEST(Shard, StepsPerEpochFollowTheSmallestShard) {
   EXPECT_EQ(steps_per_epoch(127, 2, 64), 0);  // shards 64 and 63: no full batch on both
   EXPECT_EQ(steps_per_epoch(128, 2, 64), 1);
   EXPECT_EQ(steps_per_epoch(55000, 2, 64), 429);
+}
+
+TEST(Shard, ApportionAddsUpByLargestRemainder) {
+  EXPECT_EQ(apportion(100, {85, 2, 13}), (std::vector<int64_t>{85, 2, 13}));
+  EXPECT_EQ(apportion(10, {85, 2, 13}), (std::vector<int64_t>{9, 0, 1}));
+  EXPECT_EQ(apportion(7, {1, 1, 1}), (std::vector<int64_t>{3, 2, 2}));
+  EXPECT_EQ(apportion(0, {3, 1}), (std::vector<int64_t>{0, 0}));
+  for (int64_t n = 0; n < 200; ++n) {
+    const std::vector<int64_t> c = apportion(n, {85, 2, 13});
+    ASSERT_EQ(c[0] + c[1] + c[2], n);
+    for (size_t p = 0; p < 3; ++p) {
+      const double exact = static_cast<double>(n) * std::vector<double>{0.85, 0.02, 0.13}[p];
+      ASSERT_LT(std::abs(static_cast<double>(c[p]) - exact), 1.0) << n << " " << p;
+    }
+  }
+  // Large row counts: no overflow of n * w.
+  const int64_t big = int64_t{1} << 50;
+  const std::vector<int64_t> c = apportion(big, {1 << 20, 3 << 20});
+  EXPECT_EQ(c[0], big / 4);
+  EXPECT_EQ(c[1], big / 4 * 3);
+}
+
+// Equal weights: the plan is the classic one (batch b everywhere, shard_for_rank's shards,
+// steps_per_epoch()), so existing runs keep their data order.
+TEST(BatchPlan, EqualWeightsGiveTheBalancedShards) {
+  for (int64_t n : {127, 128, 1000, 55000}) {
+    for (int size = 1; size <= 5; ++size) {
+      const BatchPlan p = plan_batches(n, 4 * size, std::vector<int64_t>(size, 1), 1);
+      EXPECT_EQ(p.steps_per_epoch, steps_per_epoch(n, size, 4)) << n << " " << size;
+      EXPECT_EQ(p.global_batch(), 4 * size);
+      for (int r = 0; r < size; ++r) {
+        EXPECT_EQ(p.batch[r], 4);
+        EXPECT_EQ(p.shards[r].begin, shard_for_rank(n, r, size).begin);
+        EXPECT_EQ(p.shards[r].count, shard_for_rank(n, r, size).count);
+      }
+    }
+  }
+}
+
+// Uneven weights: batches and shards in proportion, every rank the same steps, the whole
+// set covered once; micro-batches multiply the samples of a step.
+TEST(BatchPlan, WeightsShareBatchesAndRowsAlike) {
+  const BatchPlan p = plan_batches(10000, 128, {3, 1}, 1);
+  EXPECT_EQ(p.batch, (std::vector<int64_t>{96, 32}));
+  EXPECT_EQ(p.shards[0].count, 7500);
+  EXPECT_EQ(p.shards[1].begin, 7500);
+  EXPECT_EQ(p.shards[1].count, 2500);
+  EXPECT_EQ(p.steps_per_epoch, 78);
+  // A global batch of 128 over 3 ranks: 43, 43, 42.
+  const BatchPlan q = plan_batches(1000, 128, {1, 1, 1}, 4);
+  EXPECT_EQ(q.batch, (std::vector<int64_t>{43, 43, 42}));
+  EXPECT_EQ(q.global_batch(), 512);
+  EXPECT_EQ(q.steps_per_epoch, 1);  // 334 rows / (43 x 4)
+  // A tiny weight still gets a sample: nobody idles.
+  const BatchPlan t = plan_batches(1000, 10, {1000, 1}, 1);
+  EXPECT_EQ(t.batch, (std::vector<int64_t>{9, 1}));
 }
 
 TEST(Sampler, ShuffleIsAPermutationSeededByEpochAndRank) {

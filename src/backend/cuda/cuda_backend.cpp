@@ -407,6 +407,10 @@ class CudaBackend final : public Backend {
     kernels::scale(x, n, alpha, stream_);
     done("scale");
   }
+  void accumulate(float* sum, const float* x, size_t n) override {
+    kernels::accumulate(sum, x, n, stream_);
+    done("accumulate");
+  }
 
  private:
   void reset_phases() {

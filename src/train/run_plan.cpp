@@ -1,0 +1,46 @@
+// The batch plan of a run and the learning-rate scaling rule.
+#include "train/run_plan.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace hpctrain {
+
+BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& train_path,
+                       int world_size) {
+  const TrainConfig& t = config.train;
+  const bool global = t.batch_size_is == "global";
+  const int64_t total = global ? t.batch_size : int64_t{t.batch_size} * world_size;
+  if (total < world_size) {
+    throw UsageError(config.source_file + ": train.batch_size: " + std::to_string(t.batch_size) +
+                     " is smaller than the " + std::to_string(world_size) +
+                     " ranks that share it (train.batch_size_is: global)");
+  }
+  if (rows < world_size) {
+    throw UsageError(train_path + ": " + std::to_string(rows) + " samples cannot be shared by " +
+                     std::to_string(world_size) + " ranks");
+  }
+  const BatchPlan plan =
+      plan_batches(rows, total, std::vector<int64_t>(world_size, 1), t.accumulate_steps);
+  if (plan.steps_per_epoch < 1) {
+    const std::string what = t.accumulate_steps > 1
+                                 ? " x train.accumulate_steps " + std::to_string(t.accumulate_steps)
+                                 : "";
+    throw UsageError(config.source_file + ": train.batch_size: " + std::to_string(plan.batch[0]) +
+                     what + " is larger than a rank's shard (" +
+                     std::to_string(plan.shards.back().count) + " samples of " + train_path + ")");
+  }
+  return plan;
+}
+
+double lr_scale(const OptimizerConfig& optimizer, int batch_size, int64_t global_batch) {
+  if (optimizer.lr_scaling == "none") return 1.0;
+  const double reference = static_cast<double>(
+      optimizer.lr_reference_batch > 0 ? optimizer.lr_reference_batch : batch_size);
+  const double ratio = static_cast<double>(global_batch) / reference;
+  return optimizer.lr_scaling == "linear" ? ratio : std::sqrt(ratio);
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,44 @@
+"""End-to-end cases of how a step's samples are shared: micro-batches that add up to one
+large batch, a global batch shared by an odd number of ranks, a slowed rank, and the
+errors of impossible settings.
+"""
+import os
+
+from harness import ARGS, check, expect_ok, h5_values, one_error_line, run_dir, train
+
+
+def case_accumulate_matches_large_batch():
+    """train.accumulate_steps 4 with batch 32 takes the same samples as batch 128 and sums
+    the same gradients: after 20 steps the parameters agree within float32 rounding."""
+    common = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
+              "data.val=", "data.test=", "checkpoint.every_steps=20", "checkpoint.keep=10"]
+    expect_ok("accum_128", 1, common + ["train.batch_size=128"])
+    s = expect_ok("accum_4x32", 1, common + ["train.batch_size=32", "train.accumulate_steps=4"])
+    check(s["global_batch"] == 128, f"global batch {s['global_batch']}, expected 128")
+    ckpt = "checkpoints/ckpt-000000000020.h5"
+    n = 784 * 192 + 192 + 192 * 10 + 10
+    a = h5_values(os.path.join(run_dir("accum_128"), ckpt), "/arrays/model/params", 0, n)
+    b = h5_values(os.path.join(run_dir("accum_4x32"), ckpt), "/arrays/model/params", 0, n)
+    worst = max(abs(x - y) / max(1.0, abs(x)) for x, y in zip(a, b))
+    moved = max(abs(x - y) for x, y in zip(a, h5_values(
+        os.path.join(run_dir("accum_128"), "checkpoints/ckpt-000000000040.h5"),
+        "/arrays/model/params", 0, n)))
+    print(f"largest difference after 20 steps: {worst:.3g} (one step moves up to {moved:.3g})")
+    check(worst < 1e-5, f"parameters differ by {worst:.3g} after 20 steps")
+    check(moved > 1e-3, "the parameters did not move between checkpoints")
+
+
+def case_global_batch_three_ranks():
+    """train.batch_size_is global shares 128 samples over 3 ranks (43, 43, 42); a slowed
+    rank only takes longer; impossible settings are exit 2 naming the key."""
+    s = expect_ok("global3", 3, ["train.batch_size=128", "train.batch_size_is=global",
+                                 "train.epochs=1", "optimizer.lr_scaling=linear",
+                                 "debug.slow_rank.rank=2", "debug.slow_rank.factor=2"])
+    check(s["global_batch"] == 128 and s["world_size"] == 3, "global batch / world size wrong")
+    check(s["test_accuracy"] >= 0.80, f"test accuracy {s['test_accuracy']:.4f} < 0.80")
+    rc, _, err = train("global_bad", 3, ["train.batch_size=2", "train.batch_size_is=global"])
+    check(rc == 2, f"a global batch of 2 over 3 ranks: exit {rc}")
+    one_error_line(err, "train.batch_size: 2 is smaller than the 3 ranks")
+    rc, _, err = train("slow_bad", 2, ["debug.slow_rank.rank=5", "debug.slow_rank.factor=3"])
+    check(rc == 2, f"slowing rank 5 of 2: exit {rc}")
+    one_error_line(err, "debug.slow_rank.rank: 5 is not a rank")
