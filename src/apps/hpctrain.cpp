@@ -194,10 +194,8 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
 
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
-  const int code = run_and_agree(MPI_COMM_WORLD, [&] {
-    const Config config = load_config(config_path, overrides, catalog());
-    trainer = std::make_unique<Trainer>(config, env, resume);
-  });
+  const int code = set_up_trainer(
+      env, [&] { return load_config(config_path, overrides, catalog()); }, resume, trainer);
   if (code != 0) return code;
   try {
     return trainer->run();
@@ -245,10 +243,8 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
-  const int code = run_and_agree(MPI_COMM_WORLD, [&] {
-    trainer =
-        std::make_unique<Trainer>(load_config(config_path, overrides, catalog()), env, checkpoint);
-  });
+  const int code = set_up_trainer(
+      env, [&] { return load_config(config_path, overrides, catalog()); }, checkpoint, trainer);
   if (code != 0) return code;
   try {
     return trainer->evaluate_checkpoint();

@@ -86,6 +86,10 @@ void Communicator::scatter(const float* send, size_t count, float* recv, int roo
   comm_time_.stop();
 }
 
+void Communicator::allgather(const double* send, int count, double* recv) {
+  HT_CHECK_MPI(MPI_Allgather(send, count, MPI_DOUBLE, recv, count, MPI_DOUBLE, comm_));
+}
+
 void Communicator::barrier() { HT_CHECK_MPI(MPI_Barrier(comm_)); }
 
 }  // namespace hpctrain

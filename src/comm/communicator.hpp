@@ -33,6 +33,8 @@ class Communicator {
   // At root: data = sum over ranks (in place); elsewhere data is unchanged.
   void reduce_sum(float* data, size_t count, int root);
   void broadcast(void* data, size_t bytes, int root);
+  // Every rank receives size() * count doubles, rank r's at offset r * count.
+  void allgather(const double* send, int count, double* recv);
   // root receives size() * count floats, rank r's at offset r * count.
   void gather(const float* send, size_t count, float* recv, int root);
   // rank r receives the count floats at offset r * count of root's `send`.

@@ -28,4 +28,7 @@ struct BatchPlan {
 BatchPlan plan_batches(int64_t rows, int64_t total, const std::vector<int64_t>& weights,
                        int accumulate);
 
+// The plan of the given per-rank batches (each >= 1): rows in proportion to them.
+BatchPlan plan_from_batches(int64_t rows, const std::vector<int64_t>& batches, int accumulate);
+
 }  // namespace hpctrain

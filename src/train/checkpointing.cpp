@@ -86,6 +86,10 @@ TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Opt
 
 TrainingCheckpoints::~TrainingCheckpoints() = default;
 
+void TrainingCheckpoints::keep_array(const char* name, std::vector<float>* values) {
+  kept_.emplace_back(name, values);
+}
+
 bool TrainingCheckpoints::enabled() const {
   const CheckpointConfig& c = config_.checkpoint;
   return c.every_steps > 0 || c.every_seconds > 0 || c.at_epoch_end;
@@ -218,6 +222,17 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     }
     model_.backend().copy_to_device(slot.data, values.data(), slot.size * sizeof(float));
   }
+  for (auto& [name, values] : kept_) {
+    int64_t count = 0;
+    if (rank_ == 0) {
+      const auto it = s->arrays.find(name);
+      count = it == s->arrays.end() ? 0 : static_cast<int64_t>(it->second.size());
+    }
+    comm.broadcast(&count, sizeof(count), 0);
+    values->assign(static_cast<size_t>(count), 0.0f);
+    if (rank_ == 0 && count > 0) *values = s->arrays.at(name);
+    comm.broadcast(values->data(), values->size() * sizeof(float), 0);
+  }
   if (scaler_ != nullptr && h.loss_scale[0] > 0.0f) {
     scaler_->restore({h.loss_scale[0], h.loss_scale[1]});
   } else if (scaler_ != nullptr && rank_ == 0) {
@@ -300,6 +315,9 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   if (scaler_ != nullptr && rank_ == 0) {
     const LossScaler::Saved ls = scaler_->save();
     state.arrays[kLossScaleArray] = {ls.scale, ls.good_steps};
+  }
+  if (rank_ == 0) {
+    for (const auto& [name, values] : kept_) state.arrays[name] = *values;
   }
   if (model_.state_count() > 0 && rank_ == 0) {
     std::vector<float>& dst = state.arrays[kStateArray];

@@ -36,6 +36,11 @@ class TrainingCheckpoints {
                       const JobShape& job);
   ~TrainingCheckpoints();
 
+  // An array of the trainer's, the same on every rank, saved with every checkpoint under
+  // `name` and, by restore(), set from the checkpoint's (emptied when it has none).
+  // `values` outlives this object.
+  void keep_array(const char* name, std::vector<float>* values);
+
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
   // the newest valid one; "never": none, and refuses a directory that already
   // holds checkpoints; else a path) and checks that its model matches.
@@ -84,6 +89,7 @@ class TrainingCheckpoints {
   double blocked_seconds_ = 0;                      // rank 0's training-thread time inside save()
   std::unique_ptr<AsyncCheckpointWriter> writer_;   // rank 0
   std::vector<float> send_buffer_, gather_buffer_;  // strategy average, reused
+  std::vector<std::pair<const char*, std::vector<float>*>> kept_;  // keep_array()
 };
 
 }  // namespace hpctrain

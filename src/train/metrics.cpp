@@ -82,6 +82,9 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"world_size\": " << s.world_size << ",\n";
   o << "  \"threads_per_rank\": " << s.threads_per_rank << ",\n";
   o << "  \"global_batch\": " << s.global_batch << ",\n";
+  o << "  \"rank_batches\": [";
+  for (size_t r = 0; r < s.rank_batches.size(); ++r) o << (r > 0 ? ", " : "") << s.rank_batches[r];
+  o << "],\n";
   o << "  \"param_count\": " << s.param_count << ",\n";
   o << "  \"epochs_completed\": " << s.epochs_completed << ",\n";
   o << "  \"test_accuracy\": " << opt_num(s.test_accuracy, "null") << ",\n";

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hpctrain {
 
@@ -36,6 +37,7 @@ struct RunSummary {
   std::string layout;  // how the backend stored activations with channels: nchw or nhwc
   int world_size = 1, threads_per_rank = 1, epochs_completed = 0;
   int64_t global_batch = 0, param_count = 0;
+  std::vector<int64_t> rank_batches;  // each rank's batch (per micro-batch) at the end
   std::optional<double> test_loss, test_accuracy, val_loss, val_accuracy;
   double final_train_loss = 0, final_train_accuracy = 0;
   double samples_per_second = 0;

@@ -8,8 +8,11 @@
 
 namespace hpctrain {
 
+int64_t auto_steps_per_epoch(int64_t equal_plan_steps) { return equal_plan_steps - 1; }
+
 BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& train_path,
-                       int world_size) {
+                       const std::vector<int64_t>& weights) {
+  const int world_size = static_cast<int>(weights.size());
   const TrainConfig& t = config.train;
   const bool global = t.batch_size_is == "global";
   const int64_t total = global ? t.batch_size : int64_t{t.batch_size} * world_size;
@@ -22,15 +25,19 @@ BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& tr
     throw UsageError(train_path + ": " + std::to_string(rows) + " samples cannot be shared by " +
                      std::to_string(world_size) + " ranks");
   }
-  const BatchPlan plan =
-      plan_batches(rows, total, std::vector<int64_t>(world_size, 1), t.accumulate_steps);
+  BatchPlan plan = plan_batches(rows, total, weights, t.accumulate_steps);
+  const bool automatic = config.distributed.balance == "auto";
+  if (automatic) plan.steps_per_epoch = auto_steps_per_epoch(plan.steps_per_epoch);
   if (plan.steps_per_epoch < 1) {
     const std::string what = t.accumulate_steps > 1
                                  ? " x train.accumulate_steps " + std::to_string(t.accumulate_steps)
                                  : "";
+    const std::string per_epoch =
+        automatic ? " (distributed.balance auto needs two steps per epoch)" : "";
     throw UsageError(config.source_file + ": train.batch_size: " + std::to_string(plan.batch[0]) +
                      what + " is larger than a rank's shard (" +
-                     std::to_string(plan.shards.back().count) + " samples of " + train_path + ")");
+                     std::to_string(plan.shards.back().count) + " samples of " + train_path + ")" +
+                     per_epoch);
   }
   return plan;
 }

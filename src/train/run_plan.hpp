@@ -6,17 +6,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/config.hpp"
 #include "data/batch_plan.hpp"
 
 namespace hpctrain {
 
-// Throws UsageError naming the config file and key when the batch cannot be shared (a
-// global batch smaller than the ranks) or no rank gets a full step out of its shard of
-// `rows` (the training set of `train_path`).
+// `weights`: one per rank (train/balance.hpp). Throws UsageError naming the config file and
+// key when the batch cannot be shared (a global batch smaller than the ranks) or a rank
+// gets no full step out of its share of `rows` (the training set of `train_path`). Under
+// distributed.balance auto the steps per epoch are one fewer than the equal plan's, so that
+// every later plan of the run has them (auto_steps_per_epoch).
 BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& train_path,
-                       int world_size);
+                       const std::vector<int64_t>& weights);
+
+// The steps per epoch of every plan of a run under balance auto, from its equal plan's: any
+// plan of the same micro-batch total has at least this many (BatchPlan::steps_per_epoch).
+int64_t auto_steps_per_epoch(int64_t equal_plan_steps);
 
 // The factor optimizer.lr_scaling applies to the schedule for a global batch of
 // `global_batch` samples (1 for none).

@@ -37,151 +37,24 @@
 namespace hpctrain {
 namespace {
 
-std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key,
-                                        const DatasetShape* train) {
-  if (path.empty()) return nullptr;
-  auto file = std::make_unique<DatasetFile>(path);
-  if (train != nullptr) {
-    const DatasetShape& s = file->shape();
-    if (s.c != train->c || s.h != train->h || s.w != train->w) {
-      throw UsageError(path + ": data." + key + " samples are " + std::to_string(s.c) + "x" +
-                       std::to_string(s.h) + "x" + std::to_string(s.w) +
-                       ", but data.train samples are " + std::to_string(train->c) + "x" +
-                       std::to_string(train->h) + "x" + std::to_string(train->w));
-    }
-    if (s.num_classes > train->num_classes) {
-      throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
-                       " classes, more than data.train's " + std::to_string(train->num_classes));
-    }
-  }
-  return file;
-}
-
-int compute_threads(const Config& config, const MpiEnv& env) {
-  if (config.run.threads > 0) return config.run.threads;
-  // A launcher that binds each rank (srun --cpus-per-task, mpiexec -bind-to) gives
-  // it its own CPUs: use them all. Unbound ranks share the node's cores.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < cores) {
-    return std::max(1, CPU_COUNT(&set));
-  }
-  return std::max(1, cores / env.local_size());
-}
+// Steps of each epoch whose forward and backward balance auto times.
+constexpr int64_t kMeasuredSteps = 20;
 
 }  // namespace
 
-Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
-    : config_(config),
-      rank_(env.rank()),
-      world_size_(env.size()),
-      threads_(compute_threads(config, env)) {
-  // 1. Data files and their agreement with each other.
-  train_file_ = open_split(config_.data.train, "train", nullptr);
-  const DatasetShape& shape = train_file_->shape();
-  val_file_ = open_split(config_.data.val, "val", &shape);
-  test_file_ = open_split(config_.data.test, "test", &shape);
-  num_classes_ = shape.num_classes;
-  plan_ = plan_for_run(config_, shape.n, config_.data.train, world_size_);
-  steps_per_epoch_ = plan_.steps_per_epoch;
-  const int64_t batch = plan_.batch[rank_];
-  if (config_.debug.slow_rank.rank >= world_size_) {
-    throw UsageError(config_.source_file +
-                     ": debug.slow_rank.rank: " + std::to_string(config_.debug.slow_rank.rank) +
-                     " is not a rank of the " + std::to_string(world_size_) + " of this job");
-  }
-
-  // 2. Backend, model, optimizer.
-  backend_ = make_backend(config_, threads_, env.local_rank());
-  if (config_.distributed.algorithm == AllreduceAlgorithm::kNccl &&
-      !backend_->has_device_collectives()) {
-    throw UsageError(config_.source_file + ": distributed.algorithm: nccl needs the CUDA backend " +
-                     "with NCCL (this run uses the " + backend_->name() + " backend)");
-  }
-  const Dims input_dims = {shape.c, shape.h, shape.w};
-  model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
-                                   input_dims, batch);
-  model_->init_params(config_.run.seed);
-  if (!config_.model.init_from.empty() && rank_ == 0) {
-    // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
-    log_info(load_initial_params(config_.model.init_from, *model_));
-  }
-  trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
-  optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), trainable_);
-  if (config_.precision == Precision::kFp16) {
-    LossScaler::Options o;
-    o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
-    o.interval = config_.train.loss_scale.growth_interval;
-    scaler_ = std::make_unique<LossScaler>(*backend_, o);
-  }
-  schedule_ = std::make_unique<LrSchedule>(
-      config_.optimizer, steps_per_epoch_, config_.train.epochs,
-      lr_scale(config_.optimizer, config_.train.batch_size, plan_.global_batch()));
-  stats_ = DeviceArray<LossStats>(*backend_, 1);
-  stager_ = std::make_unique<BatchStager>(*backend_, batch, shape.sample_elems());
-  if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
-  JobShape job;
-  job.rank = rank_;
-  job.world_size = world_size_;
-  job.steps_per_epoch = steps_per_epoch_;
-  job.global_batch = plan_.global_batch();
-  job.identical_replicas = exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
-  checkpoints_ =
-      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), job);
-  checkpoints_->prepare_resume(resume);
-
-  // 3. Run directory (rank 0).
-  if (rank_ == 0) make_directories(config_.run.dir);
-}
-
-void Trainer::create_loaders(int64_t start_step, bool training) {
-  LoaderOptions train_opts;
-  train_opts.batch = plan_.batch[rank_];
-  train_opts.batches_per_epoch = steps_per_epoch_ * plan_.accumulate;
-  train_opts.epochs = config_.train.epochs;
-  train_opts.first_seq = start_step * plan_.accumulate;
-  train_opts.shuffle = config_.data.shuffle;
-  train_opts.seed = config_.run.seed;
-  train_opts.rank = rank_;
-  train_opts.threads = config_.data.prefetch_threads;
-  train_opts.depth = config_.data.prefetch_depth;
-  train_opts.hooks = stager_->hooks();
-  train_opts.raw = stager_->wants_raw();
-  if (training) {
-    train_loader_ = std::make_unique<Loader>(*train_file_, plan_.shards[rank_], train_opts);
-  }
-  LoaderOptions eval_opts = train_opts;
-  eval_opts.batches_per_epoch = 0;  // every row, last batch partial
-  eval_opts.first_seq = 0;
-  eval_opts.shuffle = false;
-  eval_opts.threads = 1;
-  if (val_file_) {
-    int passes = training ? 0 : 1;
-    for (int64_t e = start_step / steps_per_epoch_ + 1; training && e <= config_.train.epochs;
-         ++e) {
-      if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
-    }
-    eval_opts.epochs = passes;
-    val_loader_ = std::make_unique<Loader>(
-        *val_file_, shard_for_rank(val_file_->shape().n, rank_, world_size_), eval_opts);
-  }
-  if (test_file_) {
-    eval_opts.epochs = 1;
-    test_loader_ = std::make_unique<Loader>(
-        *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
-  }
-}
-
 Trainer::~Trainer() = default;
 
-void Trainer::compute_gradients(float grad_scale, bool timing) {
+double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
   const int k = plan_.accumulate;
   float* grads = model_->grads();
   const size_t n = model_->param_count();
+  const bool sync = measure && !backend_->host_accessible();
+  double seconds = 0;
   for (int micro = 0; micro < k; ++micro) {
     const BatchBuffer& b = train_loader_->next();
     const BatchStager::Input in = stager_->stage(*train_loader_, b);
+    if (sync) backend_->synchronize();
+    const double t0 = measure ? now_seconds() : 0.0;
     const bool last = micro + 1 == k;
     if (timing && micro == 0) backend_->phase_mark(0);
     const Tensor& logits =
@@ -195,6 +68,8 @@ void Trainer::compute_gradients(float grad_scale, bool timing) {
     // what is left of it after backward (the exposed communication). Summed micro-batches
     // are exchanged once complete.
     model_->backward(k == 1 ? exchange_->before_backward() : nullptr);
+    if (sync) backend_->synchronize();
+    if (measure) seconds += now_seconds() - t0;
     stager_->release();
     if (k == 1) continue;
     if (micro == 0) {
@@ -205,6 +80,7 @@ void Trainer::compute_gradients(float grad_scale, bool timing) {
       backend_->accumulate(grads, accumulated_.data(), n);
     }
   }
+  return seconds;
 }
 
 Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
@@ -212,7 +88,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   const float grad_scale =
       exchange_->gradient_scale(plan_.batch[rank_] * plan_.accumulate, global_batch);
   const bool timing = config_.train.step_timing;
-  SlowRank slow(config_.debug.slow_rank, rank_, *backend_);
+  const SlowRank slow(config_.debug.slow_rank, rank_);
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
@@ -223,9 +99,11 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   EpochEnd end = EpochEnd::kCompleted;
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
-    slow.begin();
-    compute_gradients(grad_scale, timing);
-    slow.end();
+    // Balance auto times some steps of each epoch (not its first: a new loader's).
+    const bool balance = meter_ && step > first_step && step <= first_step + kMeasuredSteps;
+    const double compute = compute_gradients(grad_scale, timing, balance || slow.active());
+    const double slept = slow.stretch(compute);
+    if (balance) meter_->add(compute + slept, plan_.batch[rank_] * plan_.accumulate);
     if (timing) backend_->phase_mark(2);
     exchange_->after_backward(global_step_);
     if (timing) backend_->phase_mark(3);
@@ -323,8 +201,6 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
 }
 
 void Trainer::connect() {
-  comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
-                                         static_cast<size_t>(config_.distributed.ring_chunk_bytes));
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "choice of collectives", 0);
   collectives_ = std::make_unique<ModelCollectives>(
@@ -349,6 +225,7 @@ int Trainer::run() {
     WatchdogScope w(*watchdog_, "start-up (resume and data loading)", 0);
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
+    if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
       create_loaders(global_step_, /*training=*/true);
       if (rank_ == 0) {
@@ -396,6 +273,7 @@ int Trainer::run() {
                " after committing a checkpoint; resume with --resume auto");
       return kExitStopped;
     }
+    if (meter_ && epoch < config_.train.epochs) rebalance(global_step_);
     total_train += m.time_train_s;
     total_wait += m.data_wait_s;
     total_comm += m.comm_s;
@@ -462,6 +340,7 @@ int Trainer::run() {
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
   summary.global_batch = plan_.global_batch();
+  summary.rank_batches = plan_.batch;
   summary.param_count = static_cast<int64_t>(model_->param_count());
   summary.samples_per_second = total_train > 0 ? total_samples / total_train : 0;
   summary.time_train_s = total_train;
@@ -480,8 +359,6 @@ int Trainer::run() {
 }
 
 int Trainer::evaluate_checkpoint() {
-  comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
-                                         static_cast<size_t>(config_.distributed.ring_chunk_bytes));
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   int code = 0;
   std::optional<int64_t> step;

@@ -1,9 +1,10 @@
-// The Trainer runs one training job on one rank: set-up (files, model, optimizer;
-// local work only, so failures can be agreed on), then resume, the epoch loop with
-// train / validation / test phases, checkpoints, metrics.csv and summary.json.
-// Used from the main thread; owns everything it creates.
+// The Trainer runs one training job on one rank: set-up in three stages
+// (set_up_trainer), then resume, the epoch loop with train / validation / test phases,
+// checkpoints, metrics.csv and summary.json. Used from the main thread; owns everything
+// it creates.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "nn/model.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer.hpp"
+#include "train/balance.hpp"
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/exchange.hpp"
@@ -32,10 +34,16 @@ class MpiEnv;
 
 class Trainer {
  public:
-  // Local set-up only (no collective calls): throws UsageError for bad input.
+  // Set-up stage 1, local: the data files and the backend. Throws UsageError for bad input.
   // `resume` is "auto", "never" or a checkpoint path.
   Trainer(const Config& config, const MpiEnv& env, const std::string& resume);
   ~Trainer();
+  // Set-up stage 2, collective: the communicator, and every rank's device. Nothing in it
+  // fails on some ranks only.
+  void meet();
+  // Set-up stage 3, local: the batch plan, the model, the optimizer, the checkpoint to
+  // resume from, the run directory. Throws UsageError for bad input.
+  void prepare();
 
   // Collective: resumes, trains, evaluates, writes outputs (rank 0). Returns the
   // exit code: 0 done, 75 stopped by a signal after committing a checkpoint.
@@ -53,6 +61,14 @@ class Trainer {
   // Training: the train loader from `start_step` and the validation passes still
   // to come; else (evaluation) one pass of validation and test.
   void create_loaders(int64_t start_step, bool training);
+  LoaderOptions loader_options() const;  // of the train loader under plan_
+  // The train loader under plan_, from step `start_step` (replacing the current one).
+  void make_train_loader(int64_t start_step);
+  // Balance auto, collective: the next epoch's plan from the ranks' measured speed, and a
+  // train loader for it from step `start_step` (the next epoch's first).
+  void rebalance(int64_t start_step);
+  // The plan of restored per-rank batches (balance auto), when they fit this job.
+  void plan_restored_batches();
   // One pass over each rank's shard of `loader`; identical result on every rank (when the
   // ranks hold the same model: Exchange::sync_for_evaluation).
   EvalResult evaluate(Loader& loader);
@@ -61,8 +77,10 @@ class Trainer {
   void save_checkpoint(bool wait);
   // The step's gradients in the model's arena: plan_.accumulate micro-batches popped,
   // forwarded and backpropagated, all but the last summed in accumulated_ and added to the
-  // last's. grad_scale: the loss gradient's factor (Exchange::gradient_scale).
-  void compute_gradients(float grad_scale, bool timing);
+  // last's. grad_scale: the loss gradient's factor (Exchange::gradient_scale). With
+  // `measure`, returns the seconds of forward and backward (the device synchronised around
+  // them; waits for input excluded), else 0.
+  double compute_gradients(float grad_scale, bool timing, bool measure);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   // Collective: the communicator, the watchdog, the collectives over model memory and the
@@ -75,7 +93,9 @@ class Trainer {
   std::string stopped_marker() const;
 
   Config config_;
+  std::string resume_;
   int rank_, world_size_, threads_;
+  std::vector<std::string> devices_;  // every rank's backend name (meet())
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DatasetFile> train_file_, val_file_, test_file_;
   std::unique_ptr<Model> model_;
@@ -93,12 +113,23 @@ class Trainer {
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
   int num_classes_ = 0;
-  BatchPlan plan_;                  // the ranks' batches and shards
-  DeviceArray<float> accumulated_;  // train.accumulate_steps > 1: the summed micro-batches
+  BatchPlan plan_;                       // the ranks' batches and shards
+  std::vector<float> batches_;           // balance auto: plan_.batch, kept in checkpoints
+  std::unique_ptr<BalanceMeter> meter_;  // balance auto: this rank's speed
+  DeviceArray<float> accumulated_;       // train.accumulate_steps > 1: the summed micro-batches
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
   std::unique_ptr<MetricsCsv> metrics_csv_;
 };
+
+// The checkpoint array of the per-rank batches under balance auto.
+inline constexpr const char* kBatchesArray = "train/batches";
+
+// Loads the config (`load`) and sets a Trainer up on every rank of MPI_COMM_WORLD: stage 1
+// and stage 3 with their failures agreed on by all ranks (the lowest failing rank prints
+// its message), stage 2 between them. Returns 0 with `trainer` set, or the exit code.
+int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
+                   const std::string& resume, std::unique_ptr<Trainer>& trainer);
 
 }  // namespace hpctrain

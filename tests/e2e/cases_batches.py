@@ -42,3 +42,28 @@ def case_global_batch_three_ranks():
     rc, _, err = train("slow_bad", 2, ["debug.slow_rank.rank=5", "debug.slow_rank.factor=3"])
     check(rc == 2, f"slowing rank 5 of 2: exit {rc}")
     one_error_line(err, "debug.slow_rank.rank: 5 is not a rank")
+
+
+def case_balance_auto_uneven_ranks():
+    """distributed.balance auto with rank 1 slowed 3x: the fast rank takes the larger batch
+    after the first epoch, the plan is kept in checkpoints and a resumed run starts from it;
+    a weight for a device no rank has is exit 2."""
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2",
+            "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=3",
+            "checkpoint.at_epoch_end=true"]
+    s = expect_ok("balance_auto", 2, sets)
+    b = s["rank_batches"]
+    check(len(b) == 2 and sum(b) == 128 and b[0] > b[1] >= 16,
+          f"rank batches {b}: the fast rank 0 should take more of the 128")
+    check(s["test_accuracy"] >= 0.78, f"test accuracy {s['test_accuracy']:.4f} < 0.78")
+    ckpt = sorted(os.listdir(os.path.join(run_dir("balance_auto"), "checkpoints")))[-1]
+    kept = h5_values(os.path.join(run_dir("balance_auto"), "checkpoints", ckpt),
+                     "/arrays/train/batches", 0, 2)
+    check(kept == [float(x) for x in b], f"checkpoint keeps batches {kept}, the run had {b}")
+    rc, out, _ = train("balance_auto", 2, sets[:2] + ["train.epochs=3"] + sets[3:],
+                       resume="auto")
+    check(rc == 0 and "resuming at step 0 of epoch 3" in out, f"resumed run: exit {rc}")
+    rc, _, err = train("balance_bad", 2, ["distributed.balance=weights",
+                                          "distributed.cuda_weight=12", "device=cpu"])
+    check(rc == 2, f"a GPU weight on CPU ranks: exit {rc}")
+    one_error_line(err, "distributed.cuda_weight: 12 is given, but no rank computes on cuda")

@@ -1,6 +1,7 @@
 // How a step's samples are shared and scaled: unequal per-rank batches summed with the
 // global scale give one large batch's gradient; the run's batch plan from the config
-// (per-rank or global batch, micro-batches) and its errors; the learning-rate scaling rule.
+// (per-rank or global batch, micro-batches) and its errors; the learning-rate scaling rule;
+// balancing the ranks by device or by measured speed.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
 #include "optim/lr_schedule.hpp"
+#include "train/balance.hpp"
 #include "train/run_plan.hpp"
 
 namespace hpctrain {
@@ -62,6 +64,8 @@ TEST(UnevenBatches, SummedSharesEqualOneConcatenatedBatch) {
   EXPECT_GT(diff, 1e-3);
 }
 
+std::vector<int64_t> equal(int ranks) { return std::vector<int64_t>(ranks, 1); }
+
 Config config_with(int batch, const std::string& batch_is, int accumulate) {
   Config c;
   c.source_file = "run.yaml";
@@ -72,21 +76,21 @@ Config config_with(int batch, const std::string& batch_is, int accumulate) {
 }
 
 TEST(RunPlan, PerRankGlobalAndMicroBatches) {
-  BatchPlan p = plan_for_run(config_with(64, "per_rank", 1), 55000, "t.h5", 2);
+  BatchPlan p = plan_for_run(config_with(64, "per_rank", 1), 55000, "t.h5", equal(2));
   EXPECT_EQ(p.batch, (std::vector<int64_t>{64, 64}));
   EXPECT_EQ(p.steps_per_epoch, 429);
   EXPECT_EQ(p.global_batch(), 128);
-  p = plan_for_run(config_with(128, "global", 1), 55000, "t.h5", 3);
+  p = plan_for_run(config_with(128, "global", 1), 55000, "t.h5", equal(3));
   EXPECT_EQ(p.batch, (std::vector<int64_t>{43, 43, 42}));
   EXPECT_EQ(p.global_batch(), 128);
-  p = plan_for_run(config_with(32, "per_rank", 4), 55000, "t.h5", 1);
+  p = plan_for_run(config_with(32, "per_rank", 4), 55000, "t.h5", equal(1));
   EXPECT_EQ(p.global_batch(), 128);
   EXPECT_EQ(p.steps_per_epoch, 55000 / 128);
 }
 
 TEST(RunPlan, ErrorsNameTheKey) {
   try {
-    plan_for_run(config_with(2, "global", 1), 1000, "t.h5", 3);
+    plan_for_run(config_with(2, "global", 1), 1000, "t.h5", equal(3));
     FAIL() << "a global batch of 2 over 3 ranks";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
@@ -94,14 +98,14 @@ TEST(RunPlan, ErrorsNameTheKey) {
               "(train.batch_size_is: global)");
   }
   try {
-    plan_for_run(config_with(64, "per_rank", 4), 500, "t.h5", 2);
+    plan_for_run(config_with(64, "per_rank", 4), 500, "t.h5", equal(2));
     FAIL() << "4 micro-batches of 64 from 250 rows";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
               "run.yaml: train.batch_size: 64 x train.accumulate_steps 4 is larger than a "
               "rank's shard (250 samples of t.h5)");
   }
-  EXPECT_THROW(plan_for_run(config_with(1, "per_rank", 1), 2, "t.h5", 3), UsageError);
+  EXPECT_THROW(plan_for_run(config_with(1, "per_rank", 1), 2, "t.h5", equal(3)), UsageError);
 }
 
 TEST(LrScaling, LinearSqrtAndNone) {
@@ -118,6 +122,45 @@ TEST(LrScaling, LinearSqrtAndNone) {
   o.schedule.warmup_epochs = 1;
   const LrSchedule plain(o, 10, 5), scaled(o, 10, 5, 4.0);
   for (int64_t step : {0, 4, 9, 30}) EXPECT_DOUBLE_EQ(scaled.at(step), 4.0 * plain.at(step));
+}
+
+// Auto balance: batches in proportion to the measured speeds, each at most doubled or
+// halved per epoch and never above the cap, always adding up to the same total.
+TEST(Balance, BatchesFollowTheRatesWithinBounds) {
+  // A rank 3x slower than the other: 96 and 32 of 128 in one step (within the bounds).
+  EXPECT_EQ(balanced_batches({64, 64}, {300.0, 100.0}, 128), (std::vector<int64_t>{96, 32}));
+  // 12x: the slow rank's share may only halve per epoch, and the fast one stays under the cap.
+  EXPECT_EQ(balanced_batches({64, 64}, {1200.0, 100.0}, 100), (std::vector<int64_t>{96, 32}));
+  EXPECT_EQ(balanced_batches({96, 32}, {1200.0, 100.0}, 100), (std::vector<int64_t>{100, 28}));
+  for (const std::vector<double>& rates :
+       {std::vector<double>{1, 1, 1}, {5, 1, 1}, {1, 2, 3}, {1e6, 1, 1e-3}}) {
+    const std::vector<int64_t> b = balanced_batches({43, 43, 42}, rates, 86);
+    EXPECT_EQ(b[0] + b[1] + b[2], 128);
+    for (size_t r = 0; r < 3; ++r) {
+      EXPECT_GE(b[r], 21) << r;
+      EXPECT_LE(b[r], 86) << r;
+    }
+  }
+  EXPECT_EQ(auto_batch_cap(128, 2), 128 - 1);
+  EXPECT_EQ(auto_batch_cap(128, 4), 64);
+}
+
+TEST(Balance, WeightsByDeviceAndTheirErrors) {
+  Config c;
+  c.source_file = "run.yaml";
+  EXPECT_EQ(balance_weights(c, {"cuda", "cpu"}), (std::vector<int64_t>{1, 1}));
+  c.distributed.balance = "weights";
+  c.distributed.cuda_weight = 12;
+  const std::vector<int64_t> w = balance_weights(c, {"cuda", "cpu", "cuda"});
+  EXPECT_NEAR(static_cast<double>(w[0]) / static_cast<double>(w[1]), 12.0, 1e-4);
+  EXPECT_EQ(w[2], w[0]);
+  try {
+    balance_weights(c, {"cpu", "cpu"});
+    FAIL() << "a GPU weight without a GPU rank";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "run.yaml: distributed.cuda_weight: 12 is given, but no rank computes on cuda");
+  }
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Uneven ranks, side by side in one command: synchronous all-reduce on 2 ranks of which
+rank 1 is slowed FACTOR x (debug.slow_rank), without balancing and with
+distributed.balance auto, against the ideal: what the two ranks do alone, one rank's rate
+x (1 + 1 / FACTOR) (the slowed rank's compute is stretched by exactly FACTOR, so its rate
+alone is the other's / FACTOR). Every run is 1 thread per rank, CPU, the same model and
+per-rank batch; a run's rate is the median samples/s of its epochs after the first two
+(balance auto re-plans after each epoch, so these are its steady state).
+
+  bench/uneven_ranks.py --build build --data data/fashion-mnist [--model cnn|mlp]
+      [--factor 3] [--epochs 5] [--train FILE.h5] [--out bench/results/X.json]
+"""
+import argparse
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = {"cnn": "configs/fashion_mnist_cnn.yaml", "mlp": "configs/fashion_mnist_mlp.yaml"}
+
+
+def run(args, ranks, sets, work, name):
+    run_dir = os.path.join(work, name)
+    cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
+           os.path.join(args.build, "hpctrain"), "train", os.path.join(ROOT, CONFIGS[args.model]),
+           "--set", "device=cpu", "--set", f"data.train={args.train}", "--set", "data.val=",
+           "--set", "data.test=", "--set", f"train.epochs={args.epochs}",
+           "--set", "run.threads=1", "--set", "optimizer.schedule.type=constant",
+           "--set", "train.progress_seconds=0", "--set", f"run.dir={run_dir}"]
+    for s in sets:
+        cmd += ["--set", s]
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
+    with open(os.path.join(run_dir, "metrics.csv")) as f:
+        rates = [float(r["samples_per_second"]) for r in csv.DictReader(f)]
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        summary = json.load(f)
+    balance = [l for l in p.stdout.splitlines() if l.startswith("balance")]
+    return {"epoch_samples_per_second": rates, "steady": statistics.median(rates[2:]),
+            "rank_batches": summary["rank_batches"], "balance_log": balance,
+            "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "data", "fashion-mnist"))
+    ap.add_argument("--train", help="training file (default DATA/test.h5, 10,000 samples)")
+    ap.add_argument("--model", choices=sorted(CONFIGS), default="cnn")
+    ap.add_argument("--factor", type=float, default=3.0)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
+    args.train = os.path.abspath(args.train or os.path.join(args.data, "test.h5"))
+    if args.epochs < 3:
+        sys.exit("--epochs must be at least 3 (the first two are not counted)")
+    slow = ["debug.slow_rank.rank=1", f"debug.slow_rank.factor={args.factor}"]
+    with tempfile.TemporaryDirectory() as work:
+        alone = run(args, 1, [], work, "alone")
+        equal = run(args, 2, slow, work, "allreduce_equal")
+        auto = run(args, 2, slow + ["distributed.balance=auto"], work, "allreduce_auto")
+    ideal = alone["steady"] * (1 + 1 / args.factor)
+    result = {
+        "what": f"2 CPU ranks x 1 thread, rank 1 slowed {args.factor}x; samples/s (median of "
+                "epochs 3 on) against the ideal = one rank alone x (1 + 1 / factor)",
+        "model": args.model, "train": args.train, "epochs": args.epochs,
+        "one_rank_alone": alone, "ideal_samples_per_second": ideal,
+        "allreduce_equal": equal, "allreduce_auto": auto,
+        "equal_fraction_of_ideal": equal["steady"] / ideal,
+        "auto_fraction_of_ideal": auto["steady"] / ideal,
+    }
+    print(f"{args.model}: one rank alone {alone['steady']:.0f} samples/s, ideal for 2 ranks "
+          f"(one slowed {args.factor}x) {ideal:.0f}")
+    print(f"  allreduce, equal batches: {equal['steady']:.0f} "
+          f"({100 * result['equal_fraction_of_ideal']:.1f}% of ideal), batches "
+          f"{equal['rank_batches']}")
+    print(f"  allreduce, balance auto:  {auto['steady']:.0f} "
+          f"({100 * result['auto_fraction_of_ideal']:.1f}% of ideal), batches "
+          f"{auto['rank_batches']}")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

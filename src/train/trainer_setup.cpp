@@ -1,0 +1,247 @@
+// Trainer set-up in three stages (set_up_trainer): local work whose failures all ranks
+// agree on, one collective that cannot fail on one rank only, local work again. Then the
+// loaders, made at the start of run() and, under balance auto, again for each epoch.
+#include <mpi.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "comm/agreement.hpp"
+#include "comm/mpi_env.hpp"
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "core/log.hpp"
+#include "nn/presets.hpp"
+#include "train/backend_choice.hpp"
+#include "train/balance.hpp"
+#include "train/run_plan.hpp"
+#include "train/trainer.hpp"
+#include "train/transfer.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key,
+                                        const DatasetShape* train) {
+  if (path.empty()) return nullptr;
+  auto file = std::make_unique<DatasetFile>(path);
+  if (train != nullptr) {
+    const DatasetShape& s = file->shape();
+    if (s.c != train->c || s.h != train->h || s.w != train->w) {
+      throw UsageError(path + ": data." + key + " samples are " + std::to_string(s.c) + "x" +
+                       std::to_string(s.h) + "x" + std::to_string(s.w) +
+                       ", but data.train samples are " + std::to_string(train->c) + "x" +
+                       std::to_string(train->h) + "x" + std::to_string(train->w));
+    }
+    if (s.num_classes > train->num_classes) {
+      throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
+                       " classes, more than data.train's " + std::to_string(train->num_classes));
+    }
+  }
+  return file;
+}
+
+int compute_threads(const Config& config, const MpiEnv& env) {
+  if (config.run.threads > 0) return config.run.threads;
+  // A launcher that binds each rank (srun --cpus-per-task, mpiexec -bind-to) gives
+  // it its own CPUs: use them all. Unbound ranks share the node's cores.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) < cores) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  return std::max(1, cores / env.local_size());
+}
+
+}  // namespace
+
+int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
+                   const std::string& resume, std::unique_ptr<Trainer>& trainer) {
+  int code = run_and_agree(MPI_COMM_WORLD,
+                           [&] { trainer = std::make_unique<Trainer>(load(), env, resume); });
+  if (code != 0) return code;
+  trainer->meet();
+  return run_and_agree(MPI_COMM_WORLD, [&] { trainer->prepare(); });
+}
+
+Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
+    : config_(config),
+      resume_(resume),
+      rank_(env.rank()),
+      world_size_(env.size()),
+      threads_(compute_threads(config, env)) {
+  // Data files and their agreement with each other; the backend.
+  train_file_ = open_split(config_.data.train, "train", nullptr);
+  const DatasetShape& shape = train_file_->shape();
+  val_file_ = open_split(config_.data.val, "val", &shape);
+  test_file_ = open_split(config_.data.test, "test", &shape);
+  num_classes_ = shape.num_classes;
+  backend_ = make_backend(config_, threads_, env.local_rank());
+  if (config_.distributed.algorithm == AllreduceAlgorithm::kNccl &&
+      !backend_->has_device_collectives()) {
+    throw UsageError(config_.source_file + ": distributed.algorithm: nccl needs the CUDA backend " +
+                     "with NCCL (this run uses the " + backend_->name() + " backend)");
+  }
+}
+
+void Trainer::meet() {
+  comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD,
+                                         static_cast<size_t>(config_.distributed.ring_chunk_bytes));
+  const double mine = std::string(backend_->name()) == "cuda" ? 1.0 : 0.0;
+  std::vector<double> all(static_cast<size_t>(world_size_));
+  comm_->allgather(&mine, 1, all.data());
+  for (double d : all) devices_.push_back(d != 0.0 ? "cuda" : "cpu");
+}
+
+void Trainer::prepare() {
+  // 1. How the ranks share the batch.
+  const DatasetShape& shape = train_file_->shape();
+  plan_ = plan_for_run(config_, shape.n, config_.data.train, balance_weights(config_, devices_));
+  steps_per_epoch_ = plan_.steps_per_epoch;
+  if (config_.debug.slow_rank.rank >= world_size_) {
+    throw UsageError(config_.source_file +
+                     ": debug.slow_rank.rank: " + std::to_string(config_.debug.slow_rank.rank) +
+                     " is not a rank of the " + std::to_string(world_size_) + " of this job");
+  }
+  // Under balance auto a rank's batch changes from epoch to epoch, up to a cap.
+  const int64_t micro_total = plan_.global_batch() / plan_.accumulate;
+  const int64_t max_batch = config_.distributed.balance == "auto"
+                                ? auto_batch_cap(micro_total, world_size_)
+                                : plan_.batch[rank_];
+
+  // 2. Model, optimizer.
+  const Dims input_dims = {shape.c, shape.h, shape.w};
+  model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
+                                   input_dims, max_batch);
+  model_->init_params(config_.run.seed);
+  if (!config_.model.init_from.empty() && rank_ == 0) {
+    // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
+    log_info(load_initial_params(config_.model.init_from, *model_));
+  }
+  trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
+  optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), trainable_);
+  if (config_.precision == Precision::kFp16) {
+    LossScaler::Options o;
+    o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
+    o.interval = config_.train.loss_scale.growth_interval;
+    scaler_ = std::make_unique<LossScaler>(*backend_, o);
+  }
+  schedule_ = std::make_unique<LrSchedule>(
+      config_.optimizer, steps_per_epoch_, config_.train.epochs,
+      lr_scale(config_.optimizer, config_.train.batch_size, plan_.global_batch()));
+  stats_ = DeviceArray<LossStats>(*backend_, 1);
+  stager_ = std::make_unique<BatchStager>(*backend_, max_batch, shape.sample_elems());
+  if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
+
+  // 3. Checkpoints: what to resume from.
+  JobShape job;
+  job.rank = rank_;
+  job.world_size = world_size_;
+  job.steps_per_epoch = steps_per_epoch_;
+  job.global_batch = plan_.global_batch();
+  job.identical_replicas = exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
+  checkpoints_ =
+      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), job);
+  if (config_.distributed.balance == "auto") {
+    meter_ = std::make_unique<BalanceMeter>();
+    batches_.assign(plan_.batch.begin(), plan_.batch.end());
+    checkpoints_->keep_array(kBatchesArray, &batches_);
+  }
+  checkpoints_->prepare_resume(resume_);
+
+  // 4. Run directory (rank 0).
+  if (rank_ == 0) make_directories(config_.run.dir);
+}
+
+LoaderOptions Trainer::loader_options() const {
+  LoaderOptions o;
+  o.batch = plan_.batch[rank_];
+  o.batches_per_epoch = steps_per_epoch_ * plan_.accumulate;
+  o.epochs = config_.train.epochs;
+  o.shuffle = config_.data.shuffle;
+  o.seed = config_.run.seed;
+  o.rank = rank_;
+  o.threads = config_.data.prefetch_threads;
+  o.depth = config_.data.prefetch_depth;
+  o.hooks = stager_->hooks();
+  o.raw = stager_->wants_raw();
+  return o;
+}
+
+void Trainer::plan_restored_batches() {
+  const int64_t micro_total = plan_.global_batch() / plan_.accumulate;
+  const int64_t cap = auto_batch_cap(micro_total, world_size_);
+  std::vector<int64_t> batches(batches_.begin(), batches_.end());
+  int64_t sum = 0;
+  bool fits = batches.size() == static_cast<size_t>(world_size_);
+  for (int64_t b : batches) {
+    fits = fits && b >= 1 && b <= cap;
+    sum += b;
+  }
+  if (fits && sum == micro_total) {
+    plan_ = plan_from_batches(train_file_->shape().n, batches, plan_.accumulate);
+    plan_.steps_per_epoch = steps_per_epoch_;
+  }
+  batches_.assign(plan_.batch.begin(), plan_.batch.end());
+}
+
+void Trainer::rebalance(int64_t start_step) {
+  const double mine = meter_->rate();
+  meter_->reset();
+  std::vector<double> rates(static_cast<size_t>(world_size_));
+  {
+    WatchdogScope w(*watchdog_, "balance measurement", start_step);
+    comm_->allgather(&mine, 1, rates.data());
+  }
+  // A rank that timed nothing (an epoch resumed near its end) leaves the plan as it is.
+  if (*std::min_element(rates.begin(), rates.end()) <= 0) return;
+  const int64_t micro_total = plan_.global_batch() / plan_.accumulate;
+  const std::vector<int64_t> batches =
+      balanced_batches(plan_.batch, rates, auto_batch_cap(micro_total, world_size_));
+  if (batches == plan_.batch) return;
+  std::string line = "balance after epoch " + std::to_string(start_step / steps_per_epoch_) +
+                     ": samples/s per rank";
+  for (double r : rates) (line += ' ') += std::to_string(static_cast<int64_t>(r));
+  line += "; next epoch's batches";
+  for (int64_t b : batches) (line += ' ') += std::to_string(b);
+  log_info(line);
+  plan_ = plan_from_batches(train_file_->shape().n, batches, plan_.accumulate);
+  plan_.steps_per_epoch = steps_per_epoch_;
+  batches_.assign(plan_.batch.begin(), plan_.batch.end());
+  make_train_loader(start_step);
+}
+
+void Trainer::make_train_loader(int64_t start_step) {
+  train_loader_.reset();  // its reader threads stop before the new ones start
+  LoaderOptions o = loader_options();
+  o.first_seq = start_step * plan_.accumulate;
+  train_loader_ = std::make_unique<Loader>(*train_file_, plan_.shards[rank_], o);
+}
+
+void Trainer::create_loaders(int64_t start_step, bool training) {
+  if (training) make_train_loader(start_step);
+  LoaderOptions eval_opts = loader_options();
+  eval_opts.batches_per_epoch = 0;  // every row, last batch partial
+  eval_opts.first_seq = 0;
+  eval_opts.shuffle = false;
+  eval_opts.threads = 1;
+  if (val_file_) {
+    int passes = training ? 0 : 1;
+    for (int64_t e = start_step / steps_per_epoch_ + 1; training && e <= config_.train.epochs;
+         ++e) {
+      if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
+    }
+    eval_opts.epochs = passes;
+    val_loader_ = std::make_unique<Loader>(
+        *val_file_, shard_for_rank(val_file_->shape().n, rank_, world_size_), eval_opts);
+  }
+  if (test_file_) {
+    eval_opts.epochs = 1;
+    test_loader_ = std::make_unique<Loader>(
+        *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
+  }
+}
+
+}  // namespace hpctrain
