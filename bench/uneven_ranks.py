@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """Uneven ranks, side by side in one command: synchronous all-reduce on 2 ranks of which
 rank 1 is slowed FACTOR x (debug.slow_rank), without balancing and with
-distributed.balance auto, against the ideal: what the two ranks do alone, one rank's rate
-x (1 + 1 / FACTOR) (the slowed rank's compute is stretched by exactly FACTOR, so its rate
-alone is the other's / FACTOR). Every run is 1 thread per rank, CPU, the same model and
-per-rank batch; a run's rate is the median samples/s of its epochs after the first two
-(balance auto re-plans after each epoch, so these are its steady state).
+distributed.balance auto, and asynchronous SGD (strategy async) with 2 workers, worker 1
+slowed alike, and 1 parameter server (3 ranks), against the ideal: what the two ranks do
+alone, one rank's rate x (1 + 1 / FACTOR) (the slowed rank's compute is stretched by
+exactly FACTOR, so its rate alone is the other's / FACTOR). Every run is 1 thread per rank,
+CPU, the same model and per-rank batch; a run's rate is the median samples/s of its epochs
+after the first two (balance auto re-plans after each epoch, so these are its steady
+state); its wall time is the sum of its epochs' training time. Accuracy is measured on
+DATA/val.h5 (the training set is DATA/test.h5 unless --train says otherwise).
 
   bench/uneven_ranks.py --build build --data data/fashion-mnist [--model cnn|mlp]
-      [--factor 3] [--epochs 5] [--train FILE.h5] [--out bench/results/X.json]
+      [--factor 3] [--epochs 5] [--train FILE.h5] [--async-sets KEY=VALUE ...]
+      [--out bench/results/X.json]
 """
 import argparse
 import csv
@@ -18,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = {"cnn": "configs/fashion_mnist_cnn.yaml", "mlp": "configs/fashion_mnist_mlp.yaml"}
@@ -28,7 +33,7 @@ def run(args, ranks, sets, work, name):
     cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
            os.path.join(args.build, "hpctrain"), "train", os.path.join(ROOT, CONFIGS[args.model]),
            "--set", "device=cpu", "--set", f"data.train={args.train}", "--set", "data.val=",
-           "--set", "data.test=", "--set", f"train.epochs={args.epochs}",
+           "--set", f"data.test={args.data}/val.h5", "--set", f"train.epochs={args.epochs}",
            "--set", "run.threads=1", "--set", "optimizer.schedule.type=constant",
            "--set", "train.progress_seconds=0", "--set", f"run.dir={run_dir}"]
     for s in sets:
@@ -44,7 +49,9 @@ def run(args, ranks, sets, work, name):
     balance = [l for l in p.stdout.splitlines() if l.startswith("balance")]
     return {"epoch_samples_per_second": rates, "steady": statistics.median(rates[2:]),
             "rank_batches": summary["rank_batches"], "balance_log": balance,
-            "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"]}
+            "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"],
+            "time_train_s": summary["time_train_s"], "test_accuracy": summary["test_accuracy"],
+            "async": summary.get("async"), "sets": sets}
 
 
 def main():
@@ -55,8 +62,13 @@ def main():
     ap.add_argument("--model", choices=sorted(CONFIGS), default="cnn")
     ap.add_argument("--factor", type=float, default=3.0)
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--async-sets", nargs="*",
+                    default=["distributed.push_every=1", "distributed.pull_every=2",
+                             "distributed.max_staleness=8"],
+                    help="--set values of the async run")
     ap.add_argument("--out")
     args = ap.parse_args()
+    args.data = os.path.abspath(args.data)
     args.build = os.path.abspath(args.build)
     args.train = os.path.abspath(args.train or os.path.join(args.data, "test.h5"))
     if args.epochs < 3:
@@ -66,8 +78,15 @@ def main():
         alone = run(args, 1, [], work, "alone")
         equal = run(args, 2, slow, work, "allreduce_equal")
         auto = run(args, 2, slow + ["distributed.balance=auto"], work, "allreduce_auto")
+        asgd = run(args, 3, slow + ["distributed.strategy=async"] + args.async_sets, work,
+                   "async")
     ideal = alone["steady"] * (1 + 1 / args.factor)
     result = {
+        "command": " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d"),
+        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "cpus": os.cpu_count(),
         "what": f"2 CPU ranks x 1 thread, rank 1 slowed {args.factor}x; samples/s (median of "
                 "epochs 3 on) against the ideal = one rank alone x (1 + 1 / factor)",
         "model": args.model, "train": args.train, "epochs": args.epochs,
@@ -75,6 +94,10 @@ def main():
         "allreduce_equal": equal, "allreduce_auto": auto,
         "equal_fraction_of_ideal": equal["steady"] / ideal,
         "auto_fraction_of_ideal": auto["steady"] / ideal,
+        "async_2_workers_1_server": asgd,
+        "async_fraction_of_ideal": asgd["steady"] / ideal,
+        "async_wall_speedup_over_allreduce_equal": equal["time_train_s"] / asgd["time_train_s"],
+        "async_accuracy_minus_allreduce_equal": asgd["test_accuracy"] - equal["test_accuracy"],
     }
     print(f"{args.model}: one rank alone {alone['steady']:.0f} samples/s, ideal for 2 ranks "
           f"(one slowed {args.factor}x) {ideal:.0f}")
@@ -84,6 +107,11 @@ def main():
     print(f"  allreduce, balance auto:  {auto['steady']:.0f} "
           f"({100 * result['auto_fraction_of_ideal']:.1f}% of ideal), batches "
           f"{auto['rank_batches']}")
+    print(f"  async, 2 workers + 1 server: {asgd['steady']:.0f} "
+          f"({100 * result['async_fraction_of_ideal']:.1f}% of ideal); wall "
+          f"{asgd['time_train_s']:.1f} s against allreduce's {equal['time_train_s']:.1f} s "
+          f"({result['async_wall_speedup_over_allreduce_equal']:.2f}x); accuracy "
+          f"{asgd['test_accuracy']:.4f} against {equal['test_accuracy']:.4f}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=2)

@@ -37,9 +37,14 @@ struct StrategyDecl {
   std::string_view name;  // a value of distributed.strategy
   std::string_view help;
   // The ranks' gradients are summed every step, so every rank holds the same parameters and
-  // optimizer state: the ranks agree on a loss scale (precision fp16), and a checkpoint
-  // stores one copy (else one per rank).
+  // optimizer state and the ranks agree on a loss scale (precision fp16).
   bool identical_replicas;
+  // A checkpoint stores one copy of the parameters and optimizer state (else one per rank).
+  bool one_stored_state;
+  // The ranks step together, each on its share of a planned global batch (else workers
+  // take batches as they go: train.accumulate_steps, batch_size_is and balance then do
+  // not apply).
+  bool lockstep;
 };
 
 struct Catalog {

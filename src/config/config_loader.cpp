@@ -211,6 +211,23 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
                      "works with " +
                      join_names(without));
   }
+  if (!catalog.strategy(config.distributed.strategy)->lockstep) {
+    const Section train = top.section("train");
+    const std::string why = "distributed.strategy " + config.distributed.strategy +
+                            " hands each worker whole batches as it goes";
+    if (config.train.accumulate_steps > 1) {
+      const auto v = train.find("accumulate_steps");
+      origins.fail(v->path, v->mark, "must be 1: " + why + " (distributed.push_every sums them)");
+    }
+    if (config.train.batch_size_is != "per_rank") {
+      const auto v = train.find("batch_size_is");
+      origins.fail(v->path, v->mark, "must be per_rank: " + why + " of train.batch_size");
+    }
+    if (config.distributed.balance != "equal") {
+      const auto v = top.section("distributed").find("balance");
+      origins.fail(v->path, v->mark, "must be equal: " + why + ", so a slower one takes fewer");
+    }
+  }
   if (config.layout == Layout::kNhwc) {
     const auto v = top.find("layout");
     if (config.precision != Precision::kBf16 && config.precision != Precision::kFp16) {

@@ -19,10 +19,41 @@ Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& option
   labels_.resize(static_cast<size_t>(shard_.count));
   if (shard_.count > 0) file.read_rows(shard_.begin, shard_.count, images_.data(), labels_.data());
   const int64_t end_seq = sampler_.batches_per_epoch() * options.epochs;
+  PrefetchQueue::FillFn fill_fn = [this](int64_t seq, BatchBuffer& b) { fill(seq, b); };
+  if (options.on_request) {
+    fill_fn = [this](int64_t k, BatchBuffer& b) {
+      const int64_t seq = requested(k);
+      b.size = 0;
+      if (seq >= 0) fill(seq, b);
+    };
+  }
   queue_ = std::make_unique<PrefetchQueue>(
       options.threads, options.depth, static_cast<size_t>(shape_.sample_elems()), options.batch,
-      options.first_seq, end_seq, [this](int64_t seq, BatchBuffer& b) { fill(seq, b); },
-      options.hooks);
+      options.on_request ? 0 : options.first_seq, end_seq, std::move(fill_fn), options.hooks);
+}
+
+Loader::~Loader() {
+  // Readers waiting for a request return before the queue joins them.
+  {
+    std::lock_guard<std::mutex> lock(request_mutex_);
+    closing_ = true;
+  }
+  request_cv_.notify_all();
+}
+
+void Loader::request(int64_t seq) {
+  HT_REQUIRE(seq >= 0, "batch requests are >= 0");
+  {
+    std::lock_guard<std::mutex> lock(request_mutex_);
+    requests_.push_back(seq);
+  }
+  request_cv_.notify_all();
+}
+
+int64_t Loader::requested(int64_t k) {
+  std::unique_lock<std::mutex> lock(request_mutex_);
+  request_cv_.wait(lock, [&] { return closing_ || static_cast<int64_t>(requests_.size()) > k; });
+  return closing_ ? -1 : requests_[static_cast<size_t>(k)];
 }
 
 std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {

@@ -2,9 +2,11 @@
 // (HDF5 hyperslab, stored type), then reader threads gather each batch in the
 // sampler's order and convert uint8/float16 to float in [0, 1] into prefetch
 // buffers. Batches are numbered by a global sequence (epoch * batches_per_epoch
-// + step), which is the cursor a checkpoint stores.
+// + step), which is the cursor a checkpoint stores; or they come in the order the
+// consumer requests them (LoaderOptions::on_request).
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -30,6 +32,10 @@ struct LoaderOptions {
   // Batches hold the stored bytes (sample_bytes() per sample, from the start of
   // BatchBuffer::images) for the backend to decode, not floats.
   bool raw = false;
+  // Batches come in the order request() names them (asynchronous workers, which take the
+  // epoch's batches as they go); epochs and batches_per_epoch number them, first_seq is
+  // unused.
+  bool on_request = false;
 };
 
 class Loader {
@@ -37,8 +43,15 @@ class Loader {
   // Reads rows `shard` of `file` into memory in the calling thread.
   Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options);
 
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
   // Next batch in sequence (blocks until ready).
   const BatchBuffer& next() { return queue_->pop(); }
+  // on_request: batch `seq` (epoch * batches_per_epoch + step) is the next one after those
+  // requested before; the readers start on it at once.
+  void request(int64_t seq);
   int64_t batches_per_epoch() const { return sampler_.batches_per_epoch(); }
   int64_t shard_rows() const { return shard_.count; }
   const DatasetShape& shape() const { return shape_; }
@@ -49,6 +62,8 @@ class Loader {
   // The sample order of `epoch`. Shared so that a reader keeps its order alive
   // while the cache moves on to later epochs.
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);
+  // on_request: the batch of the queue's k-th slot, once requested; -1 once closing.
+  int64_t requested(int64_t k);
 
   DatasetShape shape_;
   bool raw_;
@@ -58,7 +73,11 @@ class Loader {
   std::vector<int32_t> labels_;
   std::mutex order_mutex_;
   std::map<int64_t, std::shared_ptr<const std::vector<int64_t>>>
-      orders_;                            // GUARDED_BY order_mutex_
+      orders_;  // GUARDED_BY order_mutex_
+  std::mutex request_mutex_;
+  std::condition_variable request_cv_;
+  std::vector<int64_t> requests_;         // on_request, GUARDED_BY request_mutex_
+  bool closing_ = false;                  // GUARDED_BY request_mutex_
   std::unique_ptr<PrefetchQueue> queue_;  // last: its threads use the members above
 };
 

@@ -79,7 +79,7 @@ TrainingCheckpoints::TrainingCheckpoints(const Config& config, Model& model, Opt
       world_size_(job.world_size),
       steps_per_epoch_(job.steps_per_epoch),
       global_batch_(job.global_batch),
-      per_rank_state_(!job.identical_replicas),
+      per_rank_state_(!job.one_stored_state),
       config_yaml_(config_to_yaml(config)),
       architecture_(model.architecture()),
       last_save_time_(now_seconds()) {}

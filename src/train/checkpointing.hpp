@@ -24,9 +24,9 @@ struct JobShape {
   int rank = 0, world_size = 1;
   int64_t steps_per_epoch = 0;  // optimizer steps
   int64_t global_batch = 0;     // samples of one optimizer step over all ranks
-  // The exchange strategy keeps the same parameters and optimizer state on every rank
-  // (else each rank's are stored; ExchangeStrategy::decl).
-  bool identical_replicas = true;
+  // One copy of the parameters and optimizer state is stored (else each rank's;
+  // StrategyDecl::one_stored_state).
+  bool one_stored_state = true;
 };
 
 class TrainingCheckpoints {

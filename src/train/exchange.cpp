@@ -9,11 +9,13 @@ namespace hpctrain {
 // The strategies, one file each. Adding one: its file, and its line in this list.
 extern const ExchangeStrategy kAllreduceStrategy;
 extern const ExchangeStrategy kAverageStrategy;
+extern const ExchangeStrategy kAsyncStrategy;
 
 const std::vector<const ExchangeStrategy*>& exchange_strategies() {
   static const std::vector<const ExchangeStrategy*> list = {
       &kAllreduceStrategy,
       &kAverageStrategy,
+      &kAsyncStrategy,
   };
   return list;
 }

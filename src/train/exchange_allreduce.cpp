@@ -62,7 +62,7 @@ extern const ExchangeStrategy kAllreduceStrategy = {
     {"allreduce",
      "gradients summed over the ranks every step (distributed.algorithm), so every rank "
      "applies the same update",
-     /*identical_replicas=*/true},
+     /*identical_replicas=*/true, /*one_stored_state=*/true, /*lockstep=*/true},
     [](const ExchangeContext& c) -> std::unique_ptr<Exchange> {
       return std::make_unique<AllreduceExchange>(c);
     }};

@@ -35,7 +35,7 @@ extern const ExchangeStrategy kAverageStrategy = {
     {"average",
      "each rank steps on its own gradients; the ranks' parameters are averaged every "
      "distributed.every steps and at the end of each epoch",
-     /*identical_replicas=*/false},
+     /*identical_replicas=*/false, /*one_stored_state=*/false, /*lockstep=*/true},
     [](const ExchangeContext& c) -> std::unique_ptr<Exchange> {
       return std::make_unique<AverageExchange>(c);
     }};

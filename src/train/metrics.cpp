@@ -117,6 +117,33 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"loss_scale\": " << opt_num(s.loss_scale, "null") << ",\n";
   o << "  \"skipped_steps\": " << (s.skipped_steps ? std::to_string(*s.skipped_steps) : "null")
     << ",\n";
+  o << "  \"async\": ";
+  if (s.async) {
+    const AsyncReport& a = *s.async;
+    o << "{\n    \"workers\": " << a.workers << ", \"servers\": " << a.servers
+      << ", \"deterministic\": " << (a.deterministic ? "true" : "false")
+      << ",\n    \"staleness_per_epoch\": [";
+    for (size_t e = 0; e < a.staleness_per_epoch.size(); ++e) {
+      o << (e > 0 ? ", " : "") << '[';
+      const std::vector<int64_t>& h = a.staleness_per_epoch[e];
+      for (size_t i = 0; i < h.size(); ++i) o << (i > 0 ? ", " : "") << h[i];
+      o << ']';
+    }
+    o << "],\n    \"server_reports\": [";
+    for (size_t i = 0; i < a.server_reports.size(); ++i) {
+      const AsyncServerReport& r = a.server_reports[i];
+      o << (i > 0 ? ", " : "") << "{\"rank\": " << r.rank
+        << ", \"pushes_per_second\": " << num(r.pushes_per_second)
+        << ", \"pulls_per_second\": " << num(r.pulls_per_second) << ", \"dropped\": " << r.dropped
+        << ", \"busy_fraction\": " << num(r.busy_fraction)
+        << ", \"cpu_fraction\": " << num(r.cpu_fraction) << '}';
+    }
+    o << "],\n    \"bytes_per_sample\": " << num(a.bytes_per_sample)
+      << ",\n    \"allreduce_bytes_per_sample\": " << num(a.allreduce_bytes_per_sample)
+      << "\n  },\n";
+  } else {
+    o << "null,\n";
+  }
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
   o << "}\n";
   return o.str();

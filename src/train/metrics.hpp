@@ -32,6 +32,28 @@ class MetricsCsv {
   std::string path_;
 };
 
+// Strategy async: what the servers did (summary.json "async").
+struct AsyncServerReport {
+  int rank = 0;
+  double pushes_per_second = 0, pulls_per_second = 0;
+  int64_t dropped = 0;
+  double busy_fraction = 0;  // of the training time, handling messages
+  double cpu_fraction = 0;   // process CPU time per second of training time
+};
+
+struct AsyncReport {
+  int workers = 0, servers = 0;
+  bool deterministic = false;
+  // Per epoch of this run: pushes by staleness (entry s: computed from parameters s server
+  // updates old), the last entry the pushes dropped as too stale.
+  std::vector<std::vector<int64_t>> staleness_per_epoch;
+  std::vector<AsyncServerReport> server_reports;
+  double bytes_per_sample = 0;  // pushed and pulled, all servers
+  // What a ring all-reduce of the gradients would move, as many ranks as workers with the
+  // same batch each.
+  double allreduce_bytes_per_sample = 0;
+};
+
 struct RunSummary {
   std::string run_name, backend, strategy, algorithm, precision;
   std::string layout;  // how the backend stored activations with channels: nchw or nhwc
@@ -54,6 +76,7 @@ struct RunSummary {
   // gradients overflowed (in this run, since its start or resume).
   std::optional<double> loss_scale;
   std::optional<int64_t> skipped_steps;
+  std::optional<AsyncReport> async;  // strategy async
 };
 
 std::string summary_to_json(const RunSummary& s);

@@ -42,6 +42,20 @@ BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& tr
   return plan;
 }
 
+BatchPlan plan_for_async(const Config& config, int world_size, int64_t rows,
+                         const std::string& train_path) {
+  BatchPlan plan;
+  const int64_t batch = config.train.batch_size;
+  plan.batch.assign(static_cast<size_t>(world_size), batch);
+  plan.shards.assign(static_cast<size_t>(world_size), Shard{0, rows});
+  plan.steps_per_epoch = rows / batch;
+  if (plan.steps_per_epoch < 1) {
+    throw UsageError(config.source_file + ": train.batch_size: " + std::to_string(batch) +
+                     " is larger than the " + std::to_string(rows) + " samples of " + train_path);
+  }
+  return plan;
+}
+
 double lr_scale(const OptimizerConfig& optimizer, int batch_size, int64_t global_batch) {
   if (optimizer.lr_scaling == "none") return 1.0;
   const double reference = static_cast<double>(

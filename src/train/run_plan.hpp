@@ -21,6 +21,12 @@ namespace hpctrain {
 BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& train_path,
                        const std::vector<int64_t>& weights);
 
+// Strategy async: every rank's batch is train.batch_size and its share the whole set (a
+// worker is handed batches as it goes); steps_per_epoch counts the batches of the epoch's
+// one order. Throws UsageError when the set has fewer rows than one batch.
+BatchPlan plan_for_async(const Config& config, int world_size, int64_t rows,
+                         const std::string& train_path);
+
 // The steps per epoch of every plan of a run under balance auto, from its equal plan's: any
 // plan of the same micro-batch total has at least this many (BatchPlan::steps_per_epoch).
 int64_t auto_steps_per_epoch(int64_t equal_plan_steps);

@@ -208,6 +208,11 @@ void Trainer::connect() {
       std::max(model_->param_count(), model_->state_count()));
   exchange_ = exchange_strategy(config_.distributed.strategy)
                   .make({config_, *model_, trainable_, *collectives_, *watchdog_});
+  if (async_layout_) {
+    async_ = std::make_unique<AsyncSgd>(
+        AsyncContext{config_, *async_layout_, *comm_, *backend_, *model_, *optimizer_,
+                     [this](int64_t batch) { return schedule_->at(batch); }, *watchdog_});
+  }
 }
 
 int Trainer::run() {
@@ -244,8 +249,10 @@ int Trainer::run() {
   log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
            " thread(s), backend " + backend_->name() + ", " +
            std::to_string(model_->param_count()) + " parameters, " +
-           std::to_string(steps_per_epoch_) + " steps/epoch, global batch " +
-           std::to_string(plan_.global_batch()));
+           std::to_string(steps_per_epoch_) + " steps/epoch, " +
+           (async_layout_ ? "batch " + std::to_string(update_batch()) + " per worker, " +
+                                std::to_string(async_layout_->servers) + " parameter server(s)"
+                          : "global batch " + std::to_string(update_batch())));
 
   // 2. Epochs.
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_samples = 0;
@@ -254,7 +261,9 @@ int Trainer::run() {
   for (int epoch = first_epoch; epoch <= config_.train.epochs; ++epoch) {
     EpochMetrics m;
     const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
-    if (train_epoch(epoch, first_step, m) == EpochEnd::kStopped) {
+    const EpochEnd ended =
+        async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
+    if (ended == EpochEnd::kStopped) {
       // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
       if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
       checkpoints_->finish();
@@ -339,7 +348,7 @@ int Trainer::run() {
   }
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
-  summary.global_batch = plan_.global_batch();
+  summary.global_batch = update_batch();
   summary.rank_batches = plan_.batch;
   summary.param_count = static_cast<int64_t>(model_->param_count());
   summary.samples_per_second = total_train > 0 ? total_samples / total_train : 0;
@@ -353,6 +362,7 @@ int Trainer::run() {
   summary.checkpoint_blocked_s = ck.blocked_seconds;
   summary.params_sha256 = model_->params_sha256();
   if (config_.train.step_timing) summary.step_phases_s = phase_totals_;
+  if (async_) summary.async = async_report(total_samples);
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);
   return kExitOk;

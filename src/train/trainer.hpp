@@ -20,6 +20,7 @@
 #include "nn/model.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer.hpp"
+#include "train/async_sgd.hpp"
 #include "train/balance.hpp"
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
@@ -31,6 +32,7 @@
 namespace hpctrain {
 
 class MpiEnv;
+class Progress;
 
 class Trainer {
  public:
@@ -83,6 +85,16 @@ class Trainer {
   double compute_gradients(float grad_scale, bool timing, bool measure);
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
+  // The same under strategy async (trainer_async.cpp): segments of the epoch, each ended by
+  // AsyncSgd::finish_segment, with checkpoints between them.
+  EpochEnd train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m);
+  // A worker's part of the segment [begin, end); returns the seconds spent pushing and
+  // pulling.
+  double work_async_segment(int64_t begin, int64_t end, int epoch, double t0, Progress& progress);
+  // Collective, after the last epoch: summary.json's "async".
+  AsyncReport async_report(double samples) const;
+  // Samples of one optimizer update: the global batch, or under async one worker's batch.
+  int64_t update_batch() const;
   // Collective: the communicator, the watchdog, the collectives over model memory and the
   // exchange strategy (training only).
   void connect();
@@ -121,6 +133,10 @@ class Trainer {
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
   std::unique_ptr<MetricsCsv> metrics_csv_;
+  std::unique_ptr<AsyncLayout> async_layout_;  // strategy async
+  std::unique_ptr<AsyncSgd> async_;
+  std::vector<std::vector<int64_t>> staleness_;  // async: per epoch of this run
+  std::vector<ServerStats> server_totals_;       // async: per server, this run
 };
 
 // The checkpoint array of the per-rank batches under balance auto.

@@ -98,7 +98,10 @@ void Trainer::meet() {
 void Trainer::prepare() {
   // 1. How the ranks share the batch.
   const DatasetShape& shape = train_file_->shape();
-  plan_ = plan_for_run(config_, shape.n, config_.data.train, balance_weights(config_, devices_));
+  const bool async = !exchange_strategy(config_.distributed.strategy).decl.lockstep;
+  plan_ = async ? plan_for_async(config_, world_size_, shape.n, config_.data.train)
+                : plan_for_run(config_, shape.n, config_.data.train,
+                               balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
   if (config_.debug.slow_rank.rank >= world_size_) {
     throw UsageError(config_.source_file +
@@ -121,7 +124,17 @@ void Trainer::prepare() {
     log_info(load_initial_params(config_.model.init_from, *model_));
   }
   trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
-  optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), trainable_);
+  std::vector<ParamRange> updated = trainable_;
+  if (async) {
+    async_layout_ = std::make_unique<AsyncLayout>(
+        async_layout(config_.source_file, world_size_, config_.distributed.parameter_servers,
+                     model_->param_count()));
+    // A server's optimizer updates its slice; a worker's holds the state checkpoints keep.
+    if (async_layout_->is_server(rank_)) {
+      updated = ranges_within(trainable_, async_layout_->slices[rank_ - async_layout_->workers]);
+    }
+  }
+  optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), updated);
   if (config_.precision == Precision::kFp16) {
     LossScaler::Options o;
     o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
@@ -130,7 +143,7 @@ void Trainer::prepare() {
   }
   schedule_ = std::make_unique<LrSchedule>(
       config_.optimizer, steps_per_epoch_, config_.train.epochs,
-      lr_scale(config_.optimizer, config_.train.batch_size, plan_.global_batch()));
+      lr_scale(config_.optimizer, config_.train.batch_size, update_batch()));
   stats_ = DeviceArray<LossStats>(*backend_, 1);
   stager_ = std::make_unique<BatchStager>(*backend_, max_batch, shape.sample_elems());
   if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
@@ -140,8 +153,8 @@ void Trainer::prepare() {
   job.rank = rank_;
   job.world_size = world_size_;
   job.steps_per_epoch = steps_per_epoch_;
-  job.global_batch = plan_.global_batch();
-  job.identical_replicas = exchange_strategy(config_.distributed.strategy).decl.identical_replicas;
+  job.global_batch = update_batch();
+  job.one_stored_state = exchange_strategy(config_.distributed.strategy).decl.one_stored_state;
   checkpoints_ =
       std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), job);
   if (config_.distributed.balance == "auto") {
@@ -216,6 +229,15 @@ void Trainer::rebalance(int64_t start_step) {
 void Trainer::make_train_loader(int64_t start_step) {
   train_loader_.reset();  // its reader threads stop before the new ones start
   LoaderOptions o = loader_options();
+  if (async_layout_) {
+    // Servers train nothing; a worker may be handed any batch of the whole set, in the
+    // same order on every worker.
+    if (async_layout_->is_server(rank_)) return;
+    o.on_request = true;
+    o.rank = 0;
+    train_loader_ = std::make_unique<Loader>(*train_file_, Shard{0, train_file_->shape().n}, o);
+    return;
+  }
   o.first_seq = start_step * plan_.accumulate;
   train_loader_ = std::make_unique<Loader>(*train_file_, plan_.shards[rank_], o);
 }

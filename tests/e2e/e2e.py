@@ -6,6 +6,7 @@ data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data D
 import argparse
 import sys
 
+import cases_async
 import cases_batches
 import cases_models
 import cases_resume
@@ -21,7 +22,7 @@ def main():
     vars(harness.ARGS).update(vars(ap.parse_args()))
     case = harness.ARGS.case
     fn = None
-    for module in (cases_runs, cases_resume, cases_models, cases_batches):
+    for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

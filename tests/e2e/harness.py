@@ -125,20 +125,34 @@ def uninterrupted_sha(name):
     return expect_ok(name, 2, DET + ["checkpoint.every_steps=40"])["params_sha256"]
 
 
-def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml"):
-    """Starts a run, kill -9s one rank when should_kill(name) says so, then resumes
-    with --resume auto until it finishes; returns the final summary."""
+def mpi_rank(pid):
+    """The MPI rank of process `pid` (PMI_RANK in its environment), or None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return None
+    for e in env:
+        if e.startswith(b"PMI_RANK="):
+            return int(e[9:])
+    return None
+
+
+def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2):
+    """Starts a run on `ranks` ranks, kill -9s the rank should_kill(name) names when it
+    names one, then resumes with --resume auto until it finishes; returns the final
+    summary."""
     fresh(name)
-    p = subprocess.Popen(train_cmd(name, 2, sets, config), stdout=subprocess.PIPE,
+    p = subprocess.Popen(train_cmd(name, ranks, sets, config), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True)
     victim = None
     deadline = time.time() + 300
     while p.poll() is None and time.time() < deadline:
         victim = should_kill(name)
         if victim is not None:
-            ranks = rank_pids(run_dir(name))
-            if len(ranks) == 2:
-                os.kill(ranks[victim], signal.SIGKILL)
+            pids = {mpi_rank(pid): pid for pid in rank_pids(run_dir(name))}
+            if victim in pids and len(pids) == ranks:
+                os.kill(pids[victim], signal.SIGKILL)
                 break
         time.sleep(0.002)
     out, _ = p.communicate(timeout=120)
@@ -146,7 +160,7 @@ def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.y
           f"{name}: the run was not killed (exit {p.returncode}):\n{out}")
     committed = newest_step(name)
     print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
-    rc, out, err = train(name, 2, sets, config=config, resume="auto")
+    rc, out, err = train(name, ranks, sets, config=config, resume="auto")
     check(rc == 0, f"{name}: resumed run failed with exit {rc}")
     check(f"(step {committed}," in out and "resuming at step" in out,
           f"{name}: did not resume from step {committed}")

@@ -1,7 +1,7 @@
 // How a step's samples are shared and scaled: unequal per-rank batches summed with the
 // global scale give one large batch's gradient; the run's batch plan from the config
 // (per-rank or global batch, micro-batches) and its errors; the learning-rate scaling rule;
-// balancing the ranks by device or by measured speed.
+// balancing the ranks by device or by measured speed; the async servers' slices.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "nn/model.hpp"
 #include "nn/presets.hpp"
 #include "optim/lr_schedule.hpp"
+#include "train/async_sgd.hpp"
 #include "train/balance.hpp"
 #include "train/run_plan.hpp"
 
@@ -161,6 +162,50 @@ TEST(Balance, WeightsByDeviceAndTheirErrors) {
     EXPECT_EQ(std::string(e.what()),
               "run.yaml: distributed.cuda_weight: 12 is given, but no rank computes on cuda");
   }
+}
+
+// Strategy async: the servers' slices of the parameter arena.
+TEST(AsyncLayout, ServersHoldContiguousEqualSlices) {
+  const size_t n = 152650;  // the MLP 784-192-10
+  const AsyncLayout two = async_layout("c.yaml", 4, 2, n);
+  EXPECT_EQ(two.workers, 2);
+  ASSERT_EQ(two.slices.size(), 2u);
+  EXPECT_EQ(two.slices[0].offset, 0u);
+  EXPECT_EQ(two.slices[0].count, n / 2);
+  EXPECT_EQ(two.slices[1].offset, n / 2);
+  EXPECT_EQ(two.slices[1].count, n / 2);
+  EXPECT_TRUE(two.is_server(2) && two.is_server(3) && !two.is_server(1));
+  EXPECT_EQ(two.server_rank(1), 3);
+  const AsyncLayout three = async_layout("c.yaml", 5, 3, 10);
+  size_t next = 0;
+  for (const ParamRange& r : three.slices) {
+    EXPECT_EQ(r.offset, next);
+    EXPECT_TRUE(r.count == 3 || r.count == 4);
+    next += r.count;
+  }
+  EXPECT_EQ(next, 10u);
+}
+
+TEST(AsyncLayout, ServersMustLeaveAWorker) {
+  try {
+    async_layout("c.yaml", 2, 2, 100);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("c.yaml: distributed.parameter_servers: 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AsyncLayout, ServerUpdatesTrainableRangesInItsSlice) {
+  const std::vector<ParamRange> trainable = {{0, 10}, {20, 10}};
+  const std::vector<ParamRange> in = ranges_within(trainable, {5, 20});
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].offset, 5u);
+  EXPECT_EQ(in[0].count, 5u);
+  EXPECT_EQ(in[1].offset, 20u);
+  EXPECT_EQ(in[1].count, 5u);
+  EXPECT_TRUE(ranges_within(trainable, {10, 10}).empty());
 }
 
 }  // namespace

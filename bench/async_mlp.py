@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Asynchronous SGD on the Fashion-MNIST MLP, side by side in one command: allreduce on 2
+ranks against strategy async with 2 workers and 1 server (push_every 1, pull_every 2,
+max_staleness 8 unless --async-sets says otherwise) for the same epochs (the same samples
+seen), then async with 2 workers and 2 servers. Reports test accuracy, samples/s, the
+staleness histogram and each server's load. CPU, 1 thread per rank.
+
+  bench/async_mlp.py --build build --data data/fashion-mnist [--epochs 5]
+      [--async-sets KEY=VALUE ...] [--out bench/results/X.json]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(args, ranks, sets, work, name):
+    run_dir = os.path.join(work, name)
+    d = args.data
+    cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
+           os.path.join(args.build, "hpctrain"), "train",
+           os.path.join(ROOT, "configs/fashion_mnist_mlp.yaml"), "--set", "device=cpu",
+           "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
+           "--set", f"data.test={d}/test.h5", "--set", f"train.epochs={args.epochs}",
+           "--set", "run.threads=1", "--set", "train.progress_seconds=0",
+           "--set", f"run.dir={run_dir}"]
+    for s in sets:
+        cmd += ["--set", s]
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        s = json.load(f)
+    return {k: s[k] for k in ("test_accuracy", "samples_per_second", "time_train_s",
+                              "world_size", "async")} | {"sets": sets}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "data", "fashion-mnist"))
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--async-sets", nargs="*",
+                    default=["distributed.push_every=1", "distributed.pull_every=2",
+                             "distributed.max_staleness=8"])
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    args.build = os.path.abspath(args.build)
+    args.data = os.path.abspath(args.data)
+    a = ["distributed.strategy=async"] + args.async_sets
+    with tempfile.TemporaryDirectory() as work:
+        allreduce = run(args, 2, [], work, "allreduce")
+        one = run(args, 3, a, work, "async_1_server")
+        two = run(args, 4, a + ["distributed.parameter_servers=2"], work, "async_2_servers")
+    result = {
+        "command": " ".join(sys.argv), "date": time.strftime("%Y-%m-%d"),
+        "commit": subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip(),
+        "cpus": os.cpu_count(), "epochs": args.epochs,
+        "allreduce_2_ranks": allreduce, "async_2_workers_1_server": one,
+        "async_2_workers_2_servers": two,
+        "async_accuracy_minus_allreduce": one["test_accuracy"] - allreduce["test_accuracy"],
+    }
+    for name, r in (("allreduce, 2 ranks", allreduce), ("async, 2 workers + 1 server", one),
+                    ("async, 2 workers + 2 servers", two)):
+        print(f"{name}: test accuracy {r['test_accuracy']:.4f}, "
+              f"{r['samples_per_second']:.0f} samples/s")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

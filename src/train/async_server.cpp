@@ -1,0 +1,169 @@
+// Strategy async, a server's side: one receive posted per worker; each push is applied to
+// the server's slice by its optimizer (or dropped when too stale) as it arrives, or, with
+// run.deterministic, in the fixed order of the batches (batch b from worker b mod workers).
+#include <sys/resource.h>
+
+#include <algorithm>
+
+#include "comm/mpi_check.hpp"
+#include "core/error.hpp"
+#include "core/timer.hpp"
+#include "train/async_parts.hpp"
+
+namespace hpctrain {
+namespace {
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+}  // namespace
+
+using async_wire::Header;
+using async_wire::Kind;
+
+AsyncSgd::Server::Server(const AsyncContext& context, int index)
+    : ctx(context), index_(index), slice_(context.layout.slices[index]) {
+  histogram.assign(static_cast<size_t>(ctx.config.distributed.max_staleness) + 2, 0);
+  for (int w = 0; w < ctx.layout.workers; ++w) {
+    in_.emplace_back(slice_.count);
+    out_.emplace_back(slice_.count);
+  }
+  receives_.assign(ctx.layout.workers, MPI_REQUEST_NULL);
+  sends_.assign(ctx.layout.workers, MPI_REQUEST_NULL);
+}
+
+void AsyncSgd::Server::post(int w) {
+  HT_CHECK_MPI(MPI_Irecv(in_[w].data(), in_[w].capacity(), MPI_BYTE, w,
+                         async_wire::kToServerTag + index_, ctx.comm.get(), &receives_[w]));
+}
+
+void AsyncSgd::Server::reply(int w, int64_t flags, bool params) {
+  async_wire::wait(sends_[w]);
+  Header h;
+  h.flags = flags | (params ? async_wire::kParams : 0);
+  h.version = version_;
+  out_[w].set_header(h);
+  if (params) {
+    ctx.backend.copy_to_host(out_[w].payload(), ctx.model.params() + slice_.offset,
+                             slice_.count * sizeof(float));
+    ++stats.pulls;
+  }
+  const int bytes = out_[w].bytes(params ? slice_.count : 0);
+  stats.bytes += bytes;
+  HT_CHECK_MPI(MPI_Isend(out_[w].data(), bytes, MPI_BYTE, w, async_wire::kToWorkerTag + index_,
+                         ctx.comm.get(), &sends_[w]));
+}
+
+bool AsyncSgd::Server::apply(const Header& h, const float* grads) {
+  stats.bytes += static_cast<double>(slice_.count * sizeof(float));
+  const int64_t staleness = version_ - h.version;
+  const int64_t limit = ctx.config.distributed.max_staleness;
+  if (staleness > limit) {
+    ++histogram.back();
+    ++stats.dropped;
+    return false;
+  }
+  ++histogram[static_cast<size_t>(staleness)];
+  ++stats.pushes;
+  // Only this slice of the gradient arena is written, and the optimizer reads no other.
+  ctx.backend.copy_to_device(ctx.model.grads() + slice_.offset, grads,
+                             slice_.count * sizeof(float));
+  ctx.optimizer.step(ctx.model.mutable_params(), ctx.model.grads(), ctx.lr(h.batch), nullptr);
+  ++version_;
+  return true;
+}
+
+bool AsyncSgd::Server::handle(int w) {
+  const Header h = in_[w].header();
+  bool params = (h.flags & async_wire::kWantPull) != 0;
+  if ((h.flags & async_wire::kHasGrad) != 0 && !apply(h, in_[w].payload())) {
+    params = h.kind != static_cast<int64_t>(Kind::kFlush);  // the worker pulls afresh
+  }
+  if (h.kind == static_cast<int64_t>(Kind::kFlush)) {
+    reply(w, async_wire::kBye, false);
+    return false;
+  }
+  if (params) reply(w, 0, true);
+  post(w);
+  return true;
+}
+
+bool AsyncSgd::Server::handle_in_order(int w) {
+  const Header h = in_[w].header();
+  if (h.kind == static_cast<int64_t>(Kind::kFlush)) {
+    if ((h.flags & async_wire::kHasGrad) != 0) apply(h, in_[w].payload());
+    reply(w, async_wire::kBye, false);
+    return false;
+  }
+  if (ended_) {  // a batch after the stop: not trained, the worker flushes next
+    reply(w, async_wire::kEnd, false);
+    post(w);
+    return true;
+  }
+  bool params = (h.flags & async_wire::kWantPull) != 0;
+  if ((h.flags & async_wire::kHasGrad) != 0 && !apply(h, in_[w].payload())) params = true;
+  stop_seen = stop_seen || (h.flags & async_wire::kStopSeen) != 0;
+  checkpoint_seen = checkpoint_seen || (h.flags & async_wire::kCheckpointSeen) != 0;
+  ended_ = stop_seen || checkpoint_seen;
+  reply(w, async_wire::kTaken | (ended_ ? async_wire::kEnd : 0), params);
+  post(w);
+  return true;
+}
+
+void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
+  const int workers = ctx.layout.workers;
+  version_ = 0;
+  ended_ = stop_seen = checkpoint_seen = false;
+  const double t0 = now_seconds(), cpu0 = process_cpu_seconds();
+  for (int w = 0; w < workers; ++w) post(w);
+  std::vector<char> open(static_cast<size_t>(workers), 1);
+  auto await = [&](int w) {
+    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for a worker", begin);
+    async_wire::wait(receives_[w]);
+  };
+  if (ctx.config.run.deterministic) {
+    // Batch b comes from worker (b - begin) mod workers; then each worker's flush.
+    for (int64_t b = begin; b < end && !ended_; ++b) {
+      const int w = static_cast<int>((b - begin) % workers);
+      await(w);
+      HT_REQUIRE(in_[w].header().batch == b, "async: a deterministic batch out of order");
+      const double t = now_seconds();
+      open[w] = handle_in_order(w);
+      stats.busy_s += now_seconds() - t;
+    }
+    for (int w = 0; w < workers; ++w) {
+      while (open[w]) {
+        await(w);
+        const double t = now_seconds();
+        open[w] = handle_in_order(w);
+        stats.busy_s += now_seconds() - t;
+      }
+    }
+  } else {
+    int left = workers;
+    async_wire::IdlePoll poll;
+    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for workers", begin);
+    while (left > 0) {
+      int w = MPI_UNDEFINED, arrived = 0;
+      HT_CHECK_MPI(MPI_Testany(workers, receives_.data(), &w, &arrived, MPI_STATUS_IGNORE));
+      if (!arrived || w == MPI_UNDEFINED) {
+        poll.idle();
+        continue;
+      }
+      poll.reset();
+      ctx.watchdog.arm("asynchronous training: waiting for workers", begin);
+      const double t = now_seconds();
+      if (!handle(w)) --left;
+      stats.busy_s += now_seconds() - t;
+    }
+  }
+  for (MPI_Request& r : sends_) async_wire::wait(r);
+  stats.wall_s += now_seconds() - t0;
+  stats.cpu_s += process_cpu_seconds() - cpu0;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,184 @@
+// Strategy async: the layout of servers and slices, the ticket counter, and the end of a
+// segment (the collective that makes every rank hold the servers' model). The worker's
+// side is in async_worker.cpp, the server's in async_server.cpp.
+#include "train/async_sgd.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "comm/mpi_check.hpp"
+#include "core/error.hpp"
+#include "data/sampler.hpp"
+#include "train/async_parts.hpp"
+
+namespace hpctrain {
+
+namespace async_wire {
+
+void IdlePoll::idle() {
+  // About 50 us of busy polls answer a peer that is about to send; after that a server
+  // or a waiting worker sleeps between polls.
+  if (++polls_ < 64) return;
+  std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+void wait(MPI_Request& request) {
+  IdlePoll poll;
+  for (;;) {
+    int done = 0;
+    HT_CHECK_MPI(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return;
+    poll.idle();
+  }
+}
+
+}  // namespace async_wire
+
+AsyncLayout async_layout(const std::string& config_file, int world_size, int servers,
+                         size_t param_count) {
+  if (servers >= world_size) {
+    throw UsageError(config_file + ": distributed.parameter_servers: " + std::to_string(servers) +
+                     " leaves no worker among the " + std::to_string(world_size) +
+                     " ranks of this job (it must be below the number of ranks)");
+  }
+  AsyncLayout layout;
+  layout.workers = world_size - servers;
+  layout.servers = servers;
+  const std::vector<int64_t> counts =
+      apportion(static_cast<int64_t>(param_count), std::vector<int64_t>(servers, 1));
+  size_t offset = 0;
+  for (int64_t c : counts) {
+    layout.slices.push_back({offset, static_cast<size_t>(c)});
+    offset += static_cast<size_t>(c);
+  }
+  return layout;
+}
+
+std::vector<ParamRange> ranges_within(const std::vector<ParamRange>& trainable, ParamRange slice) {
+  std::vector<ParamRange> out;
+  const size_t lo = slice.offset, hi = slice.offset + slice.count;
+  for (const ParamRange& r : trainable) {
+    const size_t a = std::max(lo, r.offset), b = std::min(hi, r.offset + r.count);
+    if (a < b) out.push_back({a, b - a});
+  }
+  return out;
+}
+
+AsyncSgd::AsyncSgd(const AsyncContext& context) : ctx_(context), rank_(context.comm.rank()) {
+  const AsyncLayout& l = ctx_.layout;
+  if (l.is_server(rank_)) {
+    server_ = rank_ - l.workers;
+    server_state_ = std::make_unique<Server>(ctx_, server_);
+  } else {
+    worker_ = std::make_unique<Worker>(ctx_);
+  }
+  if (!ctx_.config.run.deterministic) {
+    // The first server holds the counter of the batches handed out in a segment.
+    const MPI_Aint bytes = rank_ == l.server_rank(0) ? sizeof(int64_t) : 0;
+    HT_CHECK_MPI(MPI_Win_allocate(bytes, sizeof(int64_t), MPI_INFO_NULL, ctx_.comm.get(), &counter_,
+                                  &counter_win_));
+    if (bytes > 0) *counter_ = 0;
+    HT_CHECK_MPI(MPI_Barrier(ctx_.comm.get()));
+    if (worker_) worker_->counter_win = counter_win_;
+  }
+}
+
+AsyncSgd::~AsyncSgd() {
+  if (counter_win_ != MPI_WIN_NULL) MPI_Win_free(&counter_win_);
+}
+
+void AsyncSgd::begin_work(int64_t begin, int64_t end, Loader& loader) {
+  worker_->begin(begin, end, loader);
+}
+std::optional<int64_t> AsyncSgd::next_batch() { return worker_->next_batch(); }
+void AsyncSgd::batch_done() { worker_->batch_done(); }
+void AsyncSgd::note_stop() { worker_->note(async_parts::kStopBit, async_wire::kStopSeen); }
+void AsyncSgd::note_checkpoint_due() {
+  worker_->note(async_parts::kCheckpointBit, async_wire::kCheckpointSeen);
+}
+void AsyncSgd::end_work() { worker_->end(); }
+void AsyncSgd::serve(int64_t begin, int64_t end) { server_state_->serve(begin, end); }
+
+SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
+  // [0] the first batch not trained, [1] stop, [2] checkpoint by time.
+  double v[3] = {static_cast<double>(begin), stop ? 1.0 : 0.0, 0};
+  if (worker_) v[0] = static_cast<double>(std::max(begin, worker_->taken_end));
+  if (server_ == 0 && counter_ != nullptr) {
+    HT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, counter_win_));
+    const int64_t flags = *counter_ >> async_parts::kCheckpointShift;
+    *counter_ = 0;  // the next segment's batches count from its start
+    HT_CHECK_MPI(MPI_Win_unlock(rank_, counter_win_));
+    if ((flags >> (async_parts::kStopShift - async_parts::kCheckpointShift)) != 0) v[1] = 1;
+    if ((flags & 0xff) != 0) v[2] = 1;
+  }
+  if (server_state_) {
+    v[1] = std::max(v[1], server_state_->stop_seen ? 1.0 : 0.0);
+    v[2] = std::max(v[2], server_state_->checkpoint_seen ? 1.0 : 0.0);
+  }
+  {
+    WatchdogScope w(ctx_.watchdog, "end of an asynchronous segment", begin);
+    ctx_.comm.allreduce_max(v, 3);
+    broadcast_slices();
+    average_model_state();
+  }
+  SegmentEnd e;
+  e.cursor = static_cast<int64_t>(v[0]);
+  e.stop = v[1] > 0;
+  e.checkpoint = v[2] > 0;
+  return e;
+}
+
+void AsyncSgd::broadcast_slices() {
+  Backend& b = ctx_.backend;
+  std::vector<float> host;
+  auto share = [&](float* data, ParamRange r, int root) {
+    host.resize(r.count);
+    if (rank_ == root) b.copy_to_host(host.data(), data + r.offset, r.count * sizeof(float));
+    ctx_.comm.broadcast(host.data(), r.count * sizeof(float), root);
+    if (rank_ != root) b.copy_to_device(data + r.offset, host.data(), r.count * sizeof(float));
+  };
+  const AsyncLayout& l = ctx_.layout;
+  const std::vector<OptimizerSlot> slots = ctx_.optimizer.state();
+  for (int s = 0; s < l.servers; ++s) {
+    share(ctx_.model.mutable_params(), l.slices[s], l.server_rank(s));
+    for (const OptimizerSlot& slot : slots) {
+      if (slot.per_parameter) share(slot.data, l.slices[s], l.server_rank(s));
+    }
+  }
+  // State that is not per parameter (Adam's step count): the first server's.
+  for (const OptimizerSlot& slot : slots) {
+    if (!slot.per_parameter) share(slot.data, {0, slot.size}, l.server_rank(0));
+  }
+}
+
+void AsyncSgd::average_model_state() {
+  const size_t n = ctx_.model.state_count();
+  if (n == 0) return;
+  std::vector<float> host(n, 0.0f);
+  if (worker_) ctx_.backend.copy_to_host(host.data(), ctx_.model.state(), n * sizeof(float));
+  ctx_.comm.allreduce_sum(host.data(), n, AllreduceAlgorithm::kMpi);
+  const float inv = 1.0f / static_cast<float>(ctx_.layout.workers);
+  for (float& x : host) x *= inv;
+  ctx_.backend.copy_to_device(ctx_.model.state(), host.data(), n * sizeof(float));
+}
+
+std::vector<int64_t> AsyncSgd::take_staleness() {
+  const size_t bins = static_cast<size_t>(ctx_.config.distributed.max_staleness) + 2;
+  std::vector<double> sums(bins, 0.0);
+  if (server_state_) {
+    for (size_t i = 0; i < bins; ++i) sums[i] = static_cast<double>(server_state_->histogram[i]);
+    std::fill(server_state_->histogram.begin(), server_state_->histogram.end(), 0);
+  }
+  ctx_.comm.allreduce_sum(sums.data(), static_cast<int>(bins));
+  return std::vector<int64_t>(sums.begin(), sums.end());
+}
+
+ServerStats AsyncSgd::take_server_stats() {
+  if (!server_state_) return {};
+  const ServerStats s = server_state_->stats;
+  server_state_->stats = {};
+  return s;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,157 @@
+// The epoch loop under strategy async (train/async_sgd.hpp): an epoch is trained in
+// segments, each ending where a checkpoint by step count is due, at the epoch's end, or
+// early on a stop signal or rank 0's clock. Workers train the batches they are handed;
+// servers apply the workers' pushes; at each segment's end every rank holds the servers'
+// model, so checkpoints and evaluation are those of the synchronous strategies.
+#include <algorithm>
+
+#include "core/timer.hpp"
+#include "train/progress.hpp"
+#include "train/signals.hpp"
+#include "train/slow_rank.hpp"
+#include "train/trainer.hpp"
+
+namespace hpctrain {
+
+int64_t Trainer::update_batch() const {
+  return async_layout_ ? plan_.batch[0] : plan_.global_batch();
+}
+
+double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double t0,
+                                   Progress& progress) {
+  const SlowRank slow(config_.debug.slow_rank, rank_);
+  const int64_t epoch_begin = static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
+  const float grad_scale =
+      exchange_->gradient_scale(plan_.batch[rank_], plan_.batch[rank_] * async_layout_->workers);
+  double exchange_s = 0;
+  async_->begin_work(begin, end, *train_loader_);
+  while (const std::optional<int64_t> batch = async_->next_batch()) {
+    global_step_ = *batch;  // numbers the batch's dropout masks
+    const double compute = compute_gradients(grad_scale, /*timing=*/false, slow.active());
+    slow.stretch(compute);
+    const double t = now_seconds();
+    async_->batch_done();
+    exchange_s += now_seconds() - t;
+    if (stop_signal() != 0) async_->note_stop();
+    if (rank_ == 0 && checkpoints_->due_by_time(t)) async_->note_checkpoint_due();
+    if (progress.due(t)) {
+      // The batches handed out so far: this worker's estimate of everyone's progress.
+      LossStats s;
+      backend_->copy_to_host(&s, stats_.data(), sizeof(s));
+      const int64_t step = *batch - epoch_begin + 1;
+      const int64_t done = *batch + 1 - begin;
+      progress.print(epoch, config_.train.epochs, step, steps_per_epoch_, s.loss_sum / s.count,
+                     s.correct / s.count,
+                     static_cast<double>(done * plan_.batch[rank_]) / (now_seconds() - t0), t);
+    }
+  }
+  const double t = now_seconds();
+  async_->end_work();
+  return exchange_s + (now_seconds() - t);
+}
+
+Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m) {
+  const int64_t epoch_begin = static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
+  const int64_t epoch_end = epoch_begin + steps_per_epoch_;
+  Progress progress(rank_ == 0, config_.train.progress_seconds);
+  LossStats zero;
+  backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
+  const double wait0 = train_loader_ ? train_loader_->wait_seconds() : 0.0;
+  const double t0 = now_seconds();
+  double exchange_s = 0;
+  EpochEnd end = EpochEnd::kCompleted;
+  global_step_ = epoch_begin + first_step;
+  while (global_step_ < epoch_end) {
+    const int64_t begin = global_step_;
+    const int64_t every = config_.checkpoint.every_steps;
+    const int64_t segment_end =
+        every > 0 ? std::min(epoch_end, (begin / every + 1) * every) : epoch_end;
+    if (async_->is_server()) {
+      async_->serve(begin, segment_end);
+    } else {
+      exchange_s += work_async_segment(begin, segment_end, epoch, t0, progress);
+    }
+    const SegmentEnd e = async_->finish_segment(begin, stop_signal() != 0);
+    global_step_ = e.cursor;
+    if (e.stop) {
+      end = EpochEnd::kStopped;
+      break;
+    }
+    if (e.checkpoint || checkpoints_->due_by_steps(global_step_)) save_checkpoint(/*wait=*/false);
+  }
+  backend_->synchronize();
+  double times[3] = {now_seconds() - t0, train_loader_ ? train_loader_->wait_seconds() - wait0 : 0,
+                     exchange_s};
+  LossStats s;
+  backend_->copy_to_host(&s, stats_.data(), sizeof(s));
+  double sums[3] = {s.loss_sum, s.correct, s.count};
+  const ServerStats mine = async_->take_server_stats();
+  const double stats[6] = {static_cast<double>(mine.pushes),
+                           static_cast<double>(mine.pulls),
+                           static_cast<double>(mine.dropped),
+                           mine.busy_s,
+                           mine.cpu_s,
+                           mine.bytes};
+  std::vector<double> all(static_cast<size_t>(world_size_) * 6);
+  {
+    WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
+    comm_->allreduce_max(times, 3);
+    comm_->allreduce_sum(sums, 3);
+    comm_->allgather(stats, 6, all.data());
+    staleness_.push_back(async_->take_staleness());
+  }
+  server_totals_.resize(static_cast<size_t>(async_layout_->servers));
+  for (int i = 0; i < async_layout_->servers; ++i) {
+    const double* v = all.data() + static_cast<size_t>(async_layout_->server_rank(i)) * 6;
+    ServerStats& t = server_totals_[static_cast<size_t>(i)];
+    t.pushes += static_cast<int64_t>(v[0]);
+    t.pulls += static_cast<int64_t>(v[1]);
+    t.dropped += static_cast<int64_t>(v[2]);
+    t.busy_s += v[3];
+    t.cpu_s += v[4];
+    t.bytes += v[5];
+    t.wall_s += times[0];
+  }
+  m.epoch = epoch;
+  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
+  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  m.lr = schedule_->at(std::max<int64_t>(0, global_step_ - 1));
+  m.time_train_s = times[0];
+  m.data_wait_s = times[1];
+  m.comm_s = times[2];
+  m.samples_per_second = times[0] > 0 ? sums[2] / times[0] : 0.0;
+  return end;
+}
+
+AsyncReport Trainer::async_report(double samples) const {
+  AsyncReport a;
+  a.workers = async_layout_->workers;
+  a.servers = async_layout_->servers;
+  a.deterministic = config_.run.deterministic;
+  a.staleness_per_epoch = staleness_;
+  double bytes = 0;
+  for (int i = 0; i < a.servers; ++i) {
+    const ServerStats& t = server_totals_.at(static_cast<size_t>(i));
+    AsyncServerReport r;
+    r.rank = async_layout_->server_rank(i);
+    if (t.wall_s > 0) {
+      r.pushes_per_second = static_cast<double>(t.pushes) / t.wall_s;
+      r.pulls_per_second = static_cast<double>(t.pulls) / t.wall_s;
+      r.busy_fraction = t.busy_s / t.wall_s;
+      r.cpu_fraction = t.cpu_s / t.wall_s;
+    }
+    r.dropped = t.dropped;
+    bytes += t.bytes;
+    a.server_reports.push_back(r);
+  }
+  a.bytes_per_sample = samples > 0 ? bytes / samples : 0;
+  // A ring all-reduce sends 2 (n - 1) / n of the gradients from each of n ranks per step of
+  // n batches.
+  const double n = a.workers;
+  const double grad_bytes = static_cast<double>(model_->param_count() * sizeof(float));
+  a.allreduce_bytes_per_sample =
+      2.0 * (n - 1.0) * grad_bytes / (n * static_cast<double>(plan_.batch[0]));
+  return a;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,114 @@
+"""End-to-end cases of strategy async (parameter servers): one worker is plain SGD, a
+deterministic run is reproducible and survives kill -9 of a worker or a server, two
+servers share the parameters, and impossible settings are exit 2 naming the key.
+"""
+import os
+import random
+import signal
+import subprocess
+
+from harness import (ARGS, check, expect_ok, fresh, kill_and_resume, mpi_rank, newest_step,
+                     one_error_line, rank_pids, run_dir, train, train_cmd)
+
+ASYNC = ["distributed.strategy=async"]
+
+
+def small():
+    """Two epochs of the 10,000 test images, without evaluation."""
+    return [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=2"]
+
+
+def case_async_one_worker_is_sgd():
+    """One worker and one server train exactly like one rank alone (the same batches in the
+    same order, each push applied before the next pull): the same parameters bit for bit,
+    with and without run.deterministic."""
+    sets = small() + ["run.deterministic=true"]
+    want = expect_ok("async_one_rank", 1, sets)["params_sha256"]
+    for det in ("true", "false"):
+        s = expect_ok(f"async_1w_{det}", 2, small() + ASYNC + [f"run.deterministic={det}"])
+        check(s["strategy"] == "async" and s["async"]["workers"] == 1, "not 1 async worker")
+        check(s["params_sha256"] == want, f"deterministic={det}: 1 worker differs from 1 rank")
+        hist = s["async"]["staleness_per_epoch"]
+        check(len(hist) == 2 and all(h[0] == 156 and sum(h) == 156 for h in hist),
+              f"one worker's 156 pushes per epoch must all be fresh: {hist}")
+
+
+def case_async_deterministic_kill9():
+    """run.deterministic with 2 workers and 1 server (pull_every 2): two runs give the same
+    parameters, and so do runs killed with kill -9 (a worker, then the server) at random
+    steps and resumed with --resume auto."""
+    sets = small() + ASYNC + ["run.deterministic=true", "distributed.pull_every=2",
+                            "checkpoint.every_steps=20"]
+    fresh("async_det_a")
+    a = expect_ok("async_det_a", 3, sets)
+    fresh("async_det_b")
+    b = expect_ok("async_det_b", 3, sets)
+    check(a["params_sha256"] == b["params_sha256"], "two deterministic async runs differ")
+    stale = a["async"]["staleness_per_epoch"]
+    check(all(sum(h) == 156 for h in stale), f"pushes per epoch: {stale}")
+    check(any(h[1] > 0 for h in stale), f"no push was stale with 2 workers: {stale}")
+    rng = random.Random(7)
+    for victim in (0, 2):  # a worker, the server
+        target = rng.randrange(60, 250)
+        s = kill_and_resume(f"async_kill_{victim}", sets,
+                            lambda n, t=target, v=victim: v if newest_step(n) >= t else None,
+                            ranks=3)
+        check(s["params_sha256"] == a["params_sha256"],
+              f"rank {victim} killed near step {target}: parameters differ after resume")
+
+
+def case_async_signal_stop_resume():
+    """SIGTERM to one worker in the middle of an epoch: every worker stops taking batches,
+    the servers' model is checkpointed at the cursor reached, the job exits 75; --resume
+    auto continues from that step and finishes."""
+    fresh("async_sig")
+    sets = small() + ASYNC + ["train.epochs=3"]
+    p = subprocess.Popen(train_cmd("async_sig", 3, sets), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if line.startswith("epoch 1/"):
+            break
+    pids = {mpi_rank(pid): pid for pid in rank_pids(run_dir("async_sig"))}
+    os.kill(pids[1], signal.SIGTERM)
+    out = p.stdout.read()
+    p.wait(timeout=120)
+    print(out)
+    check(p.returncode == 75, f"exit {p.returncode} after SIGTERM to a worker, expected 75")
+    stopped_at = newest_step("async_sig")
+    check(156 <= stopped_at < 468, f"no checkpoint of the stop in epochs 2-3 ({stopped_at})")
+    s = expect_ok("async_sig", 3, sets)
+    check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
+    check(s["epochs_completed"] == 3, f"epochs completed {s['epochs_completed']}")
+
+
+def case_async_two_servers():
+    """Non-deterministic async on 2 workers and 2 servers learns; each server applies
+    pushes and reports its load; the summary compares bytes moved with all-reduce."""
+    s = expect_ok("async_2s", 4, ASYNC + ["distributed.parameter_servers=2",
+                                          "distributed.pull_every=2", "train.epochs=2",
+                                          "optimizer.momentum=0.8", "optimizer.lr=0.03"])
+    a = s["async"]
+    check(a["workers"] == 2 and a["servers"] == 2, f"layout {a['workers']}+{a['servers']}")
+    check([r["rank"] for r in a["server_reports"]] == [2, 3], "server ranks are not 2, 3")
+    check(all(r["pushes_per_second"] > 0 and r["pulls_per_second"] > 0
+              for r in a["server_reports"]), f"a server did no work: {a['server_reports']}")
+    check(a["bytes_per_sample"] > 0 and a["allreduce_bytes_per_sample"] > 0, "no byte counts")
+    check(s["test_accuracy"] >= 0.80, f"test accuracy {s['test_accuracy']:.4f} < 0.80")
+
+
+def case_async_bad_settings():
+    """Servers >= ranks, a negative staleness, fp16, balance, accumulation and async keys
+    under another strategy are exit 2 with one line naming the key."""
+    cases = [
+        (2, ASYNC + ["distributed.parameter_servers=2"], "distributed.parameter_servers"),
+        (3, ASYNC + ["distributed.max_staleness=-1"], "distributed.max_staleness"),
+        (3, ASYNC + ["precision=fp16"], "precision"),
+        (3, ASYNC + ["distributed.balance=auto"], "distributed.balance"),
+        (3, ASYNC + ["train.accumulate_steps=2"], "train.accumulate_steps"),
+        (3, ASYNC + ["train.batch_size_is=global"], "train.batch_size_is"),
+        (2, ["distributed.push_every=2"], "distributed.push_every"),
+    ]
+    for i, (ranks, sets, key) in enumerate(cases):
+        rc, _, err = train(f"async_bad_{i}", ranks, sets)
+        check(rc == 2, f"{sets}: exit {rc}, expected 2")
+        one_error_line(err, key)
