@@ -13,8 +13,10 @@
 //   sync_for_evaluation()            before every evaluation and every checkpoint
 //
 // Each hook may run collectives; every rank calls the hooks in the same order. A strategy
-// that keeps state of its own between hooks (a parameter server's slices, a pipeline
-// stage's activations) owns it. Used from the training thread only.
+// that keeps state of its own between hooks (a pipeline stage's activations) owns it. A
+// strategy whose ranks do not step together (StrategyDecl::lockstep false: async) gets only
+// start(), gradient_scale() and sync_for_evaluation(); its steps are driven by
+// Trainer::train_epoch_async (train/async_sgd.hpp). Used from the training thread only.
 #pragma once
 
 #include <cstdint>
