@@ -23,8 +23,10 @@ def case_async_one_worker_is_sgd():
     same order, each push applied before the next pull): the same parameters bit for bit,
     with and without run.deterministic."""
     sets = small() + ["run.deterministic=true"]
+    fresh("async_one_rank")
     want = expect_ok("async_one_rank", 1, sets)["params_sha256"]
     for det in ("true", "false"):
+        fresh(f"async_1w_{det}")
         s = expect_ok(f"async_1w_{det}", 2, small() + ASYNC + [f"run.deterministic={det}"])
         check(s["strategy"] == "async" and s["async"]["workers"] == 1, "not 1 async worker")
         check(s["params_sha256"] == want, f"deterministic={det}: 1 worker differs from 1 rank")
@@ -84,6 +86,7 @@ def case_async_signal_stop_resume():
 def case_async_two_servers():
     """Non-deterministic async on 2 workers and 2 servers learns; each server applies
     pushes and reports its load; the summary compares bytes moved with all-reduce."""
+    fresh("async_2s")
     s = expect_ok("async_2s", 4, ASYNC + ["distributed.parameter_servers=2",
                                           "distributed.pull_every=2", "train.epochs=2",
                                           "optimizer.momentum=0.8", "optimizer.lr=0.03"])

@@ -4,7 +4,7 @@ errors of impossible settings.
 """
 import os
 
-from harness import ARGS, check, expect_ok, h5_values, one_error_line, run_dir, train
+from harness import ARGS, check, expect_ok, fresh, h5_values, one_error_line, run_dir, train
 
 
 def case_accumulate_matches_large_batch():
@@ -12,6 +12,8 @@ def case_accumulate_matches_large_batch():
     the same gradients: after 20 steps the parameters agree within float32 rounding."""
     common = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
               "data.val=", "data.test=", "checkpoint.every_steps=20", "checkpoint.keep=10"]
+    fresh("accum_128")
+    fresh("accum_4x32")
     expect_ok("accum_128", 1, common + ["train.batch_size=128"])
     s = expect_ok("accum_4x32", 1, common + ["train.batch_size=32", "train.accumulate_steps=4"])
     check(s["global_batch"] == 128, f"global batch {s['global_batch']}, expected 128")
@@ -31,6 +33,7 @@ def case_accumulate_matches_large_batch():
 def case_global_batch_three_ranks():
     """train.batch_size_is global shares 128 samples over 3 ranks (43, 43, 42); a slowed
     rank only takes longer; impossible settings are exit 2 naming the key."""
+    fresh("global3")
     s = expect_ok("global3", 3, ["train.batch_size=128", "train.batch_size_is=global",
                                  "train.epochs=1", "optimizer.lr_scaling=linear",
                                  "debug.slow_rank.rank=2", "debug.slow_rank.factor=2"])
@@ -51,6 +54,7 @@ def case_balance_auto_uneven_ranks():
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2",
             "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=3",
             "checkpoint.at_epoch_end=true"]
+    fresh("balance_auto")
     s = expect_ok("balance_auto", 2, sets)
     b = s["rank_batches"]
     check(len(b) == 2 and sum(b) == 128 and b[0] > b[1] >= 16,
