@@ -400,10 +400,15 @@ TEST(ConfigEnums, ToStringNamesMatchTheYamlValues) {
 
 // distributed.strategy takes the registered exchange strategies (train/exchange.cpp).
 TEST(ConfigCatalog, StrategiesAreTheRegisteredOnes) {
-  EXPECT_EQ(catalog().strategy_names(), (std::vector<std::string_view>{"allreduce", "average"}));
-  EXPECT_TRUE(catalog().strategy("allreduce")->identical_replicas);
-  EXPECT_FALSE(catalog().strategy("average")->identical_replicas);
-  EXPECT_EQ(catalog().strategy("async"), nullptr);
+  EXPECT_EQ(catalog().strategy_names(),
+            (std::vector<std::string_view>{"allreduce", "average", "async"}));
+  const StrategyDecl& allreduce = *catalog().strategy("allreduce");
+  const StrategyDecl& average = *catalog().strategy("average");
+  const StrategyDecl& async = *catalog().strategy("async");
+  EXPECT_TRUE(allreduce.identical_replicas && allreduce.one_stored_state && allreduce.lockstep);
+  EXPECT_TRUE(!average.identical_replicas && !average.one_stored_state && average.lockstep);
+  EXPECT_TRUE(!async.identical_replicas && async.one_stored_state && !async.lockstep);
+  EXPECT_EQ(catalog().strategy("downpour"), nullptr);
 }
 
 TEST(ConfigSchema, EditDistance) {

@@ -115,10 +115,30 @@ TEST(ConfigErrors, ListElementsReportTheirOwnLine) {
                "FILE:4: model.hidden[1]: expected an integer, got '2.5'");
 }
 
+// Strategy async hands workers whole batches as they go: the keys of lockstep batches are
+// refused, each naming its line; its own keys only go with it.
+TEST(ConfigErrors, AsyncRefusesLockstepBatchKeys) {
+  const std::string head = "data:\n  train: t.h5\ndistributed:\n  strategy: async\n";
+  const std::string why = "distributed.strategy async hands each worker whole batches as it go";
+  expect_error(head + "train:\n  accumulate_steps: 2\n",
+               "FILE:6: train.accumulate_steps: must be 1: " + why +
+                   "es (distributed.push_every sums them)");
+  expect_error(head + "train:\n  batch_size_is: global\n",
+               "FILE:6: train.batch_size_is: must be per_rank: " + why + "es of train.batch_size");
+  expect_error(head + "  balance: auto\n", "FILE:5: distributed.balance: must be equal: " + why +
+                                               "es, so a slower one takes fewer");
+  expect_error(head + "  max_staleness: -1\n",
+               "FILE:5: distributed.max_staleness: expected an integer >= 0, got -1");
+  expect_error("data:\n  train: t.h5\ndistributed:\n  pull_every: 2\n",
+               "FILE:4: distributed.pull_every: only used with distributed.strategy 'async' "
+               "(strategy is 'allreduce')");
+}
+
 TEST(ConfigErrors, BadEnumValues) {
   const std::string head = "data:\n  train: t.h5\n";
-  expect_error(head + "distributed:\n  strategy: foo\n",
-               "FILE:4: distributed.strategy: expected one of allreduce, average, got 'foo'");
+  expect_error(
+      head + "distributed:\n  strategy: foo\n",
+      "FILE:4: distributed.strategy: expected one of allreduce, average, async, got 'foo'");
   expect_error(head + "distributed:\n  algorithm: gloo\n",
                "FILE:4: distributed.algorithm: expected one of auto, ring, mpi, nccl, got 'gloo'");
   expect_error(head + "device: gpu\n",
@@ -127,7 +147,7 @@ TEST(ConfigErrors, BadEnumValues) {
                "FILE:3: precision: expected one of fp32, tf32, bf16, fp16, got 'fp8'");
   expect_error(head + "precision: fp16\ndistributed:\n  strategy: average\n",
                "FILE:3: precision: fp16 needs distributed.strategy allreduce (its ranks must agree "
-               "on the loss scale); bf16 needs no loss scale and works with average");
+               "on the loss scale); bf16 needs no loss scale and works with average, async");
   expect_error(head + "layout: nhwc\n",
                "FILE:3: layout: nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
   expect_error(head + "precision: bf16\nlayout: nhwc\ndevice: cpu\n",
@@ -271,7 +291,7 @@ TEST(ConfigOverrideErrors, BadValuesAreReportedAtSet) {
   expect_error(kMinimal, "--set model.hidden[1]: expected an integer >= 1, got 0",
                {"model.hidden=[64,0]"});
   expect_error(kMinimal,
-               "--set distributed.strategy: expected one of allreduce, average, got 'foo'",
+               "--set distributed.strategy: expected one of allreduce, average, async, got 'foo'",
                {"distributed.strategy=foo"});
   expect_error(kMinimal, "--set optimizer.schedule.gama: unknown key (did you mean 'gamma'?)",
                {"optimizer.schedule={type: step, gama: 0.5}"});
