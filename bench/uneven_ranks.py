@@ -11,7 +11,8 @@ state); its wall time is the sum of its epochs' training time. Accuracy is measu
 DATA/val.h5 (the training set is DATA/test.h5 unless --train says otherwise).
 
   bench/uneven_ranks.py --build build --data data/fashion-mnist [--model cnn|mlp]
-      [--factor 3] [--epochs 5] [--train FILE.h5] [--async-sets KEY=VALUE ...]
+      [--factor 3] [--epochs 5] [--train FILE.h5] [--sets KEY=VALUE ...]
+      [--async-sets KEY=VALUE ...]
       [--out bench/results/X.json]
 """
 import argparse
@@ -36,7 +37,7 @@ def run(args, ranks, sets, work, name):
            "--set", f"data.test={args.data}/val.h5", "--set", f"train.epochs={args.epochs}",
            "--set", "run.threads=1", "--set", "optimizer.schedule.type=constant",
            "--set", "train.progress_seconds=0", "--set", f"run.dir={run_dir}"]
-    for s in sets:
+    for s in args.sets + sets:
         cmd += ["--set", s]
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -51,7 +52,7 @@ def run(args, ranks, sets, work, name):
             "rank_batches": summary["rank_batches"], "balance_log": balance,
             "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"],
             "time_train_s": summary["time_train_s"], "test_accuracy": summary["test_accuracy"],
-            "async": summary.get("async"), "sets": sets}
+            "async": summary.get("async"), "sets": args.sets + sets}
 
 
 def main():
@@ -62,6 +63,7 @@ def main():
     ap.add_argument("--model", choices=sorted(CONFIGS), default="cnn")
     ap.add_argument("--factor", type=float, default=3.0)
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--sets", nargs="*", default=[], help="--set values of every run")
     ap.add_argument("--async-sets", nargs="*",
                     default=["distributed.push_every=1", "distributed.pull_every=2",
                              "distributed.max_staleness=8"],

@@ -151,7 +151,15 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
       int w = MPI_UNDEFINED, arrived = 0;
       HT_CHECK_MPI(MPI_Testany(workers, receives_.data(), &w, &arrived, MPI_STATUS_IGNORE));
       if (!arrived || w == MPI_UNDEFINED) {
-        poll.idle();
+        // A reply still on its way needs this rank's progress (MPICH moves large
+        // messages between processes in chunks): poll on without sleeping until it is out.
+        int sent = 0;
+        HT_CHECK_MPI(MPI_Testall(workers, sends_.data(), &sent, MPI_STATUSES_IGNORE));
+        if (sent) {
+          poll.idle();
+        } else {
+          poll.reset();
+        }
         continue;
       }
       poll.reset();

@@ -3,12 +3,15 @@
 // side is in async_worker.cpp, the server's in async_server.cpp.
 #include "train/async_sgd.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "comm/mpi_check.hpp"
 #include "core/error.hpp"
+#include "core/timer.hpp"
 #include "data/sampler.hpp"
 #include "train/async_parts.hpp"
 
@@ -17,9 +20,17 @@ namespace hpctrain {
 namespace async_wire {
 
 void IdlePoll::idle() {
-  // About 50 us of busy polls answer a peer that is about to send; after that a server
-  // or a waiting worker sleeps between polls.
-  if (++polls_ < 64) return;
+  // Busy polls for 100 us answer a peer that is about to send and keep a large message
+  // moving (MPI needs both sides' progress); then polls that yield the core to any other
+  // runnable process for 2 ms (a step's worth); then sleeps of 50 us between polls.
+  const double now = now_seconds();
+  if (polls_++ == 0) since_ = now;
+  const double idle = now - since_;
+  if (idle < 100e-6) return;
+  if (idle < 2e-3) {
+    sched_yield();
+    return;
+  }
   std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 

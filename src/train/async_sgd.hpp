@@ -26,9 +26,10 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "backend/backend.hpp"

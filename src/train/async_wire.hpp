@@ -1,7 +1,7 @@
 // The messages between asynchronous workers and parameter servers (train/async_sgd.hpp):
 // a fixed header and a payload of one server's slice of floats, sent with non-blocking
-// point-to-point calls, tagged by the server's index. Waiting polls with short sleeps, so
-// an idle rank leaves its core to the others.
+// point-to-point calls, tagged by the server's index. Waiting polls, yielding and then
+// sleeping when it lasts, so an idle rank leaves its core to the others.
 #pragma once
 
 #include <mpi.h>
@@ -59,14 +59,18 @@ class Message {
   size_t floats_;
 };
 
-// Polls for a peer: a few busy polls, then sleeps of 50 us between polls.
+// Polls for a peer: busy polls, then polls that yield the core, then sleeps of 50 us
+// between polls (async_sgd.cpp).
 class IdlePoll {
  public:
+  // Called after each empty poll.
   void idle();
+  // Called when something arrived.
   void reset() { polls_ = 0; }
 
  private:
-  int polls_ = 0;
+  int64_t polls_ = 0;
+  double since_ = 0;  // the first empty poll's time
 };
 
 // Waits for `request` polling (IdlePoll).

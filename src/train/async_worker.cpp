@@ -49,6 +49,7 @@ void AsyncSgd::Worker::begin(int64_t begin, int64_t end, Loader& loader) {
 
 void AsyncSgd::Worker::take_ticket() {
   if (!open_) return;
+  WatchdogScope w(ctx.watchdog, "asynchronous training: taking a batch", begin_);
   int64_t batch = -1;
   if (deterministic_) {
     batch = begin_ + ctx.comm.rank() + dealt_ * ctx.layout.workers;
@@ -146,6 +147,7 @@ void AsyncSgd::Worker::send(Kind kind, int64_t flags, bool push, bool with_curre
 }
 
 void AsyncSgd::Worker::batch_done() {
+  WatchdogScope w(ctx.watchdog, "asynchronous training: waiting for a server", current_);
   const int servers = ctx.layout.servers;
   const DistributedConfig& d = ctx.config.distributed;
   const bool push = pending_ + 1 >= d.push_every;
@@ -208,6 +210,7 @@ void AsyncSgd::Worker::give_up_tickets() {
 }
 
 void AsyncSgd::Worker::end() {
+  WatchdogScope w(ctx.watchdog, "asynchronous training: ending a segment", begin_);
   give_up_tickets();
   if (!deterministic_) HT_CHECK_MPI(MPI_Win_unlock_all(counter_win));
   send(Kind::kFlush, flags_, /*push=*/pending_ > 0, /*with_current=*/false);
