@@ -84,19 +84,23 @@ def case_async_signal_stop_resume():
 
 
 def case_async_two_servers():
-    """Non-deterministic async on 2 workers and 2 servers learns; each server applies
-    pushes and reports its load; the summary compares bytes moved with all-reduce."""
+    """A checkpoint of 2 workers and 1 server resumes on 2 workers and 2 servers (the servers'
+    slices and optimizer state come from the one stored copy); each server applies pushes
+    and reports its load; the summary compares bytes moved with all-reduce; it learns."""
+    sets = small() + ASYNC + ["distributed.pull_every=2", "optimizer.name=adamw",
+                              "optimizer.lr=0.002", "checkpoint.at_epoch_end=true",
+                              f"data.test={ARGS.data}/val.h5"]
     fresh("async_2s")
-    s = expect_ok("async_2s", 4, ASYNC + ["distributed.parameter_servers=2",
-                                          "distributed.pull_every=2", "train.epochs=2",
-                                          "optimizer.momentum=0.8", "optimizer.lr=0.03"])
+    expect_ok("async_2s", 3, sets + ["train.epochs=1"])
+    s = expect_ok("async_2s", 4, sets + ["distributed.parameter_servers=2"])
+    check(s["resumed_from"] == 156, f"resumed from {s['resumed_from']}, not epoch 1's end")
     a = s["async"]
     check(a["workers"] == 2 and a["servers"] == 2, f"layout {a['workers']}+{a['servers']}")
     check([r["rank"] for r in a["server_reports"]] == [2, 3], "server ranks are not 2, 3")
     check(all(r["pushes_per_second"] > 0 and r["pulls_per_second"] > 0
               for r in a["server_reports"]), f"a server did no work: {a['server_reports']}")
     check(a["bytes_per_sample"] > 0 and a["allreduce_bytes_per_sample"] > 0, "no byte counts")
-    check(s["test_accuracy"] >= 0.80, f"test accuracy {s['test_accuracy']:.4f} < 0.80")
+    check(s["test_accuracy"] >= 0.75, f"test accuracy {s['test_accuracy']:.4f} < 0.75")
 
 
 def case_async_bad_settings():
