@@ -140,7 +140,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
                           ? config.run.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::unique_ptr<Backend> backend =
-      time ? make_backend(config, threads, 0) : std::make_unique<CpuBackend>(1);
+      time ? make_backend(config, threads, 0, 0) : std::make_unique<CpuBackend>(1);
   Model model(*backend, build_layers(config.model, num_classes, dims), dims, time ? batch : 1);
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
             << " classes (shapes from " << source << ")\n";

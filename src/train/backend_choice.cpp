@@ -1,7 +1,9 @@
 #include "train/backend_choice.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
@@ -11,14 +13,18 @@ namespace hpctrain {
 
 // device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
 // (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
-// each sees device 0 under Slurm's --gpus-per-task=1). Else the CPU backend;
+// each sees device 0 under Slurm's --gpus-per-task=1). Else, or for a rank cpu_ranks lists,
+// the CPU backend;
 // HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
-std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank) {
-  const int devices = cuda_device_count();
+std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank) {
+  const IntList& cpu = config.cpu_ranks;
+  const bool on_cpu = std::find(cpu.begin(), cpu.end(), rank) != cpu.end();
+  const int devices = on_cpu ? 0 : cuda_device_count();
   const DType act = config.precision == Precision::kBf16   ? DType::kBF16
                     : config.precision == Precision::kFp16 ? DType::kF16
                                                            : DType::kF32;
-  if (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0)) {
+  if (!on_cpu &&
+      (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0))) {
     CudaBackendOptions options;
     options.device = devices > 0 ? local_rank % devices : 0;
     options.deterministic = config.run.deterministic;

@@ -1,5 +1,5 @@
-// Which backend a rank computes on, and in which precision (config keys device and
-// precision).
+// Which backend a rank computes on, and in which precision (config keys device, cpu_ranks
+// and precision).
 #pragma once
 
 #include <memory>
@@ -9,9 +9,9 @@
 
 namespace hpctrain {
 
-// The backend a rank of `config` computes on: CUDA (device cuda, or auto with a GPU
-// visible) on GPU local_rank modulo the visible GPUs, else the CPU with `threads`; with
-// the activation type of config.precision.
-std::unique_ptr<Backend> make_backend(const Config& config, int threads, int local_rank);
+// The backend rank `rank` of `config` computes on: the CPU with `threads` when cpu_ranks
+// lists it; else CUDA (device cuda, or auto with a GPU visible) on GPU local_rank modulo
+// the visible GPUs; else the CPU. With the activation type of config.precision.
+std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank);
 
 }  // namespace hpctrain

@@ -78,7 +78,13 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   val_file_ = open_split(config_.data.val, "val", &shape);
   test_file_ = open_split(config_.data.test, "test", &shape);
   num_classes_ = shape.num_classes;
-  backend_ = make_backend(config_, threads_, env.local_rank());
+  for (int r : config_.cpu_ranks) {
+    if (r >= world_size_) {
+      throw UsageError(config_.source_file + ": cpu_ranks: " + std::to_string(r) +
+                       " is not a rank of the " + std::to_string(world_size_) + " of this job");
+    }
+  }
+  backend_ = make_backend(config_, threads_, rank_, env.local_rank());
   if (config_.distributed.algorithm == AllreduceAlgorithm::kNccl &&
       !backend_->has_device_collectives()) {
     throw UsageError(config_.source_file + ": distributed.algorithm: nccl needs the CUDA backend " +

@@ -50,7 +50,7 @@ def case_global_batch_three_ranks():
 def case_balance_auto_uneven_ranks():
     """distributed.balance auto with rank 1 slowed 3x: the fast rank takes the larger batch
     after the first epoch, the plan is kept in checkpoints and a resumed run starts from it;
-    a weight for a device no rank has is exit 2."""
+    a weight for a device no rank has, and cpu_ranks naming no rank, are exit 2."""
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2",
             "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=3",
             "checkpoint.at_epoch_end=true"]
@@ -71,3 +71,6 @@ def case_balance_auto_uneven_ranks():
                                           "distributed.cuda_weight=12", "device=cpu"])
     check(rc == 2, f"a GPU weight on CPU ranks: exit {rc}")
     one_error_line(err, "distributed.cuda_weight: 12 is given, but no rank computes on cuda")
+    rc, _, err = train("cpu_ranks_bad", 2, ["cpu_ranks=[0, 2]"])
+    check(rc == 2, f"cpu_ranks naming rank 2 of 2: exit {rc}")
+    one_error_line(err, "cpu_ranks: 2 is not a rank of the 2 of this job")
