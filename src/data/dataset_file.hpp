@@ -2,8 +2,8 @@
 //   /images  [N, C, H, W]  uint8 | float16 | float32
 //   /labels  [N]           integer class ids in [0, num_classes)
 //   root attributes (optional): num_classes, class_names, source, normalisation
-// A rank reads only its rows through HDF5 hyperslabs. Not thread-safe (the
-// serial HDF5 library is not): use one DatasetFile from one thread.
+// A rank reads only its rows through HDF5 hyperslabs. Use one DatasetFile from one thread,
+// except read_row_set with a thread-safe HDF5 library.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +42,10 @@ class DatasetFile {
   void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const;
   // Reads only the labels of rows [start, start + count), checked the same way.
   void read_labels(int64_t start, int64_t count, int32_t* labels) const;
+  // Reads the `count` rows listed in `rows` (strictly increasing), in that order: one read
+  // per run of consecutive rows. Safe from several threads at once when the HDF5 library
+  // is thread-safe (h5_threadsafe()).
+  void read_row_set(const int64_t* rows, int64_t count, void* images, int32_t* labels) const;
 
  private:
   std::string path_;

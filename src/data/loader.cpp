@@ -1,23 +1,37 @@
 // Loader: shard cache plus gather-and-convert on the reader threads.
 #include "data/loader.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/error.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 
 Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options)
-    : shape_(file.shape()),
+    : file_(file),
+      shape_(file.shape()),
       raw_(options.raw),
+      streaming_(static_cast<int64_t>(shard.count * shape_.sample_bytes()) > options.cache_bytes),
       shard_(shard),
       sampler_(shard.count, options.batch,
                options.batches_per_epoch > 0 ? options.batches_per_epoch
                                              : (shard.count + options.batch - 1) / options.batch,
                options.shuffle, options.seed, options.rank) {
-  images_.resize(static_cast<size_t>(shard_.count) * shape_.sample_bytes());
-  labels_.resize(static_cast<size_t>(shard_.count));
-  if (shard_.count > 0) file.read_rows(shard_.begin, shard_.count, images_.data(), labels_.data());
+  if (streaming_ && !h5_threadsafe()) {
+    throw UsageError(file.path() + ": its " + std::to_string(shard.count) +
+                     " rows exceed data.cache_mb, and this HDF5 library cannot read them per "
+                     "batch on the reader threads (it is not thread-safe): raise data.cache_mb");
+  }
+  if (!streaming_) {
+    images_.resize(static_cast<size_t>(shard_.count) * shape_.sample_bytes());
+    labels_.resize(static_cast<size_t>(shard_.count));
+    if (shard_.count > 0) {
+      file.read_rows(shard_.begin, shard_.count, images_.data(), labels_.data());
+    }
+  }
   const int64_t end_seq = sampler_.batches_per_epoch() * options.epochs;
   PrefetchQueue::FillFn fill_fn = [this](int64_t seq, BatchBuffer& b) { fill(seq, b); };
   if (options.on_request) {
@@ -69,27 +83,59 @@ std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {
   return order;
 }
 
+void Loader::place(const uint8_t* src, int64_t i, BatchBuffer& buffer) const {
+  const size_t elems = static_cast<size_t>(shape_.sample_elems());
+  if (raw_) {
+    auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
+                static_cast<size_t>(i) * shape_.sample_bytes();
+    std::memcpy(dst, src, shape_.sample_bytes());
+  } else {
+    decode_samples(src, shape_.type, elems, buffer.images.data() + static_cast<size_t>(i) * elems);
+  }
+}
+
+void Loader::read_batch(const std::vector<int64_t>& order, int64_t first, int64_t rows,
+                        BatchBuffer& buffer) {
+  // Sorted file rows with their places in the batch, read run by run. The vectors only
+  // grow, once per reader thread.
+  thread_local std::vector<std::pair<int64_t, int64_t>> wanted;
+  thread_local std::vector<int64_t> file_rows;
+  thread_local std::vector<uint8_t> bytes;
+  thread_local std::vector<int32_t> labels;
+  wanted.resize(static_cast<size_t>(rows));
+  file_rows.resize(static_cast<size_t>(rows));
+  bytes.resize(static_cast<size_t>(rows) * shape_.sample_bytes());
+  labels.resize(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    wanted[static_cast<size_t>(i)] = {shard_.begin + order[static_cast<size_t>(first + i)], i};
+  }
+  std::sort(wanted.begin(), wanted.end());
+  for (int64_t k = 0; k < rows; ++k)
+    file_rows[static_cast<size_t>(k)] = wanted[static_cast<size_t>(k)].first;
+  file_.read_row_set(file_rows.data(), rows, bytes.data(), labels.data());
+  for (int64_t k = 0; k < rows; ++k) {
+    const int64_t i = wanted[static_cast<size_t>(k)].second;
+    place(bytes.data() + static_cast<size_t>(k) * shape_.sample_bytes(), i, buffer);
+    buffer.labels[static_cast<size_t>(i)] = labels[static_cast<size_t>(k)];
+  }
+}
+
 void Loader::fill(int64_t seq, BatchBuffer& buffer) {
   const int64_t per_epoch = sampler_.batches_per_epoch();
   const int64_t epoch = seq / per_epoch, step = seq % per_epoch;
   const std::shared_ptr<const std::vector<int64_t>> order_ptr = order_for(epoch);
   const std::vector<int64_t>& order = *order_ptr;
   const int64_t rows = sampler_.batch_size(step);
-  const size_t elems = static_cast<size_t>(shape_.sample_elems());
+  buffer.size = rows;
+  if (streaming_) {
+    read_batch(order, step * sampler_.batch(), rows, buffer);
+    return;
+  }
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = order[static_cast<size_t>(step * sampler_.batch() + i)];
-    const uint8_t* src = images_.data() + static_cast<size_t>(row) * shape_.sample_bytes();
-    if (raw_) {
-      auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
-                  static_cast<size_t>(i) * shape_.sample_bytes();
-      std::memcpy(dst, src, shape_.sample_bytes());
-    } else {
-      decode_samples(src, shape_.type, elems,
-                     buffer.images.data() + static_cast<size_t>(i) * elems);
-    }
+    place(images_.data() + static_cast<size_t>(row) * shape_.sample_bytes(), i, buffer);
     buffer.labels[static_cast<size_t>(i)] = labels_[static_cast<size_t>(row)];
   }
-  buffer.size = rows;
 }
 
 }  // namespace hpctrain

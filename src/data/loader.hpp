@@ -36,11 +36,17 @@ struct LoaderOptions {
   // epoch's batches as they go); epochs and batches_per_epoch number them, first_seq is
   // unused.
   bool on_request = false;
+  // The shard is read into memory once when it takes at most this many bytes; else each
+  // batch's rows are read from the file as the batch is prefetched.
+  int64_t cache_bytes = int64_t{1} << 62;
 };
 
 class Loader {
  public:
-  // Reads rows `shard` of `file` into memory in the calling thread.
+  // Reads rows `shard` of `file` into memory in the calling thread, or (a shard larger
+  // than options.cache_bytes) reads each batch's rows on the reader threads; `file` then
+  // outlives the loader. Throws UsageError when that needs a thread-safe HDF5 library
+  // and this one is not.
   Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options);
 
   ~Loader();
@@ -59,14 +65,22 @@ class Loader {
 
  private:
   void fill(int64_t seq, BatchBuffer& buffer);
+  // Streaming: reads the batch's `rows` shard rows order[first...] from the file into
+  // `buffer`, in that order.
+  void read_batch(const std::vector<int64_t>& order, int64_t first, int64_t rows,
+                  BatchBuffer& buffer);
+  // One sample's stored bytes into slot i of `buffer` (decoded unless raw).
+  void place(const uint8_t* src, int64_t i, BatchBuffer& buffer) const;
   // The sample order of `epoch`. Shared so that a reader keeps its order alive
   // while the cache moves on to later epochs.
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);
   // on_request: the batch of the queue's k-th slot, once requested; -1 once closing.
   int64_t requested(int64_t k);
 
+  const DatasetFile& file_;
   DatasetShape shape_;
   bool raw_;
+  bool streaming_;  // rows read per batch, not cached
   Shard shard_;
   Sampler sampler_;
   std::vector<uint8_t> images_;  // the shard, stored element type

@@ -125,4 +125,9 @@ std::vector<std::string> h5_read_strings(hid_t attribute, const std::string& wha
   return read_fixed_strings(attribute, file_type.get(), n);
 }
 
+bool h5_threadsafe() {
+  hbool_t safe = 0;
+  return H5is_library_threadsafe(&safe) >= 0 && safe != 0;
+}
+
 }  // namespace hpctrain

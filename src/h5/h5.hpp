@@ -66,6 +66,9 @@ H5Handle h5_float16_type();
 // (Lustre mounted without flock) make a locking open fail.
 H5Handle h5_open_read_only(const std::string& path);
 
+// Whether the HDF5 library serialises calls from several threads itself.
+bool h5_threadsafe();
+
 // Writes attribute `name` on `loc` as variable-length UTF-8 strings (as h5py writes
 // Python str): a scalar when `scalar` (values must hold one string), else 1-D.
 void h5_write_strings(hid_t loc, const char* name, const std::vector<std::string>& values,

@@ -184,6 +184,7 @@ LoaderOptions Trainer::loader_options() const {
   o.rank = rank_;
   o.threads = config_.data.prefetch_threads;
   o.depth = config_.data.prefetch_depth;
+  o.cache_bytes = config_.data.cache_mb << 20;
   o.hooks = stager_->hooks();
   o.raw = stager_->wants_raw();
   return o;

@@ -22,6 +22,7 @@
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data/dataset_file.hpp"
+#include "data/loader.hpp"
 #include "h5/h5.hpp"
 
 namespace hpctrain {
@@ -259,6 +260,84 @@ TEST_P(DataRoundTrip, WriteThenReadRowsAtOffsets) {
   EXPECT_THROW(file.read_rows(36, 2, buf.data(), lab.data()), Error);
   EXPECT_THROW(file.read_rows(-1, 1, buf.data(), lab.data()), Error);
   EXPECT_THROW(file.read_rows(0, -1, buf.data(), lab.data()), Error);
+}
+
+// A loader whose shard exceeds its cache reads each batch's rows from the file: the same
+// batches, in the same order, as the loader holding the shard in memory, stored bytes or
+// decoded, in sequence or in the order batches are requested.
+TEST_P(DataRoundTrip, StreamingLoaderMatchesCachedLoader) {
+  const RoundTripCase tc = GetParam();
+  const std::string path = temp_path(std::string("stream_") + to_string(tc.type) + "_" +
+                                     std::to_string(tc.deflate) + ".h5");
+  const int64_t n = 45, c = 2, h = 3, w = 5;
+  const std::vector<uint8_t> images = random_samples(tc.type, n * c * h * w, 5);
+  std::vector<int32_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = static_cast<int32_t>((i * 3) % 4);
+  DatasetWriterOptions o;
+  o.type = tc.type;
+  o.c = c;
+  o.h = h;
+  o.w = w;
+  o.num_classes = 4;
+  o.chunk_samples = 4;
+  o.deflate_level = tc.deflate;
+  {
+    DatasetWriter writer(path, o);
+    writer.append(n, images.data(), labels.data());
+    writer.close();
+  }
+  const DatasetFile file(path);
+  const Shard shard{7, 31};  // not the whole file: rows are the shard's
+  for (const bool raw : {false, true}) {
+    LoaderOptions lo;
+    lo.batch = 6;
+    lo.epochs = 2;
+    lo.shuffle = true;
+    lo.seed = 3;
+    lo.raw = raw;
+    lo.threads = 3;
+    LoaderOptions streaming = lo;
+    streaming.cache_bytes = 0;
+    Loader cached(file, shard, lo), streamed(file, shard, streaming);
+    const size_t bytes =
+        static_cast<size_t>(c * h * w) * (raw ? sample_type_size(tc.type) : sizeof(float));
+    for (int64_t b = 0; b < 2 * cached.batches_per_epoch(); ++b) {
+      const BatchBuffer& x = cached.next();
+      const BatchBuffer& y = streamed.next();
+      ASSERT_EQ(x.size, y.size) << "batch " << b;
+      EXPECT_EQ(std::memcmp(x.images.data(), y.images.data(), x.size * bytes), 0)
+          << "batch " << b << (raw ? " raw" : " decoded");
+      EXPECT_TRUE(std::equal(x.labels.begin(), x.labels.begin() + x.size, y.labels.begin()));
+    }
+  }
+  // On request: batches 5, 0, 3 of the same order, from a cached and a streaming loader,
+  // equal the sequential loader's batches 5, 0, 3.
+  LoaderOptions lo;
+  lo.batch = 6;
+  lo.shuffle = true;
+  lo.seed = 3;
+  LoaderOptions asked = lo;
+  asked.on_request = true;
+  LoaderOptions asked_streaming = asked;
+  asked_streaming.cache_bytes = 0;
+  Loader seq(file, shard, lo), a(file, shard, asked), s(file, shard, asked_streaming);
+  std::vector<std::vector<float>> want;
+  for (int64_t b = 0; b < seq.batches_per_epoch(); ++b) {
+    const BatchBuffer& x = seq.next();
+    want.emplace_back(x.images.begin(), x.images.begin() + x.size * c * h * w);
+  }
+  for (int64_t b : {5, 0, 3}) {
+    a.request(b);
+    s.request(b);
+  }
+  for (int64_t b : {5, 0, 3}) {
+    for (Loader* l : {&a, &s}) {
+      const BatchBuffer& x = l->next();
+      EXPECT_EQ(std::vector<float>(x.images.begin(), x.images.begin() + x.size * c * h * w),
+                want[static_cast<size_t>(b)])
+          << "requested batch " << b;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
