@@ -12,8 +12,7 @@ DATA/val.h5 (the training set is DATA/test.h5 unless --train says otherwise).
 
   bench/uneven_ranks.py --build build --data data/fashion-mnist [--model cnn|mlp]
       [--factor 3] [--epochs 5] [--train FILE.h5] [--sets KEY=VALUE ...]
-      [--async-sets KEY=VALUE ...]
-      [--out bench/results/X.json]
+      [--async-sets KEY=VALUE ...] [--reps N] [--out bench/results/X.json]
 """
 import argparse
 import csv
@@ -68,6 +67,7 @@ def main():
                     default=["distributed.push_every=1", "distributed.pull_every=2",
                              "distributed.max_staleness=8"],
                     help="--set values of the async run")
+    ap.add_argument("--reps", type=int, default=1, help="runs of each kind; medians count")
     ap.add_argument("--out")
     args = ap.parse_args()
     args.data = os.path.abspath(args.data)
@@ -76,12 +76,25 @@ def main():
     if args.epochs < 3:
         sys.exit("--epochs must be at least 3 (the first two are not counted)")
     slow = ["debug.slow_rank.rank=1", f"debug.slow_rank.factor={args.factor}"]
+    kinds = {"alone": (1, []), "allreduce_equal": (2, slow),
+             "allreduce_auto": (2, slow + ["distributed.balance=auto"]),
+             "async": (3, slow + ["distributed.strategy=async"] + args.async_sets)}
+    runs = {k: [] for k in kinds}
     with tempfile.TemporaryDirectory() as work:
-        alone = run(args, 1, [], work, "alone")
-        equal = run(args, 2, slow, work, "allreduce_equal")
-        auto = run(args, 2, slow + ["distributed.balance=auto"], work, "allreduce_auto")
-        asgd = run(args, 3, slow + ["distributed.strategy=async"] + args.async_sets, work,
-                   "async")
+        for rep in range(args.reps):  # interleaved, so drifts of the machine hit all alike
+            for k, (ranks, sets) in kinds.items():
+                runs[k].append(run(args, ranks, sets, work, f"{k}_{rep}"))
+
+    def median_of(k):
+        rs = runs[k]
+        out = {f: statistics.median(r[f] for r in rs)
+               for f in ("steady", "time_train_s", "test_accuracy")}
+        out["rank_batches"] = rs[-1]["rank_batches"]
+        out["runs"] = rs
+        return out
+
+    alone, equal = median_of("alone"), median_of("allreduce_equal")
+    auto, asgd = median_of("allreduce_auto"), median_of("async")
     ideal = alone["steady"] * (1 + 1 / args.factor)
     result = {
         "command": " ".join(sys.argv),
@@ -90,7 +103,8 @@ def main():
                                  capture_output=True, text=True).stdout.strip(),
         "cpus": os.cpu_count(),
         "what": f"2 CPU ranks x 1 thread, rank 1 slowed {args.factor}x; samples/s (median of "
-                "epochs 3 on) against the ideal = one rank alone x (1 + 1 / factor)",
+                "epochs 3 on; with --reps, the median over runs of that) against the ideal = "
+                "one rank alone x (1 + 1 / factor)",
         "model": args.model, "train": args.train, "epochs": args.epochs,
         "one_rank_alone": alone, "ideal_samples_per_second": ideal,
         "allreduce_equal": equal, "allreduce_auto": auto,
