@@ -144,6 +144,29 @@ std::string summary_to_json(const RunSummary& s) {
   } else {
     o << "null,\n";
   }
+  o << "  \"energy\": ";
+  std::optional<double> total;
+  if (s.energy) {
+    const EnergySummary& e = *s.energy;
+    o << "{";
+    const char* names[3] = {"cpu", "dram", "gpu"};
+    const EnergySummary::Source* sources[3] = {&e.cpu, &e.dram, &e.gpu};
+    for (int i = 0; i < 3; ++i) {
+      const EnergySummary::Source& src = *sources[i];
+      o << (i > 0 ? ", " : "") << '"' << names[i] << "_j\": " << opt_num(src.joules, "null");
+      if (!src.joules) o << ", \"" << names[i] << "_reason\": " << json_string(src.reason);
+      if (src.joules) total = total.value_or(0.0) + *src.joules;
+    }
+    o << ", \"total_j\": " << opt_num(total, "null") << ", \"seconds\": " << num(e.seconds)
+      << ", \"average_power_w\": "
+      << (total && e.seconds > 0 ? num(*total / e.seconds) : std::string("null"))
+      << ", \"joules_per_sample\": "
+      << (total && e.samples > 0 ? num(*total / e.samples) : std::string("null")) << "},\n";
+  } else {
+    o << "null,\n";
+  }
+  o << "  \"edp\": " << (total && s.energy ? num(*total * s.energy->seconds) : std::string("null"))
+    << ",\n";
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
   o << "}\n";
   return o.str();

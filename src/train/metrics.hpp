@@ -54,6 +54,18 @@ struct AsyncReport {
   double allreduce_bytes_per_sample = 0;
 };
 
+// The energy of this run's epochs (summary.json "energy"): per source the joules summed
+// over the nodes, or null with the reason when a node could not read it.
+struct EnergySummary {
+  struct Source {
+    std::optional<double> joules;
+    std::string reason;
+  };
+  Source cpu, dram, gpu;
+  double seconds = 0;  // sampled, the longest node's
+  double samples = 0;  // trained while sampling
+};
+
 struct RunSummary {
   std::string run_name, backend, strategy, algorithm, precision;
   std::string layout;  // how the backend stored activations with channels: nchw or nhwc
@@ -76,7 +88,8 @@ struct RunSummary {
   // gradients overflowed (in this run, since its start or resume).
   std::optional<double> loss_scale;
   std::optional<int64_t> skipped_steps;
-  std::optional<AsyncReport> async;  // strategy async
+  std::optional<AsyncReport> async;     // strategy async
+  std::optional<EnergySummary> energy;  // energy.interval_ms > 0
 };
 
 std::string summary_to_json(const RunSummary& s);

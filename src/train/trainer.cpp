@@ -255,6 +255,7 @@ int Trainer::run() {
                           : "global batch " + std::to_string(update_batch())));
 
   // 2. Epochs.
+  start_energy();
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_samples = 0;
   const int first_epoch = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
   summary.epochs_completed = first_epoch - 1;
@@ -318,6 +319,7 @@ int Trainer::run() {
     summary.final_train_accuracy = m.train_accuracy;
     summary.epochs_completed = epoch;
   }
+  summary.energy = finish_energy(total_samples);
   // 4. The final state is checkpointed too when checkpoints are on (for eval
   //    and model.init_from); then the test phase.
   if (checkpoints_->enabled() && checkpoints_->last_saved_step() != global_step_) {

@@ -24,6 +24,7 @@
 #include "train/balance.hpp"
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
+#include "train/energy.hpp"
 #include "train/exchange.hpp"
 #include "train/loss_scaler.hpp"
 #include "train/metrics.hpp"
@@ -93,6 +94,10 @@ class Trainer {
   double work_async_segment(int64_t begin, int64_t end, int epoch, double t0, Progress& progress);
   // Collective, after the last epoch: summary.json's "async".
   AsyncReport async_report(double samples) const;
+  // Node-local rank 0 starts sampling energy (energy.interval_ms > 0).
+  void start_energy();
+  // Collective: stops the samplers and sums the nodes' energy; `samples` trained meanwhile.
+  std::optional<EnergySummary> finish_energy(double samples);
   // Samples of one optimizer update: the global batch, or under async one worker's batch.
   int64_t update_batch() const;
   // Collective: the communicator, the watchdog, the collectives over model memory and the
@@ -133,6 +138,8 @@ class Trainer {
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)
   std::unique_ptr<MetricsCsv> metrics_csv_;
+  std::unique_ptr<EnergySampler> energy_;  // node-local rank 0, energy.interval_ms > 0
+  int local_rank_ = 0;
   std::unique_ptr<AsyncLayout> async_layout_;  // strategy async
   std::unique_ptr<AsyncSgd> async_;
   std::vector<std::vector<int64_t>> staleness_;  // async: per epoch of this run

@@ -71,7 +71,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
       resume_(resume),
       rank_(env.rank()),
       world_size_(env.size()),
-      threads_(compute_threads(config, env)) {
+      threads_(compute_threads(config, env)),
+      local_rank_(env.local_rank()) {
   // Data files and their agreement with each other; the backend.
   train_file_ = open_split(config_.data.train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();

@@ -31,6 +31,15 @@ def case_mlp_allreduce_ring():
     check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
     check(all(r["val_accuracy"] for r in rows), "a validation accuracy is missing")
     check(os.path.exists(os.path.join(run_dir("mlp_ring"), "config.yaml")), "config.yaml missing")
+    # Energy: each source a number, or null with a reason (never a made-up zero); the
+    # samples file has its header.
+    e = s["energy"]
+    for src in ("cpu", "dram", "gpu"):
+        check(isinstance(e[f"{src}_j"], float) or e.get(f"{src}_reason"),
+              f"energy {src}: neither joules nor a reason: {e}")
+    check((e["total_j"] is None) == (s["edp"] is None), f"edp {s['edp']} with total {e}")
+    with open(os.path.join(run_dir("mlp_ring"), "power.csv")) as f:
+        check(f.readline().strip() == "time_s,device,power_w,energy_j", "power.csv header")
 
 
 def case_mlp_average():

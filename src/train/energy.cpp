@@ -1,0 +1,244 @@
+// RAPL through powercap files, NVML through dlopen, and the sampling thread.
+#include "train/energy.hpp"
+
+#include <dlfcn.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/timer.hpp"
+
+namespace hpctrain {
+namespace {
+
+bool read_u64(const std::string& path, uint64_t& value) {
+  std::ifstream in(path);
+  unsigned long long v = 0;
+  if (!(in >> v)) return false;
+  value = v;
+  return true;
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+}  // namespace
+
+uint64_t counter_delta(uint64_t previous, uint64_t current, uint64_t max_range) {
+  if (current >= previous) return current - previous;
+  return max_range - previous + current + 1;  // wrapped once past max_range to 0
+}
+
+RaplCounters::RaplCounters(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    reason_ = root + " does not exist (no powercap RAPL on this machine)";
+    return;
+  }
+  std::string unreadable;
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(
+           root, fs::directory_options::follow_directory_symlink, ec)) {
+    const std::string dir = e.path().string();
+    const std::string name = e.path().filename().string();
+    if (name.rfind("intel-rapl:", 0) != 0 || !fs::exists(dir + "/energy_uj", ec)) continue;
+    const std::string label = read_line(dir + "/name");
+    std::string kind;
+    if (label.rfind("package", 0) == 0) kind = "package";
+    if (label == "dram") kind = "dram";
+    if (kind.empty()) continue;
+    bool seen = false;  // a domain reached through two links
+    for (const Domain& d : domains_) seen = seen || fs::equivalent(d.path, dir, ec);
+    if (seen) continue;
+    Domain d;
+    d.kind = kind;
+    d.path = dir;
+    if (!read_u64(dir + "/max_energy_range_uj", d.max_range) ||
+        !read_u64(dir + "/energy_uj", d.last)) {
+      unreadable = dir + "/energy_uj";
+      continue;
+    }
+    domains_.push_back(d);
+  }
+  if (!unreadable.empty()) {
+    reason_ = unreadable + " is not readable (only root may read RAPL counters since Linux 5.10)";
+  } else if (domains_.empty()) {
+    reason_ = "no RAPL package or dram domain under " + root;
+  }
+}
+
+void RaplCounters::sample() {
+  for (Domain& d : domains_) {
+    uint64_t now = 0;
+    if (!read_u64(d.path + "/energy_uj", now)) continue;
+    d.joules += 1e-6 * static_cast<double>(counter_delta(d.last, now, d.max_range));
+    d.last = now;
+  }
+}
+
+EnergySource RaplCounters::total(const std::string& kind) const {
+  EnergySource s;
+  for (const Domain& d : domains_) {
+    if (d.kind == kind) s.joules = s.joules.value_or(0.0) + d.joules;
+  }
+  if (!s.joules) s.reason = reason_.empty() ? "no RAPL " + kind + " domain" : reason_;
+  return s;
+}
+
+// The NVML calls used, by their C signatures (nvml.h): 0 is NVML_SUCCESS.
+struct NvmlEnergy::Api {
+  void* lib = nullptr;
+  int (*shutdown)() = nullptr;
+  int (*energy)(void* device, unsigned long long* millijoules) = nullptr;
+};
+
+NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
+  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    reason_ = "libnvidia-ml.so.1 cannot be loaded (no NVIDIA driver on this machine)";
+    return;
+  }
+  api_->lib = lib;
+  auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
+  auto count = reinterpret_cast<int (*)(unsigned*)>(dlsym(lib, "nvmlDeviceGetCount_v2"));
+  auto handle =
+      reinterpret_cast<int (*)(unsigned, void**)>(dlsym(lib, "nvmlDeviceGetHandleByIndex_v2"));
+  api_->shutdown = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlShutdown"));
+  api_->energy = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+      dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  if (init == nullptr || count == nullptr || handle == nullptr || api_->energy == nullptr ||
+      api_->shutdown == nullptr) {
+    reason_ = "libnvidia-ml.so.1 lacks the energy calls (driver older than Volta's)";
+    return;
+  }
+  if (init() != 0) {
+    reason_ = "nvmlInit failed";
+    api_->shutdown = nullptr;
+    return;
+  }
+  unsigned n = 0;
+  if (count(&n) != 0 || n == 0) {
+    reason_ = "NVML sees no GPU";
+    return;
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    void* device = nullptr;
+    unsigned long long mj = 0;
+    if (handle(i, &device) != 0 || api_->energy(device, &mj) != 0) {
+      reason_ = "GPU " + std::to_string(i) + " does not report its energy through NVML";
+      devices_.clear();
+      return;
+    }
+    devices_.push_back(device);
+    last_mj_.push_back(mj);
+  }
+  joules_.assign(devices_.size(), 0.0);
+}
+
+NvmlEnergy::~NvmlEnergy() {
+  if (api_->shutdown != nullptr) api_->shutdown();
+  if (api_->lib != nullptr) dlclose(api_->lib);
+}
+
+void NvmlEnergy::sample() {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    unsigned long long mj = 0;
+    if (api_->energy(devices_[i], &mj) != 0) continue;
+    joules_[i] += 1e-3 * static_cast<double>(counter_delta(last_mj_[i], mj, UINT64_MAX));
+    last_mj_[i] = mj;
+  }
+}
+
+EnergySource NvmlEnergy::gpu() const {
+  EnergySource s;
+  if (devices_.empty()) {
+    s.reason = reason_;
+    return s;
+  }
+  double sum = 0;
+  for (double j : joules_) sum += j;
+  s.joules = sum;
+  return s;
+}
+
+EnergySampler::EnergySampler(double interval_s, const std::string& csv_path,
+                             const std::string& powercap_root)
+    : interval_s_(interval_s), csv_path_(csv_path), rapl_(powercap_root) {
+  start_ = last_ = now_seconds();
+  std::ofstream out(csv_path_, std::ios::trunc);
+  if (!out) throw Error(csv_path_ + ": cannot create the power samples file");
+  out << "time_s,device,power_w,energy_j\n";
+  thread_ = std::thread([this] { loop(); });
+}
+
+EnergySampler::~EnergySampler() {
+  if (thread_.joinable()) finish();
+}
+
+void EnergySampler::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!cv_.wait_for(lock, std::chrono::duration<double>(interval_s_),
+                       [this] { return stopping_; })) {
+    lock.unlock();
+    sample_and_write(now_seconds());
+    lock.lock();
+  }
+}
+
+void EnergySampler::sample_and_write(double now) {
+  rapl_.sample();
+  nvml_.sample();
+  // One row per device: RAPL domains as cpuN / dramN, GPUs as gpuN.
+  std::vector<std::pair<std::string, double>> rows;
+  int packages = 0, drams = 0;
+  for (const RaplCounters::Domain& d : rapl_.domains()) {
+    const bool package = d.kind == "package";
+    rows.emplace_back((package ? "cpu" : "dram") + std::to_string(package ? packages++ : drams++),
+                      d.joules);
+  }
+  for (size_t i = 0; i < nvml_.joules().size(); ++i) {
+    rows.emplace_back("gpu" + std::to_string(i), nvml_.joules()[i]);
+  }
+  if (last_joules_.size() != rows.size()) last_joules_.assign(rows.size(), 0.0);
+  const double dt = now - last_;
+  std::string text;
+  char line[160];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const double power = dt > 0 ? (rows[i].second - last_joules_[i]) / dt : 0.0;
+    std::snprintf(line, sizeof(line), "%.3f,%s,%.3f,%.3f\n", now - start_, rows[i].first.c_str(),
+                  power, rows[i].second);
+    text += line;
+    last_joules_[i] = rows[i].second;
+  }
+  last_ = now;
+  if (text.empty()) return;
+  std::ofstream out(csv_path_, std::ios::app);
+  out << text;
+}
+
+EnergyTotals EnergySampler::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  const double now = now_seconds();
+  sample_and_write(now);
+  EnergyTotals t;
+  t.cpu = rapl_.cpu();
+  t.dram = rapl_.dram();
+  t.gpu = nvml_.gpu();
+  t.seconds = now - start_;
+  return t;
+}
+
+}  // namespace hpctrain

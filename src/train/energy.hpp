@@ -1,0 +1,108 @@
+// The energy a node's devices use while a job trains: CPU package and DRAM counters of
+// Linux powercap (RAPL), and each GPU's through NVML (libnvidia-ml, loaded at run time with
+// dlopen, so builds and machines without it work). One sampler per node (node-local rank 0)
+// reads them every energy.interval_ms on a thread of its own and appends the samples to a
+// CSV file (docs/contracts.md, "power.csv"). A source that cannot be read has no total,
+// only the reason, never a zero.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hpctrain {
+
+// The increase of a counter that counts from 0 to max_range and then starts again at 0,
+// between two readings at most one wrap apart.
+uint64_t counter_delta(uint64_t previous, uint64_t current, uint64_t max_range);
+
+// A source's energy since sampling started, or why there is none.
+struct EnergySource {
+  std::optional<double> joules;
+  std::string reason;  // when joules is empty
+};
+
+// RAPL domains under a powercap root (/sys/class/powercap): packages (package-N) count as
+// cpu, dram sub-domains as dram; core, uncore and psys are parts or supersets and are not
+// added.
+class RaplCounters {
+ public:
+  explicit RaplCounters(const std::string& root);
+  // Reads every counter and adds what each counted since the last reading.
+  void sample();
+  EnergySource cpu() const { return total("package"); }
+  EnergySource dram() const { return total("dram"); }
+  // A domain: its kind (package or dram), directory, counter range and last reading, and
+  // the joules counted since construction.
+  struct Domain {
+    std::string kind, path;
+    uint64_t max_range = 0, last = 0;
+    double joules = 0;
+  };
+  const std::vector<Domain>& domains() const { return domains_; }
+
+ private:
+  EnergySource total(const std::string& kind) const;
+  std::vector<Domain> domains_;
+  std::string reason_;  // why a kind has no domain
+};
+
+// NVML's energy counters (millijoules since the driver loaded) per GPU.
+class NvmlEnergy {
+ public:
+  NvmlEnergy();  // never throws: unavailable with a reason
+  ~NvmlEnergy();
+  NvmlEnergy(const NvmlEnergy&) = delete;
+  NvmlEnergy& operator=(const NvmlEnergy&) = delete;
+
+  void sample();
+  EnergySource gpu() const;
+  const std::vector<double>& joules() const { return joules_; }  // per GPU, so far
+
+ private:
+  struct Api;
+  std::unique_ptr<Api> api_;
+  std::string reason_;
+  std::vector<void*> devices_;
+  std::vector<uint64_t> last_mj_;
+  std::vector<double> joules_;
+};
+
+// What a node used while training; the sum over the nodes is the job's.
+struct EnergyTotals {
+  EnergySource cpu, dram, gpu;
+  double seconds = 0;  // sampled
+};
+
+class EnergySampler {
+ public:
+  // Samples every `interval_s`, appending rows to `csv_path` (created with a header).
+  EnergySampler(double interval_s, const std::string& csv_path, const std::string& powercap_root);
+  ~EnergySampler();
+  EnergySampler(const EnergySampler&) = delete;
+  EnergySampler& operator=(const EnergySampler&) = delete;
+  // Stops sampling (one last sample first) and returns the totals.
+  EnergyTotals finish();
+
+ private:
+  void loop();
+  void sample_and_write(double now);
+
+  double interval_s_;
+  std::string csv_path_;
+  RaplCounters rapl_;
+  NvmlEnergy nvml_;
+  double start_ = 0, last_ = 0;      // the sampling thread's, then finish()'s
+  std::vector<double> last_joules_;  // per CSV device, for the power column
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // GUARDED_BY mutex_
+  std::thread thread_;
+};
+
+}  // namespace hpctrain

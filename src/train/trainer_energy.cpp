@@ -1,0 +1,67 @@
+// Energy sampling around the epochs: one sampler per node (node-local rank 0), summed over
+// the nodes at the end.
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "train/trainer.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kPowercapRoot = "/sys/class/powercap";
+
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+}  // namespace
+
+void Trainer::start_energy() {
+  if (config_.energy.interval_ms <= 0 || local_rank_ != 0) return;
+  // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.
+  const std::string csv =
+      config_.run.dir + (rank_ == 0 ? "/power.csv" : "/power-" + host_name() + ".csv");
+  energy_ =
+      std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, kPowercapRoot);
+}
+
+std::optional<EnergySummary> Trainer::finish_energy(double samples) {
+  if (config_.energy.interval_ms <= 0) return std::nullopt;
+  EnergyTotals t;
+  double v[7] = {0, 0, 0, 0, 0, 0, 0};  // joules and readable, per source; samplers
+  if (energy_) {
+    t = energy_->finish();
+    energy_.reset();
+    const EnergySource* sources[3] = {&t.cpu, &t.dram, &t.gpu};
+    for (int i = 0; i < 3; ++i) {
+      v[2 * i] = sources[i]->joules.value_or(0.0);
+      v[2 * i + 1] = sources[i]->joules ? 1.0 : 0.0;
+    }
+    v[6] = 1;
+  }
+  double seconds = t.seconds;
+  {
+    WatchdogScope w(*watchdog_, "energy reduction", global_step_);
+    comm_->allreduce_sum(v, 7);
+    comm_->allreduce_max(&seconds, 1);
+  }
+  EnergySummary e;
+  e.seconds = seconds;
+  e.samples = samples;
+  EnergySummary::Source* out[3] = {&e.cpu, &e.dram, &e.gpu};
+  const EnergySource* mine[3] = {&t.cpu, &t.dram, &t.gpu};
+  for (int i = 0; i < 3; ++i) {
+    if (v[2 * i + 1] == v[6]) {
+      out[i]->joules = v[2 * i];
+    } else {
+      // Rank 0's node says why; else some other node could not read it.
+      out[i]->reason = !mine[i]->joules ? mine[i]->reason : "not readable on every node of the job";
+    }
+  }
+  return e;
+}
+
+}  // namespace hpctrain

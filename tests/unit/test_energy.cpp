@@ -1,0 +1,109 @@
+// Energy sampling: the RAPL counters of a powercap tree (a fake one in a temporary folder),
+// their wrap, NVML where no driver is, and the sampler's totals and CSV rows.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "train/energy.hpp"
+
+namespace hpctrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text << "\n"; }
+
+// root/intel-rapl:0 (package-0) with dram and core sub-domains, as Linux lays them out.
+fs::path fake_powercap(const std::string& name, uint64_t package_uj, uint64_t dram_uj) {
+  const fs::path root = fs::temp_directory_path() / ("hpctrain_rapl_" + name);
+  fs::remove_all(root);
+  const fs::path pkg = root / "intel-rapl:0";
+  const fs::path dram = pkg / "intel-rapl:0:0";
+  const fs::path core = pkg / "intel-rapl:0:1";
+  for (const fs::path& d : {pkg, dram, core}) fs::create_directories(d);
+  write(pkg / "name", "package-0");
+  write(pkg / "energy_uj", std::to_string(package_uj));
+  write(pkg / "max_energy_range_uj", "1000000");  // wraps after 1 J, so a test can wrap it
+  write(dram / "name", "dram");
+  write(dram / "energy_uj", std::to_string(dram_uj));
+  write(dram / "max_energy_range_uj", "1000000");
+  write(core / "name", "core");  // part of the package: not added
+  write(core / "energy_uj", "5");
+  write(core / "max_energy_range_uj", "1000000");
+  return root;
+}
+
+TEST(Energy, CounterDeltaWraps) {
+  EXPECT_EQ(counter_delta(10, 25, 100), 15u);
+  EXPECT_EQ(counter_delta(90, 5, 100), 16u);  // 90 -> 100, 100 -> 0, 0 -> 5: 10 + 1 + 5
+  EXPECT_EQ(counter_delta(100, 0, 100), 1u);
+  EXPECT_EQ(counter_delta(7, 7, 100), 0u);
+}
+
+TEST(Energy, RaplPackagesAndDramWithAWrap) {
+  const fs::path root = fake_powercap("wrap", 900000, 100);
+  RaplCounters rapl(root.string());
+  ASSERT_EQ(rapl.domains().size(), 2u) << "package and dram; core is not counted";
+  write(root / "intel-rapl:0" / "energy_uj", "400000");  // wrapped: 0.1 + 0.4 J + 1 uJ
+  write(root / "intel-rapl:0" / "intel-rapl:0:0" / "energy_uj", "250100");
+  rapl.sample();
+  ASSERT_TRUE(rapl.cpu().joules.has_value());
+  EXPECT_NEAR(*rapl.cpu().joules, 0.500001, 1e-9);
+  EXPECT_NEAR(*rapl.dram().joules, 0.25, 1e-9);
+  fs::remove_all(root);
+}
+
+TEST(Energy, MissingOrUnreadableRaplHasAReasonNotZero) {
+  RaplCounters none("/nonexistent/powercap");
+  EXPECT_FALSE(none.cpu().joules.has_value());
+  EXPECT_NE(none.cpu().reason.find("/nonexistent/powercap does not exist"), std::string::npos);
+  const fs::path root = fake_powercap("bad", 1, 1);
+  write(root / "intel-rapl:0" / "energy_uj", "not a number");
+  RaplCounters bad(root.string());
+  EXPECT_FALSE(bad.cpu().joules.has_value());
+  EXPECT_NE(bad.cpu().reason.find("energy_uj is not readable"), std::string::npos)
+      << bad.cpu().reason;
+  EXPECT_TRUE(bad.dram().joules.has_value()) << "the dram domain was readable";
+  fs::remove_all(root);
+}
+
+TEST(Energy, NoNvidiaDriverMeansNoGpuTotalAndSaysWhy) {
+  if (void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL)) {
+    dlclose(lib);
+    GTEST_SKIP() << "an NVIDIA driver is installed here; the absence path needs a machine "
+                    "without one";
+  }
+  NvmlEnergy nvml;
+  nvml.sample();
+  EXPECT_FALSE(nvml.gpu().joules.has_value());
+  EXPECT_NE(nvml.gpu().reason.find("libnvidia-ml.so.1 cannot be loaded"), std::string::npos);
+}
+
+TEST(Energy, SamplerTotalsAndCsvRows) {
+  const fs::path root = fake_powercap("sampler", 0, 0);
+  const fs::path csv = root / "power.csv";
+  EnergySampler sampler(0.005, csv.string(), root.string());
+  write(root / "intel-rapl:0" / "energy_uj", "300000");
+  write(root / "intel-rapl:0" / "intel-rapl:0:0" / "energy_uj", "20000");
+  const EnergyTotals t = sampler.finish();
+  ASSERT_TRUE(t.cpu.joules && t.dram.joules);
+  EXPECT_NEAR(*t.cpu.joules, 0.3, 1e-9);
+  EXPECT_NEAR(*t.dram.joules, 0.02, 1e-9);
+  EXPECT_GT(t.seconds, 0.0);
+  std::ifstream in(csv);
+  std::string header, line, last_cpu;
+  std::getline(in, header);
+  EXPECT_EQ(header, "time_s,device,power_w,energy_j");
+  while (std::getline(in, line)) {
+    if (line.find(",cpu0,") != std::string::npos) last_cpu = line;
+  }
+  EXPECT_NE(last_cpu.find(",0.300"), std::string::npos) << "last cpu0 row: " << last_cpu;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace hpctrain
