@@ -114,6 +114,17 @@ std::string summary_to_json(const RunSummary& s) {
   } else {
     o << "null,\n";
   }
+  // The same as fractions of the training time, with the input wait beside them.
+  o << "  \"step_phase_fractions\": ";
+  if (s.step_phases_s && s.time_train_s > 0) {
+    const auto& p = *s.step_phases_s;
+    const double t = s.time_train_s;
+    o << "{\"data_wait\": " << num(s.data_wait_fraction) << ", \"forward\": " << num(p[0] / t)
+      << ", \"backward\": " << num(p[1] / t) << ", \"exchange\": " << num(p[2] / t)
+      << ", \"optimizer\": " << num(p[3] / t) << ", \"between_steps\": " << num(p[4] / t) << "},\n";
+  } else {
+    o << "null,\n";
+  }
   o << "  \"loss_scale\": " << opt_num(s.loss_scale, "null") << ",\n";
   o << "  \"skipped_steps\": " << (s.skipped_steps ? std::to_string(*s.skipped_steps) : "null")
     << ",\n";

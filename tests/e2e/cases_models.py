@@ -81,6 +81,11 @@ def case_staged_memory_matches():
         check(phases["forward"] > 0 and phases["backward"] > 0 and
               max(phases.values()) <= b["time_train_s"],
               f"{label}: step phases {phases} vs time_train_s {b['time_train_s']}")
+        fractions = b["step_phase_fractions"]
+        check(a["step_phase_fractions"] is None and all(
+            abs(fractions[k] - phases[k] / b["time_train_s"]) < 1e-6 for k in phases) and
+            fractions["data_wait"] == b["data_wait_fraction"],
+            f"{label}: step_phase_fractions {fractions}")
 
 
 def case_mixed_precision():
