@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_wait.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
@@ -48,11 +49,15 @@ void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm a
 }
 
 void Communicator::allreduce_sum(double* data, int count) {
-  HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_SUM, comm_));
+  MPI_Request request;
+  HT_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_SUM, comm_, &request));
+  wait_yielding(request);
 }
 
 void Communicator::allreduce_max(double* data, int count) {
-  HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_MAX, comm_));
+  MPI_Request request;
+  HT_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_MAX, comm_, &request));
+  wait_yielding(request);
 }
 
 void Communicator::reduce_sum(float* data, size_t count, int root) {

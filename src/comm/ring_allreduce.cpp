@@ -12,6 +12,7 @@
 #include <climits>
 
 #include "comm/mpi_check.hpp"
+#include "comm/mpi_wait.hpp"
 
 namespace hpctrain {
 
@@ -58,7 +59,7 @@ void RingAllreduce::step(float* data, size_t count, int send_seg, int recv_seg, 
   // 2. Reduce chunks in arrival order of the ring (in order: the sender posts in
   //    order and MPI does not overtake), overlapping with the remaining transfers.
   for (size_t c = 0; c < recv_chunks; ++c) {
-    HT_CHECK_MPI(MPI_Wait(&recv_requests_[c], MPI_STATUS_IGNORE));
+    wait_yielding(recv_requests_[c]);
     if (reduce) {
       const size_t off = c * chunk_elems_;
       const size_t n = std::min(chunk_elems_, recv_count - off);
@@ -68,8 +69,7 @@ void RingAllreduce::step(float* data, size_t count, int send_seg, int recv_seg, 
     }
   }
   // 3. The segment sent now may be overwritten by the next step: wait for it.
-  HT_CHECK_MPI(
-      MPI_Waitall(static_cast<int>(send_chunks), send_requests_.data(), MPI_STATUSES_IGNORE));
+  for (size_t c = 0; c < send_chunks; ++c) wait_yielding(send_requests_[c]);
 }
 
 void RingAllreduce::run(float* data, size_t count) {
