@@ -363,7 +363,7 @@ int Trainer::run() {
   summary.checkpoint_write_s = ck.write_seconds;
   summary.checkpoint_blocked_s = ck.blocked_seconds;
   summary.params_sha256 = model_->params_sha256();
-  if (config_.train.step_timing) summary.step_phases_s = phase_totals_;
+  if (config_.train.step_timing && !async_) summary.step_phases_s = phase_totals_;
   if (async_) summary.async = async_report(total_samples);
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);

@@ -88,14 +88,18 @@ def case_async_signal_stop_resume():
 def case_async_two_servers():
     """A checkpoint of 2 workers and 1 server resumes on 2 workers and 2 servers (the servers'
     slices and optimizer state come from the one stored copy); each server applies pushes
-    and reports its load; the summary compares bytes moved with all-reduce; it learns."""
+    and reports its load; the summary compares bytes moved with all-reduce and reports no
+    step phases (asked for, but workers do not step together); it learns."""
     sets = small() + ASYNC + ["distributed.pull_every=2", "optimizer.name=adamw",
                               "optimizer.lr=0.002", "checkpoint.at_epoch_end=true",
                               f"data.test={ARGS.data}/val.h5"]
     fresh("async_2s")
     expect_ok("async_2s", 3, sets + ["train.epochs=1"])
-    s = expect_ok("async_2s", 4, sets + ["distributed.parameter_servers=2"])
+    s = expect_ok("async_2s", 4, sets + ["distributed.parameter_servers=2",
+                                          "train.step_timing=true"])
     check(s["resumed_from"] == 156, f"resumed from {s['resumed_from']}, not epoch 1's end")
+    check(s["step_phases_s"] is None and s["step_phase_fractions"] is None,
+          "step phases reported under async, whose workers do not step together")
     a = s["async"]
     check(a["workers"] == 2 and a["servers"] == 2, f"layout {a['workers']}+{a['servers']}")
     check([r["rank"] for r in a["server_reports"]] == [2, 3], "server ranks are not 2, 3")
