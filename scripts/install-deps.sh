@@ -14,7 +14,7 @@ packages=(
   libopenblas-dev
   libgtest-dev googletest
   clang-format
-  python3
+  python3 python3-yaml python3-matplotlib
   dataset-fashion-mnist
   slurm-wlm munge
   libstb-dev

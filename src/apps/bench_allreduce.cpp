@@ -31,9 +31,11 @@ namespace {
 constexpr const char* kBenchUsage =
     "usage: hpctrain bench allreduce [--min-bytes N] [--max-bytes N] [--iters N] [--reps N]\n"
     "                                [--chunk-bytes N] [--device cpu|cuda] [--out FILE.json]\n"
+    "                                [--algorithms ring,mpi,nccl]\n"
     "\n"
     "Measures ring all-reduce and MPI_Allreduce bus bandwidth for float32 messages\n"
     "from --min-bytes (default 4096) to --max-bytes (default 268435456), doubling.\n"
+    "--algorithms keeps only the named ones (default: every one that applies).\n"
     "Run under mpirun with 2 or more ranks.\n"
     "With --device cuda each rank's message lives on its GPU (node-local rank modulo the\n"
     "visible GPUs): ring and mpi stage it through pinned host memory, as training does,\n"
@@ -51,6 +53,23 @@ int64_t parse_size(const std::string& key, const std::string& value) {
     throw UsageError("bench allreduce: " + key + ": expected a positive integer, got '" + value +
                      "'");
   }
+}
+
+// "ring,mpi" -> {"ring", "mpi"}; anything else is a usage error.
+std::vector<std::string> split_algorithms(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream in(list);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name != "ring" && name != "mpi" && name != "nccl") {
+      throw UsageError(
+          "bench allreduce: --algorithms: expected a comma list of ring, mpi, "
+          "nccl, got '" +
+          list + "'");
+    }
+    out.push_back(name);
+  }
+  if (out.empty()) throw UsageError("bench allreduce: --algorithms: expected a name");
+  return out;
 }
 
 struct Point {
@@ -75,6 +94,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20, iters = 0, reps = 5;
   int64_t chunk_bytes = 1 << 20;
   std::string out_path, device = "cpu";
+  std::vector<std::string> wanted;  // --algorithms; empty: all
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::cout << kBenchUsage;
@@ -96,6 +116,8 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
       out_path = v;
     else if (args[i] == "--device")
       device = v;
+    else if (args[i] == "--algorithms")
+      wanted = split_algorithms(v);
     else
       throw UsageError("bench allreduce: unknown option '" + args[i] + "'");
     ++i;
@@ -140,6 +162,16 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
       gpu->copy_to_device(message.data(), buffer.data(), count * sizeof(float));
     }
   };
+  if (!wanted.empty()) {
+    std::erase_if(algorithms, [&](AllreduceAlgorithm a) {
+      return std::find(wanted.begin(), wanted.end(), to_string(a)) == wanted.end();
+    });
+    if (algorithms.empty()) {
+      throw UsageError(
+          "bench allreduce: --algorithms: none of them applies here (nccl needs "
+          "--device cuda, NCCL and a GPU per rank)");
+    }
+  }
   std::vector<Point> points;
   log_info("# all-reduce, " + std::to_string(n) + " ranks, messages in " + device +
            " memory; times are medians of " + std::to_string(reps) + " repetitions");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "apps/python_tools.hpp"
 #include "backend/blas_kernels.hpp"
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
@@ -46,6 +47,11 @@ constexpr const char* kUsage =
     "  config --list | --markdown                    every config key: type, default, meaning\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
+    "  study STUDY.yaml [--out DIR] [--set ...]      a scaling study: variants x repeats,\n"
+    "                                                table, scaling model, plots (python3)\n"
+    "  plot run|study|allreduce PATH                 PNG plots of a run, a study or a\n"
+    "                                                bench allreduce result (matplotlib)\n"
+    "  scaling --step-ms T --params N ...            the scaling model's predictions\n"
     "\n"
     "Run 'hpctrain <command> --help' for a command's options; 'hpctrain --version' names\n"
     "the backends built in, the CUDA devices visible and OpenBLAS's kernels.\n";
@@ -349,6 +355,7 @@ int dispatch(int* argc, char*** argv) {
   if (command == "inspect") return cmd_inspect(args);
   if (command == "config") return cmd_config(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
+  if (is_python_tool(command)) exec_python_tool(command, args);
   throw UsageError("unknown command '" + command + "' (see hpctrain --help)");
 }
 

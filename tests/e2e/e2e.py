@@ -11,6 +11,7 @@ import cases_batches
 import cases_models
 import cases_resume
 import cases_runs
+import cases_study
 import harness
 
 
@@ -22,7 +23,8 @@ def main():
     vars(harness.ARGS).update(vars(ap.parse_args()))
     case = harness.ARGS.case
     fn = None
-    for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async):
+    for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
+                   cases_study):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

@@ -1,0 +1,174 @@
+"""Turns a study's run directories into per-variant figures: phase times, speedup,
+parallel efficiency, energy and EDP, accuracy per epoch, each as mean, min and max over
+the repeats (docs/study.md says how each is defined)."""
+
+import csv
+import json
+import os
+
+
+class RunError(Exception):
+    """A run directory that cannot be read; the message names the file."""
+
+
+def read_metrics(path):
+    """metrics.csv as {epoch: row}, the last row of each epoch (a resumed run appends)."""
+    rows = {}
+    try:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                rows[int(row["epoch"])] = {k: (float(v) if v not in ("", None) else None)
+                                           for k, v in row.items() if k != "epoch"}
+    except (OSError, KeyError, ValueError) as e:
+        raise RunError(f"{path}: {e}") from e
+    return dict(sorted(rows.items()))
+
+
+def read_run(run_dir, resumed=False):
+    """One repeat: its summary.json and metrics.csv reduced to the figures a study needs.
+
+    Phase times come from metrics.csv (every epoch, whichever process trained it) and the
+    test time from summary.json, so a resumed repeat still counts all its epochs. Energy
+    covers only the process that wrote summary.json: it is left out of resumed repeats."""
+    spath = os.path.join(run_dir, "summary.json")
+    try:
+        with open(spath) as f:
+            s = json.load(f)
+    except (OSError, ValueError) as e:
+        raise RunError(f"{spath}: {e}") from e
+    epochs = read_metrics(os.path.join(run_dir, "metrics.csv"))
+    if not epochs:
+        raise RunError(f"{os.path.join(run_dir, 'metrics.csv')}: no epochs")
+    train_s = sum(r["time_train_s"] or 0.0 for r in epochs.values())
+    val_s = sum(r["time_val_s"] or 0.0 for r in epochs.values())
+    test_s = s.get("time_test_s") or 0.0
+    sps = s.get("samples_per_second") or 0.0
+    energy = s.get("energy") or None
+    reason = None
+    total_j = energy.get("total_j") if energy else None
+    if energy is None:
+        reason = "energy sampling off (energy.interval_ms: 0)"
+    elif total_j is None:
+        reason = "; ".join(sorted({energy[k] for k in ("cpu_reason", "dram_reason",
+                                                        "gpu_reason") if energy.get(k)}))
+    elif resumed:
+        total_j, reason = None, "resumed: the energy covers only the part after the resume"
+    return {
+        "dir": run_dir,
+        "backend": s.get("backend"),
+        "strategy": s.get("strategy"),
+        "algorithm": s.get("algorithm"),
+        "world_size": s.get("world_size"),
+        "threads_per_rank": s.get("threads_per_rank"),
+        "global_batch": s.get("global_batch"),
+        "param_count": s.get("param_count"),
+        "resumed": resumed,
+        "time_train_s": train_s,
+        "time_val_s": val_s,
+        "time_test_s": test_s,
+        "time_s": train_s + val_s + test_s,
+        "samples_per_second": sps,
+        "step_time_s": (s["global_batch"] / sps) if sps else None,
+        "test_accuracy": s.get("test_accuracy"),
+        "energy_j": total_j,
+        "energy_reason": reason,
+        "edp": s.get("edp") if total_j is not None else None,
+        "step_phase_fractions": s.get("step_phase_fractions"),
+        "step_phases_s": s.get("step_phases_s"),
+        "epochs": epochs,
+    }
+
+
+def stats(values):
+    """{mean, min, max} of the numbers in `values` (None entries left out); None if none."""
+    v = [x for x in values if x is not None]
+    if not v:
+        return None
+    return {"mean": sum(v) / len(v), "min": min(v), "max": max(v)}
+
+
+def per_epoch(runs, key):
+    """Mean, min and max of one metrics.csv column per epoch over the repeats; None when
+    no repeat has the column (e.g. no validation set)."""
+    epochs = sorted(set().union(*(r["epochs"].keys() for r in runs)))
+    out = {"mean": [], "min": [], "max": []}
+    for e in epochs:
+        s = stats([r["epochs"].get(e, {}).get(key) for r in runs])
+        for k in out:
+            out[k].append(s[k] if s else None)
+    if all(x is None for x in out["mean"]):
+        return None
+    return out
+
+
+def summarise_variant(variant, runs):
+    """The figures of one variant over its finished repeats (before speedups)."""
+    fractions = [r["step_phase_fractions"] for r in runs if r["step_phase_fractions"]]
+    phase = None
+    if fractions:
+        phase = {k: sum(f[k] for f in fractions) / len(fractions) for k in fractions[0]}
+    reasons = [r["energy_reason"] for r in runs if r["energy_reason"]]
+    first = runs[0]
+    return {
+        "name": variant["name"],
+        "ranks": variant["ranks"],
+        "devices": variant["devices"],
+        "device": variant.get("device") or first["backend"],
+        "backend": first["backend"],
+        "strategy": first["strategy"],
+        "algorithm": first["algorithm"],
+        "threads_per_rank": first["threads_per_rank"],
+        "global_batch": first["global_batch"],
+        "param_count": first["param_count"],
+        "repeats_done": len(runs),
+        "resumed_repeats": sum(1 for r in runs if r["resumed"]),
+        "time_train_s": stats(r["time_train_s"] for r in runs),
+        "time_val_s": stats(r["time_val_s"] for r in runs),
+        "time_test_s": stats(r["time_test_s"] for r in runs),
+        "time_s": stats(r["time_s"] for r in runs),
+        "step_time_s": stats(r["step_time_s"] for r in runs),
+        "samples_per_second": stats(r["samples_per_second"] for r in runs),
+        "test_accuracy": stats(r["test_accuracy"] for r in runs),
+        "energy_j": stats(r["energy_j"] for r in runs),
+        "energy_reason": reasons[0] if reasons and all(r["energy_j"] is None for r in runs)
+        else None,
+        "edp": stats(r["edp"] for r in runs),
+        "step_phase_fractions": phase,
+        "epochs": sorted(set().union(*(r["epochs"].keys() for r in runs))),
+        "val_accuracy_per_epoch": per_epoch(runs, "val_accuracy"),
+        "train_accuracy_per_epoch": per_epoch(runs, "train_accuracy"),
+        "val_loss_per_epoch": per_epoch(runs, "val_loss"),
+        "train_loss_per_epoch": per_epoch(runs, "train_loss"),
+    }
+
+
+def add_comparisons(variants, baselines):
+    """Speedup against every baseline (total time and training time), parallel efficiency
+    and EDP normalised against the first baseline, in place. Speedup = the baseline's mean
+    time over the variant's mean time; its min/max use the variant's max/min time.
+    Efficiency = speedup / (devices / the baseline's devices)."""
+    by_name = {v["name"]: v for v in variants}
+    for v in variants:
+        v["speedup"] = {}
+        for b_name in baselines:
+            b = by_name.get(b_name)
+            if b is None or not v["time_s"] or not b["time_s"]:
+                continue
+            bt, vt = b["time_s"]["mean"], v["time_s"]
+            v["speedup"][b_name] = {
+                "total": bt / vt["mean"], "total_min": bt / vt["max"], "total_max": bt / vt["min"],
+                "train": b["time_train_s"]["mean"] / v["time_train_s"]["mean"],
+            }
+        first = by_name.get(baselines[0]) if baselines else None
+        sp = v["speedup"].get(baselines[0]) if baselines else None
+        if first is None or sp is None:
+            v["efficiency"] = v["efficiency_train"] = None
+        else:
+            scale = v["devices"] / first["devices"]
+            v["efficiency"] = sp["total"] / scale
+            v["efficiency_train"] = sp["train"] / scale
+        if first and v["edp"] and first["edp"]:
+            v["edp_norm"] = v["edp"]["mean"] / first["edp"]["mean"]
+        else:
+            v["edp_norm"] = None
+    return variants

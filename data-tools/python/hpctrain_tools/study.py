@@ -1,0 +1,389 @@
+"""`hpctrain study STUDY.yaml`: runs every variant of a study R times, one after the other,
+with mpiexec (or one srun step each inside a Slurm allocation), then measures the
+all-reduce of each rank count, and writes study.json, study.csv, study.md and the plots
+into the study directory. Run again, it keeps the finished runs and resumes the
+unfinished one from its checkpoint. docs/study.md describes the files."""
+
+import argparse
+import datetime
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+from hpctrain_tools import aggregate, report, scaling, studyfile
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 75
+MARKER = "study-run.json"
+
+
+class Stopped(Exception):
+    """A signal asked the study to stop."""
+
+
+def log(msg):
+    print(f"study: {msg}", flush=True)
+
+
+def launcher_prefix(study, ranks):
+    """The launcher words for `ranks` ranks."""
+    kind = study["launcher"]
+    if kind == "auto":
+        kind = "srun" if os.environ.get("SLURM_JOB_ID") else "mpiexec"
+    if kind == "srun":
+        return ["srun", f"--mpi={os.environ.get('HPCTRAIN_SRUN_MPI', 'pmi2')}", "--wait=60",
+                "-n", str(ranks)]
+    return ["mpiexec", "-n", str(ranks)]
+
+
+def run_sets(study, variant, repeat, run_dir, cli_sets):
+    """The --set list of one run: the driver's defaults, the study's, the variant's and the
+    command line's (later ones win), then the run directory, which is the driver's."""
+    sets = [f"run.seed={study['seed'] + repeat}", "train.step_timing=true",
+            "checkpoint.at_epoch_end=true"]
+    sets += study["set"] + variant["set"] + cli_sets
+    sets += [f"run.dir={run_dir}", f"run.name={study['name']}-{variant['name']}-r{repeat}"]
+    return sets
+
+
+class Driver:
+    """Runs the study's training runs and benchmarks as child processes."""
+
+    def __init__(self, study, out_dir, hpctrain, cli_sets):
+        self.study = study
+        self.out = out_dir
+        self.hpctrain = hpctrain
+        self.cli_sets = cli_sets
+        self.child = None
+        self.stop_signal = None
+
+    def on_signal(self, signum, _frame):
+        """SIGTERM, SIGINT, SIGUSR1: the running training checkpoints and stops (SIGUSR1
+        forwarded to the launcher, which passes it on to every rank)."""
+        self.stop_signal = signum
+        if self.child and self.child.poll() is None:
+            log(f"signal {signal.Signals(signum).name}: asking the ranks to checkpoint and stop")
+            self.child.send_signal(signal.SIGUSR1)
+
+    def spawn(self, cmd, log_path):
+        """Starts `cmd` with output to log_path; it gets SIGTERM should this driver die."""
+        def die_with_parent():
+            try:
+                import ctypes
+                ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+            except (OSError, AttributeError):
+                pass
+        with open(log_path, "ab") as f:
+            f.write(("$ " + shlex.join(cmd) + "\n").encode())
+            f.flush()
+            self.child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                          preexec_fn=die_with_parent)
+        try:
+            while True:
+                try:
+                    return self.child.wait()
+                except InterruptedError:
+                    continue
+        finally:
+            self.child = None
+
+    def run_dir(self, variant, repeat):
+        return os.path.join(self.out, "runs", variant["name"], f"r{repeat}")
+
+    def marker(self, run_dir):
+        try:
+            with open(os.path.join(run_dir, MARKER)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def write_marker(self, run_dir, m):
+        tmp = os.path.join(run_dir, MARKER + ".tmp")
+        with open(tmp, "w") as f:
+            json.dump(m, f, indent=1)
+        os.replace(tmp, os.path.join(run_dir, MARKER))
+
+    def train(self, variant, repeat, index, total, cooldown):
+        """One repeat of one variant. Returns True when it ran (False: already done)."""
+        run_dir = self.run_dir(variant, repeat)
+        m = self.marker(run_dir)
+        if m and m.get("exit_code") == 0:
+            return False
+        os.makedirs(run_dir, exist_ok=True)
+        if cooldown and self.study["cooldown_seconds"] > 0:
+            log(f"cooling down {self.study['cooldown_seconds']:g} s")
+            time.sleep(self.study["cooldown_seconds"])
+        if self.stop_signal:
+            raise Stopped()
+        cmd = launcher_prefix(self.study, variant["ranks"]) + [
+            self.hpctrain, "train", self.study["config"], "--resume", "auto"]
+        for s in run_sets(self.study, variant, repeat, run_dir, self.cli_sets):
+            cmd += ["--set", s]
+        m = m or {"variant": variant["name"], "repeat": repeat, "attempts": 0}
+        m.update({"command": shlex.join(cmd), "attempts": m["attempts"] + 1,
+                  "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+                  "exit_code": None})
+        self.write_marker(run_dir, m)
+        again = " (resuming)" if m["attempts"] > 1 else ""
+        log(f"[{index}/{total}] {variant['name']} repeat {repeat + 1}: {variant['ranks']} "
+            f"rank(s){again}")
+        t0 = time.monotonic()
+        rc = self.spawn(cmd, os.path.join(run_dir, "train.log"))
+        m["exit_code"] = rc
+        m["wall_s"] = round(time.monotonic() - t0, 3)
+        self.write_marker(run_dir, m)
+        if rc == 0 and os.path.exists(os.path.join(run_dir, "STOPPED")):
+            rc = EXIT_STOPPED  # hydra may report 0 after forwarding a signal
+        if rc == EXIT_STOPPED or self.stop_signal:
+            raise Stopped()
+        if rc != 0:
+            raise RuntimeError(f"{variant['name']} repeat {repeat + 1} failed with exit {rc}; "
+                               f"see {os.path.join(run_dir, 'train.log')}")
+        log(f"  done in {m['wall_s']:.1f} s")
+        return True
+
+    def bench(self, device, algorithm, ranks, max_bytes):
+        """`hpctrain bench allreduce` of one algorithm on `ranks` ranks for the model; kept
+        once written."""
+        path = os.path.join(self.out, "allreduce", f"{device}-{algorithm}-{ranks}.json")
+        if os.path.exists(path):
+            return path
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        cmd = launcher_prefix(self.study, ranks) + [
+            self.hpctrain, "bench", "allreduce", "--min-bytes", "4096", "--max-bytes",
+            str(max_bytes), "--iters", "20", "--reps", "5", "--device", device, "--algorithms",
+            algorithm, "--out", path + ".tmp"]
+        log(f"measuring the all-reduce on {ranks} {device} ranks")
+        rc = self.spawn(cmd, os.path.join(self.out, "allreduce", "bench.log"))
+        if self.stop_signal:
+            raise Stopped()
+        if rc != 0:
+            log(f"  bench allreduce failed (exit {rc}); no model for {ranks} ranks")
+            return None
+        os.replace(path + ".tmp", path)
+        return path
+
+
+def read_runs(driver):
+    """The finished repeats of every variant, read from their run directories."""
+    out = []
+    for v in driver.study["variants"]:
+        runs = []
+        for r in range(driver.study["repeats"]):
+            d = driver.run_dir(v, r)
+            m = driver.marker(d)
+            if m and m.get("exit_code") == 0:
+                runs.append(aggregate.read_run(d, resumed=m.get("attempts", 1) > 1))
+        out.append((v, runs))
+    return out
+
+
+def node_slots(backend, cuda_devices):
+    """Compute slots of one node: GPUs for the CUDA backend, else CPU cores."""
+    if backend == "cuda":
+        return max(1, cuda_devices)
+    cpus = os.environ.get("SLURM_CPUS_ON_NODE")
+    if cpus and cpus.isdigit():
+        return int(cpus)
+    return len(os.sched_getaffinity(0))
+
+
+def build_model(driver, variants, raw, cuda_devices):
+    """Calibrates the scaling model from the study's runs: compute from a one-rank variant,
+    the network from `hpctrain bench allreduce` at each measured rank count. Returns the
+    model dict of study.json, or None when the study has no one-rank variant."""
+    mcfg = driver.study["model"]
+    nodes = int(os.environ.get("SLURM_NNODES", "1") or 1)
+    measured = []
+    calibration = None
+    for v, runs in zip(variants, raw):
+        if runs and v["ranks"] == 1 and v["step_time_s"] and calibration is None:
+            calibration = (v, runs)
+    if calibration is None:
+        return None
+    cv, cruns = calibration
+    phases = [r["step_phases_s"] for r in cruns if r["step_phases_s"]]
+    train_s = [r["time_train_s"] for r in cruns if r["step_phases_s"]]
+    backward = (sum(p["backward"] for p in phases) / sum(train_s)) if phases else 0.6
+    slots = node_slots(cv["backend"], cuda_devices)
+    slots_per_rank = cv["threads_per_rank"] if cv["backend"] == "cpu" else 1
+    comp = scaling.Compute(step_s=cv["step_time_s"]["mean"], backward_fraction=backward,
+                           param_bytes=4.0 * cv["param_count"], slots_per_node=slots,
+                           slots_per_rank=slots_per_rank)
+    max_bytes = 1 << max(16, int(2 * comp.param_bytes - 1).bit_length())
+    networks = {}
+    for v, runs in zip(variants, raw):
+        if not runs or v["ranks"] < 2 or v["backend"] != cv["backend"]:
+            continue
+        algo = v["algorithm"] if v["algorithm"] in ("ring", "mpi", "nccl") else "ring"
+        path = driver.bench(v["backend"], algo, v["ranks"], max_bytes)
+        if not path:
+            continue
+        with open(path) as f:
+            pts = json.load(f)["points"]
+        net = scaling.fit_ring([dict(p, algorithm="ring") for p in pts], v["ranks"],
+                               f"{algo} all-reduce measured on {v['ranks']} ranks")
+        networks[v["ranks"]] = net
+        rpn = -(-v["ranks"] // nodes)
+        # A variant with other threads per rank than the calibration: perfect thread scaling.
+        threads = v["threads_per_rank"] if v["backend"] == "cpu" else 1
+        vcomp = scaling.Compute(**dict(comp.__dict__, slots_per_rank=threads,
+                                       step_s=comp.step_s * slots_per_rank / threads))
+        layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
+        p = scaling.predict(vcomp, net, v["ranks"], v["strategy"] if v["strategy"] in (
+            "allreduce", "average", "async") else "allreduce", v["algorithm"] == "nccl", rpn,
+            layout, allreduce_s=scaling.measured_time(pts, comp.param_bytes))
+        meas = v["step_time_s"]["mean"]
+        if v["strategy"] == "async":
+            meas = meas * (v["ranks"] - mcfg["servers"])  # one round: every worker one step
+        measured.append({"variant": v["name"], "ranks": v["ranks"], "strategy": v["strategy"],
+                         "ranks_per_node": rpn, "measured_step_s": meas,
+                         "predicted_step_s": p["step_s"], "predicted_compute_s": p["compute_s"],
+                         "error": p["step_s"] / meas - 1,
+                         "predicted_speedup": p["samples_per_step"] * comp.step_s / p["step_s"],
+                         "predicted_efficiency":
+                             p["samples_per_step"] * comp.step_s / p["step_s"] / v["ranks"],
+                         "network": net.as_dict()})
+    given = mcfg["network"]
+    if given == "measured":
+        if not networks:
+            return {"calibration": cv["name"], "compute": comp.as_dict(), "network": None,
+                    "measured_vs_predicted": measured, "predictions": [],
+                    "note": "no multi-rank variant measured: no network to extrapolate with"}
+        # The largest rank count whose ranks fit their node's slots: an oversubscribed
+        # node's latency says little about a network.
+        fitting = [r for r in networks
+                   if -(-r // nodes) * slots_per_rank <= slots] or list(networks)
+        net = networks[max(fitting)]
+    else:
+        net = scaling.Network(given["name"], given["alpha_us"] * 1e-6,
+                              1e-9 / given["bandwidth_gbs"])
+    rpn = mcfg["ranks_per_node"] or max(1, slots // slots_per_rank)
+    layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
+    preds = scaling.prediction_table(comp, net, scaling.powers_of_two(2, mcfg["max_ranks"]),
+                                     rpn, layout)
+    return {"calibration": cv["name"], "compute": comp.as_dict(), "network": net.as_dict(),
+            "ranks_per_node": rpn, "average_every": layout.average_every,
+            "servers": layout.servers, "measured_vs_predicted": measured,
+            "predictions": preds}
+
+
+def plot_python():
+    """An interpreter with matplotlib: this one, else the system's; None if neither."""
+    for exe in (sys.executable, "/usr/bin/python3"):
+        if exe and os.path.exists(exe) and subprocess.run(
+                [exe, "-c", "import matplotlib"], capture_output=True).returncode == 0:
+            return exe
+    return None
+
+
+def make_plots(out_dir):
+    """Runs the plotting module on the study directory; prints what it wrote."""
+    exe = plot_python()
+    if exe is None:
+        log("plots skipped: no python3 with matplotlib (Debian: apt install python3-matplotlib)")
+        return False
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rc = subprocess.run([exe, "-m", "hpctrain_tools.plots", "study", out_dir], env=env).returncode
+    if rc != 0:
+        log(f"plotting failed (exit {rc})")
+    return rc == 0
+
+
+def cuda_device_count(hpctrain):
+    """CUDA devices hpctrain sees (from `hpctrain --version`); 0 on failure."""
+    try:
+        text = subprocess.run([hpctrain, "--version"], capture_output=True, text=True,
+                              timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    marker = "CUDA devices: "
+    if marker in text:
+        digits = text.split(marker, 1)[1].split(")")[0].strip()
+        return int(digits) if digits.isdigit() else 0
+    return 0
+
+
+def write_outputs(driver, plots):
+    """Aggregates the finished runs and writes study.json, study.csv, study.md (and plots)."""
+    study = driver.study
+    pairs = read_runs(driver)
+    variants, raw = [], []
+    for v, runs in pairs:
+        if runs:
+            variants.append(aggregate.summarise_variant(v, runs))
+            raw.append(runs)
+    aggregate.add_comparisons(variants, study["baselines"])
+    for v in variants:
+        v["runs"] = [os.path.relpath(r["dir"], driver.out) for r in
+                     raw[variants.index(v)]]
+    model = build_model(driver, variants, raw, cuda_device_count(driver.hpctrain))
+    doc = {"study": study["name"], "study_file": study["path"], "config": study["config"],
+           "repeats": study["repeats"], "baselines": study["baselines"],
+           "written": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+           "variants": variants, "model": model}
+    report.write(driver.out, doc)
+    log(f"wrote {os.path.join(driver.out, 'study.md')}, study.csv, study.json")
+    if plots:
+        make_plots(driver.out)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(
+        prog="hpctrain study",
+        description="Run a scaling study: every variant of STUDY.yaml R times, then the "
+                    "table, the scaling model and the plots (docs/study.md).")
+    ap.add_argument("study", metavar="STUDY.yaml")
+    ap.add_argument("--out", help="the study directory (default studies/<study file name>)")
+    ap.add_argument("--set", action="append", default=[], metavar="key.path=value",
+                    help="a config key for every variant's runs (repeatable)")
+    ap.add_argument("--hpctrain", default=os.environ.get("HPCTRAIN_BIN", "hpctrain"),
+                    help=argparse.SUPPRESS)
+    ap.add_argument("--dry-run", action="store_true",
+                    help="print the commands of the runs still to do; run nothing")
+    ap.add_argument("--report-only", action="store_true",
+                    help="write the table, model and plots from the finished runs; run nothing")
+    ap.add_argument("--no-plots", action="store_true", help="write no PNG files")
+    a = ap.parse_args(argv)
+    try:
+        study = studyfile.load(a.study)
+        for s in a.set:
+            if "=" not in s:
+                raise studyfile.StudyError(f"--set {s}: expected key.path=value")
+    except studyfile.StudyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    out = os.path.abspath(a.out or os.path.join("studies", study["name"]))
+    driver = Driver(study, out, a.hpctrain, a.set)
+    jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
+    if a.dry_run:
+        for v, r in jobs:
+            d = driver.run_dir(v, r)
+            m = driver.marker(d)
+            state = "done" if m and m.get("exit_code") == 0 else "to run"
+            cmd = launcher_prefix(study, v["ranks"]) + [a.hpctrain, "train", study["config"]]
+            for s in run_sets(study, v, r, d, a.set):
+                cmd += ["--set", s]
+            print(f"{state}: {shlex.join(cmd)}")
+        return EXIT_OK
+    os.makedirs(out, exist_ok=True)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(sig, driver.on_signal)
+    try:
+        if not a.report_only:
+            log(f"{len(study['variants'])} variants x {study['repeats']} repeats into {out}")
+            ran = False
+            for i, (v, r) in enumerate(jobs, 1):
+                ran = driver.train(v, r, i, len(jobs), cooldown=ran) or ran
+        write_outputs(driver, plots=not a.no_plots)
+    except Stopped:
+        log("stopped on a signal; run the same command again to resume")
+        return EXIT_STOPPED
+    except (RuntimeError, aggregate.RunError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK

@@ -1,0 +1,157 @@
+"""End-to-end cases of `hpctrain study`: a small study stopped by a signal, then killed
+with its whole process group, resumes each time without redoing finished runs; bad study
+files are exit 2 with one line naming the file and key."""
+import csv
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from harness import ARGS, check, fail, hpctrain, one_error_line, run_dir
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def write_study(folder, text):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "study.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def small_study(folder):
+    """Two variants of two repeats: `one` (1 rank) and `two` (2 ranks, rank 0 slowed so an
+    epoch lasts about a second and a run can be caught between checkpoints)."""
+    d = ARGS.data
+    return write_study(folder, f"""
+config: {REPO}/configs/fashion_mnist_mlp.yaml
+repeats: 2
+set: [data.train={d}/test.h5, data.val={d}/val.h5, "data.test=", train.epochs=3,
+      run.threads=1, device=cpu, train.progress_seconds=0]
+variants:
+  - {{name: one, ranks: 1}}
+  - {{name: two, ranks: 2, set: [debug.slow_rank.rank=0, debug.slow_rank.factor=40]}}
+""")
+
+
+def start(study, out, log):
+    cmd = [hpctrain(), "study", study, "--out", out]
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_for_checkpoint(proc, folder, timeout=120):
+    """Waits until `folder` holds a checkpoint while its run goes on."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if glob.glob(os.path.join(folder, "checkpoints", "ckpt-*.h5")) and \
+                not os.path.exists(os.path.join(folder, "summary.json")):
+            return
+        if proc.poll() is not None:
+            fail(f"the study ended (exit {proc.returncode}) before {folder} checkpointed")
+        time.sleep(0.02)
+    fail(f"no checkpoint in {folder} after {timeout} s")
+
+
+def marker(folder):
+    with open(os.path.join(folder, "study-run.json")) as f:
+        return json.load(f)
+
+
+def summary_of(folder):
+    with open(os.path.join(folder, "summary.json")) as f:
+        return json.load(f)
+
+
+def case_study_stop_kill_resume():
+    """SIGTERM to the driver in the middle of a run: the ranks checkpoint, exit 75. Run
+    again and SIGKILL the whole process group in a later run. The third start finishes:
+    the runs that had finished are not run again, each interrupted run resumed from its
+    checkpoint, and study.csv, study.md, study.json and the six plots are written."""
+    folder = run_dir("study_kill")
+    subprocess.run(["rm", "-rf", folder], check=True)
+    study = small_study(folder)
+    out = os.path.join(folder, "out")
+    runs = os.path.join(out, "runs")
+    with open(os.path.join(folder, "driver.log"), "ab") as log:
+        p = start(study, out, log)
+        wait_for_checkpoint(p, os.path.join(runs, "two", "r0"))
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=120)
+        check(rc == 75, f"stopped study exit {rc}, expected 75")
+        check(os.path.exists(os.path.join(runs, "two", "r0", "STOPPED")), "no STOPPED marker")
+        done_one = {r: os.stat(os.path.join(runs, "one", r, "summary.json")).st_mtime_ns
+                    for r in ("r0", "r1")}
+
+        p = start(study, out, log)
+        wait_for_checkpoint(p, os.path.join(runs, "two", "r1"))
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=60)
+        # Whatever outlived the group (a node failure takes everything) goes too.
+        subprocess.run(["pkill", "-9", "-f", out], check=False)
+        time.sleep(0.5)
+        check(not os.path.exists(os.path.join(runs, "two", "r1", "summary.json")),
+              "the killed run wrote a summary")
+
+        p = start(study, out, log)
+        rc = p.wait(timeout=600)
+    with open(os.path.join(folder, "driver.log")) as f:
+        print(f.read())
+    check(rc == 0, f"resumed study exit {rc}")
+    for r, mtime in done_one.items():
+        now = os.stat(os.path.join(runs, "one", r, "summary.json")).st_mtime_ns
+        check(now == mtime, f"finished run one/{r} ran again")
+        check(marker(os.path.join(runs, "one", r))["attempts"] == 1, f"one/{r} attempts")
+    for r in ("r0", "r1"):
+        d = os.path.join(runs, "two", r)
+        m, s = marker(d), summary_of(d)
+        check(m["attempts"] == 2 and m["exit_code"] == 0, f"two/{r}: marker {m}")
+        check(s["resumed_from"] is not None, f"two/{r} did not resume from its checkpoint")
+        check(s["epochs_completed"] == 3, f"two/{r}: {s['epochs_completed']} epochs")
+    with open(os.path.join(out, "study.csv")) as f:
+        rows = {r["variant"]: r for r in csv.DictReader(f)}
+    check(sorted(rows) == ["one", "two"], f"study.csv variants {sorted(rows)}")
+    check(rows["two"]["repeats"] == "2" and float(rows["one"]["speedup"]) == 1.0,
+          f"study.csv rows {rows}")
+    with open(os.path.join(out, "study.json")) as f:
+        doc = json.load(f)
+    two = doc["variants"][1]
+    check(two["resumed_repeats"] == 2 and len(two["val_accuracy_per_epoch"]["mean"]) == 3,
+          f"study.json variant two: {two['resumed_repeats']} resumed")
+    with open(os.path.join(out, "study.md")) as f:
+        check("(2 resumed)" in f.read(), "study.md does not say which repeats resumed")
+    pngs = sorted(os.path.basename(x) for x in glob.glob(os.path.join(out, "plots", "*.png")))
+    check(pngs == sorted(["accuracy.png", "phases.png", "scaling.png", "scaling_model.png",
+                          "power.png", "energy.png"]), f"plots {pngs}")
+
+
+def case_study_bad_files():
+    """A study file with a mistake is exit 2 with one line naming the file and the key,
+    and runs nothing."""
+    folder = run_dir("study_bad")
+    subprocess.run(["rm", "-rf", folder], check=True)
+    cfg = f"config: {REPO}/configs/fashion_mnist_mlp.yaml\n"
+    cases = [
+        ("variants: [{name: a}]\n", "config"),
+        (cfg + "variants: [{name: a, ranks: 0}]\n", "variants[0].ranks"),
+        (cfg + "variants: [{name: a}, {name: a}]\n", "variants[1].name"),
+        (cfg + "variants: [{name: a, device: tpu}]\n", "variants[0].device"),
+        (cfg + "variants: [{name: a}]\nbaselines: [b]\n", "baselines"),
+        (cfg + "variants: [{name: a}]\nrepeat: 3\n", "repeat"),
+        (cfg + "variants: [{name: a, set: [epochs]}]\n", "variants[0].set"),
+        (cfg + "variants: [{name: a}]\nmodel: {network: {alpha_us: 1}}\n",
+         "model.network.bandwidth_gbs"),
+        (cfg + "variants: [{name: a}\n", "line"),
+    ]
+    for i, (text, key) in enumerate(cases):
+        study = write_study(os.path.join(folder, str(i)), text)
+        p = subprocess.run([hpctrain(), "study", study, "--out", os.path.join(folder, "out")],
+                           capture_output=True, text=True, timeout=120)
+        print(p.stderr, file=sys.stderr)
+        check(p.returncode == 2, f"case {i} ({key}): exit {p.returncode}, expected 2")
+        one_error_line(p.stderr, study, key)
+        check(not os.path.exists(os.path.join(folder, "out")), f"case {i} created its output")
