@@ -1,5 +1,7 @@
-// Wall-clock timing for phases and step parts.
+// Wall-clock timing for phases and step parts, and the process's CPU time.
 #pragma once
+
+#include <sys/resource.h>
 
 #include <chrono>
 
@@ -8,6 +10,14 @@ namespace hpctrain {
 inline double now_seconds() {
   using Clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// CPU seconds (user + system) this process has used, all its threads together.
+inline double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
 
 // Accumulates time between start() and stop(); cheap enough for the step loop.

@@ -1,8 +1,6 @@
 // Strategy async, a server's side: one receive posted per worker; each push is applied to
 // the server's slice by its optimizer (or dropped when too stale) as it arrives, or, with
 // run.deterministic, in the fixed order of the batches (batch b from worker b mod workers).
-#include <sys/resource.h>
-
 #include <algorithm>
 
 #include "comm/mpi_check.hpp"
@@ -11,16 +9,6 @@
 #include "train/async_parts.hpp"
 
 namespace hpctrain {
-namespace {
-
-double process_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
-}  // namespace
 
 using async_wire::Header;
 using async_wire::Kind;

@@ -19,6 +19,7 @@ struct EpochMetrics {
   double time_train_s = 0, time_val_s = 0;
   double samples_per_second = 0;
   double data_wait_s = 0, comm_s = 0;  // slowest rank's
+  double cpu_s = 0;                    // process CPU seconds of the epoch, mean over ranks
 };
 
 class MetricsCsv {
@@ -77,6 +78,9 @@ struct RunSummary {
   double samples_per_second = 0;
   double time_train_s = 0, time_val_s = 0, time_test_s = 0, time_total_s = 0;
   double data_wait_fraction = 0, comm_fraction = 0;
+  // CPU seconds per second of training of a rank's process (compute and input threads,
+  // waits included), the mean over the ranks; not under strategy async.
+  std::optional<double> cpu_load_per_rank;
   std::optional<int64_t> resumed_from;
   int checkpoints_written = 0;
   double checkpoint_write_s = 0, checkpoint_blocked_s = 0;

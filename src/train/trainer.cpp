@@ -94,7 +94,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   comm_->reset_comm_seconds();
   const double wait0 = train_loader_->wait_seconds();
-  const double t0 = now_seconds();
+  const double t0 = now_seconds(), cpu0 = process_cpu_seconds();
   double lr = schedule_->at(global_step_);
   EpochEnd end = EpochEnd::kCompleted;
 
@@ -150,11 +150,11 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   }
   LossStats s;
   backend_->copy_to_host(&s, stats_.data(), sizeof(s));
-  double sums[3] = {s.loss_sum, s.correct, s.count};
+  double sums[4] = {s.loss_sum, s.correct, s.count, process_cpu_seconds() - cpu0};
   {
     WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
     comm_->allreduce_max(times, 3 + kPhaseMarks);  // the slowest rank sets the pace
-    comm_->allreduce_sum(sums, 3);
+    comm_->allreduce_sum(sums, 4);
   }
   for (int i = 0; i < kPhaseMarks; ++i) phase_totals_[i] += times[3 + i];
   m.epoch = epoch;
@@ -164,6 +164,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   m.time_train_s = times[0];
   m.data_wait_s = times[1];
   m.comm_s = times[2];
+  m.cpu_s = sums[3] / world_size_;
   m.samples_per_second = times[0] > 0 ? sums[2] / times[0] : 0.0;
   return end;
 }
@@ -256,7 +257,8 @@ int Trainer::run() {
 
   // 2. Epochs.
   start_energy();
-  double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_samples = 0;
+  double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_cpu = 0;
+  double total_samples = 0;
   const int first_epoch = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
   summary.epochs_completed = first_epoch - 1;
   for (int epoch = first_epoch; epoch <= config_.train.epochs; ++epoch) {
@@ -287,6 +289,7 @@ int Trainer::run() {
     total_train += m.time_train_s;
     total_wait += m.data_wait_s;
     total_comm += m.comm_s;
+    total_cpu += m.cpu_s;
     total_samples += m.samples_per_second * m.time_train_s;
     if (val_loader_ && (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
       exchange_->sync_for_evaluation(global_step_);
@@ -358,6 +361,7 @@ int Trainer::run() {
   summary.time_val_s = total_val;
   summary.data_wait_fraction = total_train > 0 ? total_wait / total_train : 0;
   summary.comm_fraction = total_train > 0 ? total_comm / total_train : 0;
+  if (!async_ && total_train > 0) summary.cpu_load_per_rank = total_cpu / total_train;
   const CheckpointWriteStats ck = checkpoints_->stats();
   summary.checkpoints_written = ck.writes;
   summary.checkpoint_write_s = ck.write_seconds;

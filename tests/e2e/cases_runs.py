@@ -31,6 +31,8 @@ def case_mlp_allreduce_ring():
     check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
     check(all(r["val_accuracy"] for r in rows), "a validation accuracy is missing")
     check(os.path.exists(os.path.join(run_dir("mlp_ring"), "config.yaml")), "config.yaml missing")
+    # Each rank keeps at least part of a core busy, and no more than the node has.
+    check(0.1 < s["cpu_load_per_rank"] <= os.cpu_count(), f"cpu load {s['cpu_load_per_rank']}")
     # Energy: each source a number, or null with a reason (never a made-up zero); the
     # samples file has its header.
     e = s["energy"]

@@ -73,7 +73,8 @@ class Aggregation(unittest.TestCase):
 
     def test_stats_and_per_epoch_bands(self):
         self.assertEqual(aggregate.stats([3.0, None, 1.0, 2.0]),
-                         {"mean": 2.0, "min": 1.0, "max": 3.0})
+                         {"mean": 2.0, "median": 2.0, "min": 1.0, "max": 3.0})
+        self.assertEqual(aggregate.stats([4.0, 1.0])["median"], 2.5)
         self.assertIsNone(aggregate.stats([None]))
         runs = [aggregate.read_run(make_run(self.root, f"r{i}", [(1, 1, 0, a), (2, 1, 0, b)]))
                 for i, (a, b) in enumerate([(0.5, 0.7), (0.6, 0.9)])]
@@ -106,7 +107,8 @@ class Aggregation(unittest.TestCase):
         self.assertAlmostEqual(two["edp_norm"], 0.5)
         self.assertIsNone(four["edp_norm"])
         self.assertEqual(base["repeats_done"], 3)
-        self.assertEqual(base["time_train_s"], {"mean": 12.0, "min": 10.0, "max": 14.0})
+        self.assertEqual(base["time_train_s"],
+                         {"mean": 12.0, "median": 12.0, "min": 10.0, "max": 14.0})
 
 
 class StudyFile(unittest.TestCase):

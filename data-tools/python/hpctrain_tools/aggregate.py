@@ -75,16 +75,20 @@ def read_run(run_dir, resumed=False):
         "edp": s.get("edp") if total_j is not None else None,
         "step_phase_fractions": s.get("step_phase_fractions"),
         "step_phases_s": s.get("step_phases_s"),
+        "cpu_load_per_rank": s.get("cpu_load_per_rank"),
         "epochs": epochs,
     }
 
 
 def stats(values):
-    """{mean, min, max} of the numbers in `values` (None entries left out); None if none."""
-    v = [x for x in values if x is not None]
+    """{mean, median, min, max} of the numbers in `values` (None entries left out); None
+    if none."""
+    v = sorted(x for x in values if x is not None)
     if not v:
         return None
-    return {"mean": sum(v) / len(v), "min": min(v), "max": max(v)}
+    mid = len(v) // 2
+    median = v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+    return {"mean": sum(v) / len(v), "median": median, "min": v[0], "max": v[-1]}
 
 
 def per_epoch(runs, key):
@@ -134,6 +138,7 @@ def summarise_variant(variant, runs):
         else None,
         "edp": stats(r["edp"] for r in runs),
         "step_phase_fractions": phase,
+        "cpu_load_per_rank": stats(r["cpu_load_per_rank"] for r in runs),
         "epochs": sorted(set().union(*(r["epochs"].keys() for r in runs))),
         "val_accuracy_per_epoch": per_epoch(runs, "val_accuracy"),
         "train_accuracy_per_epoch": per_epoch(runs, "train_accuracy"),

@@ -130,9 +130,10 @@ def model_markdown(model):
            f"Calibrated on `{model['calibration']}`: {1e3 * c['step_s']:.3f} ms per step "
            f"alone, backward {100 * c['backward_fraction']:.0f}% of it, "
            f"{c['param_bytes'] / 1e6:.2f} MB of gradients; {c['slots_per_node']} compute "
-           f"slots per node, {c['slots_per_rank']} per rank (docs/study.md gives the model)."]
+           f"slots per node, {c['slots_per_rank']:.2f} per rank (docs/study.md gives the "
+           "model)."]
     if model["measured_vs_predicted"]:
-        out += ["", "| variant | ranks | ranks per node | network (fitted) | measured ms/step | "
+        out += ["", "| variant | ranks | ranks per node | network (fitted) | measured ms/step (median) | "
                 "predicted ms/step | error |", "|---|---:|---:|---|---:|---:|---:|"]
         for m in model["measured_vs_predicted"]:
             n = m["network"]

@@ -209,6 +209,9 @@ def main(argv):
     ap.add_argument("--ranks", default="2-4096",
                     help="counts: 'A-B' (powers of two) or a comma list (default 2-4096)")
     ap.add_argument("--ranks-per-node", type=int, default=1)
+    ap.add_argument("--slots-per-node", type=int, default=0,
+                    help="GPUs (or cores at one per rank) of a node; default: ranks per node, "
+                         "so no two ranks share a device")
     ap.add_argument("--average-every", type=int, default=8)
     ap.add_argument("--servers", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -226,7 +229,10 @@ def main(argv):
             ranks = [int(x) for x in a.ranks.split(",")]
     except ValueError:
         ap.error(f"--ranks: expected A-B or a comma list, got '{a.ranks}'")
-    comp = Compute(a.step_ms / 1e3, a.backward_fraction, a.params * a.bytes_per_param)
+    if a.ranks_per_node < 1 or a.slots_per_node < 0:
+        ap.error("--ranks-per-node must be >= 1 and --slots-per-node >= 0")
+    comp = Compute(a.step_ms / 1e3, a.backward_fraction, a.params * a.bytes_per_param,
+                   slots_per_node=a.slots_per_node or a.ranks_per_node)
     net = Network(a.network, a.alpha_us * 1e-6, 1e-9 / a.bandwidth_gbs)
     rows = prediction_table(comp, net, ranks, a.ranks_per_node,
                             Layout(a.average_every, a.servers))
