@@ -11,6 +11,8 @@ recipe, on CPU:
       -> Conv2d(32, 64, 3, padding 1) -> ReLU -> MaxPool2d(2)
       -> Flatten -> Linear(3136, 128) -> ReLU -> Linear(128, 10),
     every layer with a bias, as hpctrain's layers;
+    --model lstm (configs/fashion_mnist_lstm.yaml): nn.LSTM(28, 128) over the 28 rows
+      of each image, the last step's h into Linear(128, 10);
   * cross-entropy, SGD lr 0.05 momentum 0.9 (or --optimizer adamw: torch.optim.AdamW,
     its default betas and eps, with --lr and --weight-decay), constant learning rate
     (the benchmark sets hpctrain's schedule to constant too);
@@ -54,7 +56,7 @@ PROG = "pytorch_train.py"
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", choices=("mlp", "cnn"), required=True,
+    p.add_argument("--model", choices=("mlp", "cnn", "lstm"), required=True,
                    help="hpctrain preset to reproduce")
     p.add_argument("--data", default="data/fashion-mnist/train.h5",
                    help="hpctrain-data HDF5 training file (datasets images [N,1,28,28] uint8, "
@@ -125,6 +127,24 @@ def keep_allocations_in_heap():
         sys.exit(f"{PROG}: mallopt failed: this baseline needs glibc")
 
 
+def RowLstm(features, units, num_classes, steps):
+    """configs/fashion_mnist_lstm.yaml: the image's rows as steps, nn.LSTM, the last
+    step's h into the classifier."""
+    import torch.nn as nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(features, units, batch_first=True)
+            self.fc = nn.Linear(units, num_classes)
+
+        def forward(self, x):
+            out, _ = self.lstm(x.reshape(x.shape[0], steps, features))
+            return self.fc(out[:, -1, :])
+
+    return Net()
+
+
 def build_model(a, sample_shape, num_classes=10):
     """The network of hpctrain's preset a.model for samples of shape sample_shape:
     [features] for the mlp, [C, H, W] for the cnn."""
@@ -133,6 +153,8 @@ def build_model(a, sample_shape, num_classes=10):
         return nn.Sequential(nn.Linear(sample_shape[0], a.hidden), nn.ReLU(),
                              nn.Linear(a.hidden, num_classes))
     c, h, w = sample_shape
+    if a.model == "lstm":
+        return RowLstm(w, 128, num_classes, steps=c * h)
     return nn.Sequential(
         nn.Conv2d(c, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),

@@ -2,7 +2,7 @@
 # CPU training throughput of hpctrain against PyTorch on the same model, same ranks
 # and threads, same per-rank batch and same samples per epoch, in one command:
 #
-#   bench/train_throughput.sh --model mlp|cnn [--build DIR] [--data DIR] [--reps N] ...
+#   bench/train_throughput.sh --model mlp|cnn|lstm [--build DIR] [--data DIR] [--reps N] ...
 #   BUILD=build DATA=data/fashion-mnist REPS=5 EPOCHS=2 bench/train_throughput.sh --model cnn
 #
 # Runs REPS interleaved repetitions of
@@ -20,11 +20,13 @@
 #        OUT bench/results/mlp_throughput_cpu.json
 #   cnn: configs/fashion_mnist_cnn.yaml, 1 rank x 2 threads (compares the convolution
 #        engines), target ratio 1.0, OUT bench/results/cnn_throughput_cpu.json
+#   lstm: configs/fashion_mnist_lstm.yaml (LSTM 128 over the image rows), 1 rank x 2
+#        threads, target ratio 1.0, OUT bench/results/lstm_throughput_cpu.json
 # The per-rank batch is 64, the configs'.
 #
 # Settings (flag or environment variable; a relative path given is taken from the
 # current directory, the default paths are inside the repository):
-#   --model  MODEL    mlp or cnn (required)
+#   --model  MODEL    mlp, cnn or lstm (required)
 #   --build  BUILD    build directory holding hpctrain          (default: build)
 #   --data   DATA     directory with train.h5 from `hpctrain-data fashion-mnist --out DATA`
 #                                                               (default: data/fashion-mnist)
@@ -84,8 +86,10 @@ case "$MODEL" in
        : "${RANKS:=2}" "${THREADS:=1}" "${OUT:=$ROOT/bench/results/mlp${OPT_SUFFIX}_throughput_cpu.json}" ;;
   cnn) CONFIG_REL=configs/fashion_mnist_cnn.yaml; TARGET=1.0
        : "${RANKS:=1}" "${THREADS:=2}" "${OUT:=$ROOT/bench/results/cnn${OPT_SUFFIX}_throughput_cpu.json}" ;;
-  '') die "--model mlp|cnn is required (see --help)" ;;
-  *) die "--model must be mlp or cnn, got '$MODEL'" ;;
+  lstm) CONFIG_REL=configs/fashion_mnist_lstm.yaml; TARGET=1.0
+       : "${RANKS:=1}" "${THREADS:=2}" "${OUT:=$ROOT/bench/results/lstm${OPT_SUFFIX}_throughput_cpu.json}" ;;
+  '') die "--model mlp|cnn|lstm is required (see --help)" ;;
+  *) die "--model must be mlp, cnn or lstm, got '$MODEL'" ;;
 esac
 
 for v in REPS EPOCHS THREADS RANKS; do
@@ -282,6 +286,7 @@ if env.get("CPU_START") and env.get("CPU_END"):
 architecture = {
     "mlp": "MLP 784-192-10",
     "cnn": "CNN conv3x3(32)-pool-conv3x3(64)-pool-dense128-10",
+    "lstm": "LSTM 128 over 28 rows of 28 pixels, last step, dense 10",
 }[model]
 optimizer_text = {"sgd": "SGD momentum", "adamw": "AdamW"}[env["OPTIMIZER"]]
 suffix = "" if env["OPTIMIZER"] == "sgd" else "_" + env["OPTIMIZER"]

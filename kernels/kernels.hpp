@@ -38,6 +38,16 @@ void convert_transposed(DType t, const float* src, void* dst, int n, int a, int 
 void convert_to_float_transposed(DType t, const void* src, float* dst, int n, int a, int b,
                                  cudaStream_t stream);
 
+// Recurrent layers (rnn.cu): Backend::swap_leading, lstm_forward_step, lstm_backward_step.
+void swap_leading(DType t, const void* src, void* dst, int a, int b, int inner,
+                  cudaStream_t stream);
+void lstm_forward_step(DType t, const void* gx, const void* gh, const float* b_ih,
+                       const float* b_hh, const float* c_prev, float* gates, float* c, void* h,
+                       int batch, int hidden, cudaStream_t stream);
+void lstm_backward_step(DType t, const float* gates, const float* c, const float* c_prev,
+                        const void* dh, float* dc, void* dz, int batch, int hidden,
+                        cudaStream_t stream);
+
 // Element-wise (elementwise.cu).
 void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream);
 void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,

@@ -206,6 +206,25 @@ class Backend {
   virtual void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                                uint64_t seed) = 0;
 
+  // Recurrent layers (nn/lstm.cpp) run time-major: activations [a][b][inner] become
+  // [b][a][inner] (batch-major sequences to time-major and back); dst may not be src.
+  virtual void swap_leading(const void* src, void* dst, int a, int b, int inner) = 0;
+  // One LSTM time step for `batch` rows of `hidden` units, PyTorch's gates (i, f, g, o):
+  //   z = gx + gh + b_ih + b_hh   (gx, gh: activations [batch][4 hidden]; gh null: h = 0)
+  //   i, f, o = sigmoid(z_i, z_f, z_o), g = tanh(z_g)
+  //   c = f * c_prev + i * g      (c_prev null: 0),   h = o * tanh(c)
+  // Writes the activated gates (float32 [batch][4 hidden]) and c (float32 [batch][hidden])
+  // for backward, and h (activations [batch][hidden]).
+  virtual void lstm_forward_step(const void* gx, const void* gh, const float* b_ih,
+                                 const float* b_hh, const float* c_prev, float* gates, float* c,
+                                 void* h, int batch, int hidden) = 0;
+  // Backward of that step. dh: the gradient reaching h (activations; null: 0). dc (float32
+  // [batch][hidden]) holds the gradient reaching c from the next step (zeros after the
+  // last) and is overwritten with the gradient for c_prev. Writes dz = dL/dz (activations
+  // [batch][4 hidden]).
+  virtual void lstm_backward_step(const float* gates, const float* c, const float* c_prev,
+                                  const void* dh, float* dc, void* dz, int batch, int hidden) = 0;
+
   // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
   // Adds the batch's loss sum, correct count and sample count to *stats (device
   // memory). If dlogits is not null, writes grad_scale * loss_scale * (softmax - onehot),

@@ -58,6 +58,12 @@ class CpuBackend final : public Backend {
   void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override;
   void add(const void* a, const void* b, void* y, size_t n) override;
   void multiply(const void* a, const void* b, void* y, size_t n) override;
+  void swap_leading(const void* src, void* dst, int a, int b, int inner) override;
+  void lstm_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                         const float* c_prev, float* gates, float* c, void* h, int batch,
+                         int hidden) override;
+  void lstm_backward_step(const float* gates, const float* c, const float* c_prev, const void* dh,
+                          float* dc, void* dz, int batch, int hidden) override;
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override;
@@ -130,6 +136,11 @@ class CpuBackend final : public Backend {
   void sum_channels_f32(const float* dy, float* dbias, int n, int c, int hw);
   void add_f32(const float* a, const float* b, float* y, size_t n);
   void multiply_f32(const float* a, const float* b, float* y, size_t n);
+  void lstm_forward_step_f32(const float* gx, const float* gh, const float* b_ih, const float* b_hh,
+                             const float* c_prev, float* gates, float* c, float* h, int batch,
+                             int hidden);
+  void lstm_backward_step_f32(const float* gates, const float* c, const float* c_prev,
+                              const float* dh, float* dc, float* dz, int batch, int hidden);
   void conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
                           void* workspace);
   void conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w, float* dx,

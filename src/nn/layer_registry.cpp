@@ -9,12 +9,14 @@
 namespace hpctrain {
 
 extern const LayerType kDenseLayer, kReluLayer, kConv2dLayer, kMaxPoolLayer, kAvgPoolLayer,
-    kGlobalAvgPoolLayer, kFlattenLayer, kBatchNormLayer, kDropoutLayer, kBasicBlockLayer;
+    kGlobalAvgPoolLayer, kFlattenLayer, kBatchNormLayer, kDropoutLayer, kBasicBlockLayer,
+    kLstmLayer;
 
 const std::vector<const LayerType*>& layer_types() {
   static const std::vector<const LayerType*> list = {
-      &kDenseLayer,         &kReluLayer,    &kConv2dLayer,    &kMaxPoolLayer, &kAvgPoolLayer,
-      &kGlobalAvgPoolLayer, &kFlattenLayer, &kBatchNormLayer, &kDropoutLayer, &kBasicBlockLayer};
+      &kDenseLayer,   &kReluLayer,          &kConv2dLayer,  &kMaxPoolLayer,
+      &kAvgPoolLayer, &kGlobalAvgPoolLayer, &kFlattenLayer, &kBatchNormLayer,
+      &kDropoutLayer, &kBasicBlockLayer,    &kLstmLayer};
   return list;
 }
 

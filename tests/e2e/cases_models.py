@@ -232,3 +232,21 @@ def case_transfer_freeze():
     check(h5_values(src, ds, 0, 50) == h5_values(dst, ds, 0, 50), "frozen dense0 changed")
     head = 784 * 192 + 192  # the classifier starts after dense0
     check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")
+
+
+LSTM = "configs/fashion_mnist_lstm.yaml"
+
+
+def case_lstm_trains_resumes():
+    """Sequential Fashion-MNIST with the LSTM config (smaller: 32 units, the 10,000 test
+    images, 3 epochs): it learns, and kill -9 of a rank then --resume auto gives the
+    parameters of the uninterrupted run."""
+    sets = ["model.layers=[{type: lstm, name: lstm, units: 32}]", "train.epochs=3",
+            f"data.train={ARGS.data}/test.h5", "run.deterministic=true",
+            "checkpoint.every_steps=10"]
+    fresh("lstm_full")
+    s = expect_ok("lstm_full", 2, sets, config=LSTM)
+    check(s["test_accuracy"] >= 0.65, f"test accuracy {s['test_accuracy']:.4f} < 0.65")
+    k = kill_and_resume("lstm_kill", sets, lambda n: 0 if newest_step(n) >= 30 else None,
+                        config=LSTM)
+    check(k["params_sha256"] == s["params_sha256"], "resumed LSTM parameters differ")

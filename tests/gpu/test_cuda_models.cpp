@@ -126,6 +126,23 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
 }
 
+// Recurrent layers: two stacked LSTM layers returning every step into a third that
+// returns the last (cuBLAS GEMMs, kernels/rnn.cu for the steps), on an image's rows.
+ModelConfig lstm_layers() {
+  ModelConfig c;
+  c.preset = "layers";
+  c.hidden.clear();
+  c.layers = {
+      {.type = "lstm",
+       .values = {{"units", int64_t{16}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
+      {.type = "lstm",
+       .values = {{"units", int64_t{12}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
+  };
+  return c;
+}
+
+TEST_F(CudaVsCpu, LstmModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, 10, 8); }
+
 // Every layer type where the channels-last layout matters: BatchNorm first (on the model
 // input, moved to NHWC; no dx), a convolution with bias, a BatchNorm + ReLU (run fused),
 // average pooling and overlapping max pooling (3x3/2, ImageNet ResNets' stem), a
@@ -172,6 +189,7 @@ void compare_16bit_models(bool channels_last) {
     resnet.width = 8;
     compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
     if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, 7, 5, tol);
+    if (!channels_last) compare_models(*gpu, lstm_layers(), {1, 14, 9}, 10, 8, tol);
   }
 }
 

@@ -322,6 +322,24 @@ class CudaBackend final : public Backend {
                                            save_mean, save_invstd);
     }
   }
+  void swap_leading(const void* src, void* dst, int a, int b, int inner) override {
+    kernels::swap_leading(options_.act_type, src, dst, a, b, inner, stream_);
+    done("swap_leading");
+  }
+  void lstm_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                         const float* c_prev, float* gates, float* c, void* h, int batch,
+                         int hidden) override {
+    kernels::lstm_forward_step(options_.act_type, gx, gh, b_ih, b_hh, c_prev, gates, c, h, batch,
+                               hidden, stream_);
+    done("lstm_forward_step");
+  }
+  void lstm_backward_step(const float* gates, const float* c, const float* c_prev, const void* dh,
+                          float* dc, void* dz, int batch, int hidden) override {
+    kernels::lstm_backward_step(options_.act_type, gates, c, c_prev, dh, dc, dz, batch, hidden,
+                                stream_);
+    done("lstm_backward_step");
+  }
+
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
     HT_REQUIRE(p >= 0.0f && p < 1.0f, "dropout: p must be in [0, 1)");

@@ -1,0 +1,118 @@
+// The LSTM layer: gradients against central differences (one and two layers, the last step
+// or every step, odd sizes, an image's rows as steps), and forward and backward against
+// PyTorch's nn.LSTM from the same weights (rnn_reference.py made the figures).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "gradient_check.hpp"
+#include "nn/lstm.hpp"
+#include "nn/presets.hpp"
+
+namespace hpctrain {
+namespace {
+
+using gradcheck::check_layer_gradients;
+using gradcheck::GradCheckOptions;
+
+GradCheckOptions lstm_options() {
+  GradCheckOptions o;
+  o.eps = 1e-2f;
+  o.tol = 2e-3;
+  return o;
+}
+
+TEST(GradientCheck, LstmLastStep) {
+  Lstm layer("l", 5, 1, false);
+  check_layer_gradients(layer, {4, 3}, 3, lstm_options());
+}
+
+TEST(GradientCheck, LstmSequencesTwoLayers) {
+  Lstm layer("l", 6, 2, true);
+  check_layer_gradients(layer, {5, 7}, 2, lstm_options());
+}
+
+TEST(GradientCheck, LstmImageRowsAsSteps) {
+  Lstm layer("l", 3, 2, false);
+  check_layer_gradients(layer, {1, 4, 5}, 3, lstm_options());
+}
+
+TEST(Lstm, ShapesParamsAndRefusals) {
+  Lstm seq("l", 8, 2, true);
+  EXPECT_EQ(seq.output_dims({1, 28, 28}), (Dims{28, 8}));
+  // Layer 0: 4*8*(28+8) + 2*4*8; layer 1: 4*8*(8+8) + 2*4*8.
+  EXPECT_EQ(seq.param_count(), size_t{4 * 8 * 36 + 64 + 4 * 8 * 16 + 64});
+  Lstm last("l", 8, 1, false);
+  EXPECT_EQ(last.output_dims({10, 3}), (Dims{8}));
+  EXPECT_THROW(last.output_dims({12}), UsageError);
+}
+
+// Stacked LSTM entries in a model (every step into the last step), then the classifier:
+// the model's backward through the loss against central differences.
+TEST(Lstm, WholeModelGradients) {
+  CpuBackend be(1);
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.hidden.clear();
+  mc.layers = {
+      {.type = "lstm",
+       .values = {{"units", int64_t{5}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
+      {.type = "lstm",
+       .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
+  };
+  const int batch = 3, classes = 4;
+  Model m(be, build_layers(mc, classes, {1, 3, 2}), {1, 3, 2}, batch);
+  m.init_params(9);
+  std::vector<float> x = gradcheck::random_vector(batch * 6, 31);
+  gradcheck::check_model_gradients(m, x, {1, 3, 0}, classes, /*stride=*/1, 2e-3);
+}
+
+#include "rnn_reference.inc"
+
+// The weights, input and loss weights rnn_reference.py gives PyTorch; forward and backward
+// on the CPU backend against its float64 figures.
+void expect_matches_pytorch(int64_t batch, int64_t steps, int64_t features, int64_t units,
+                            int64_t layers, bool sequences, const std::vector<double>& want_y,
+                            const std::vector<double>& want_dx,
+                            const std::vector<double>& want_dparams) {
+  CpuBackend be(1);
+  Lstm layer("l", units, layers, sequences);
+  const Dims in{steps, features};
+  const Dims out = layer.output_dims(in);
+  std::vector<float> params(layer.param_count()), grads(params.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i] = static_cast<float>(0.3 * std::sin(0.7 * i + 0.2));
+  layer.bind(ParamSlice::f32(params.data(), grads.data()));
+  layer.allocate(be, batch);
+  std::vector<float> x(static_cast<size_t>(batch * steps * features));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.45 * i));
+  std::vector<float> y(static_cast<size_t>(batch * dims_elems(out))), dy(y.size()), dx(x.size());
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(std::sin(0.31 * i + 1.0));
+  Tensor tx{x.data(), batch, in}, ty{y.data(), batch, out};
+  layer.forward(be, tx, ty, true);
+  Tensor tdy{dy.data(), batch, out}, tdx{dx.data(), batch, in};
+  layer.backward(be, tx, ty, tdy, &tdx);
+  gradcheck::expect_close(y, want_y, 1e-5, "y");
+  gradcheck::expect_close(dx, want_dx, 1e-5, "dx");
+  gradcheck::expect_close(grads, want_dparams, 1e-5, "dparams");
+}
+
+template <size_t N>
+std::vector<double> vec(const double (&a)[N]) {
+  return {a, a + N};
+}
+
+TEST(Lstm, MatchesPytorchTwoLayersEveryStep) {
+  expect_matches_pytorch(2, 3, 4, 5, 2, true, vec(kTwoLayersSequencesY), vec(kTwoLayersSequencesDx),
+                         vec(kTwoLayersSequencesDparams));
+}
+
+TEST(Lstm, MatchesPytorchOneLayerLastStep) {
+  expect_matches_pytorch(3, 4, 2, 3, 1, false, vec(kOneLayerLastStepY), vec(kOneLayerLastStepDx),
+                         vec(kOneLayerLastStepDparams));
+}
+
+}  // namespace
+}  // namespace hpctrain
