@@ -38,7 +38,7 @@ void convert_transposed(DType t, const float* src, void* dst, int n, int a, int 
 void convert_to_float_transposed(DType t, const void* src, float* dst, int n, int a, int b,
                                  cudaStream_t stream);
 
-// Recurrent layers (rnn.cu): Backend::swap_leading, lstm_forward_step, lstm_backward_step.
+// Recurrent layers (rnn.cu): Backend::swap_leading and the LSTM and GRU steps.
 void swap_leading(DType t, const void* src, void* dst, int a, int b, int inner,
                   cudaStream_t stream);
 void lstm_forward_step(DType t, const void* gx, const void* gh, const float* b_ih,
@@ -47,6 +47,12 @@ void lstm_forward_step(DType t, const void* gx, const void* gh, const float* b_i
 void lstm_backward_step(DType t, const float* gates, const float* c, const float* c_prev,
                         const void* dh, float* dc, void* dz, int batch, int hidden,
                         cudaStream_t stream);
+void gru_forward_step(DType t, const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                      const void* h_prev, float* gates, float* hn, void* h, int batch, int hidden,
+                      cudaStream_t stream);
+void gru_backward_step(DType t, const float* gates, const float* hn, const void* h_prev,
+                       const void* dh, void* dgx, void* dgh, void* dh_prev, int batch, int hidden,
+                       cudaStream_t stream);
 
 // Element-wise (elementwise.cu).
 void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream);

@@ -1,5 +1,5 @@
 // Recurrent kernels: the batch-major <-> time-major swap of sequences and the point-wise
-// part of an LSTM step (CpuBackend's cpu_rnn.cpp computes the same in the same order; the
+// parts of LSTM and GRU steps (CpuBackend's cpu_rnn.cpp computes the same in the same order; the
 // transcendental functions may differ from the host's in the last bit).
 #include "kernels/act.cuh"
 #include "kernels/kernels.hpp"
@@ -70,6 +70,57 @@ __global__ void lstm_backward_kernel(const float* gates, const float* c, const f
   }
 }
 
+template <typename T>
+__global__ void gru_forward_kernel(const T* gx, const T* gh, const float* b_ih, const float* b_hh,
+                                   const T* h_prev, float* gates, float* hn, T* h, int batch,
+                                   int hidden) {
+  const size_t hs = static_cast<size_t>(hidden);
+  HT_GRID_STRIDE(e, static_cast<size_t>(batch) * hs) {
+    const size_t r = e / hs, j = e % hs;
+    const T* x = gx + r * 3 * hs;
+    const T* g = gh != nullptr ? gh + r * 3 * hs : nullptr;
+    const float rg =
+        sigmoid(as_float(x[j]) + b_ih[j] + (g != nullptr ? as_float(g[j]) : 0.0f) + b_hh[j]);
+    const float zg = sigmoid(as_float(x[hs + j]) + b_ih[hs + j] +
+                             (g != nullptr ? as_float(g[hs + j]) : 0.0f) + b_hh[hs + j]);
+    const float hnj = (g != nullptr ? as_float(g[2 * hs + j]) : 0.0f) + b_hh[2 * hs + j];
+    const float ng = tanhf(as_float(x[2 * hs + j]) + b_ih[2 * hs + j] + rg * hnj);
+    const float prev = h_prev != nullptr ? as_float(h_prev[e]) : 0.0f;
+    float* a = gates + r * 3 * hs;
+    a[j] = rg;
+    a[hs + j] = zg;
+    a[2 * hs + j] = ng;
+    hn[e] = hnj;
+    h[e] = to_act<T>((1.0f - zg) * ng + zg * prev);
+  }
+}
+
+template <typename T>
+__global__ void gru_backward_kernel(const float* gates, const float* hn, const T* h_prev,
+                                    const T* dh, T* dgx, T* dgh, T* dh_prev, int batch,
+                                    int hidden) {
+  const size_t hs = static_cast<size_t>(hidden);
+  HT_GRID_STRIDE(e, static_cast<size_t>(batch) * hs) {
+    const size_t r = e / hs, j = e % hs;
+    const float* a = gates + r * 3 * hs;
+    const float rg = a[j], zg = a[hs + j], ng = a[2 * hs + j];
+    const float d = as_float(dh[e]);
+    const float prev = h_prev != nullptr ? as_float(h_prev[e]) : 0.0f;
+    const float dn = d * (1.0f - zg) * (1.0f - ng * ng);
+    const float dz = d * (prev - ng) * zg * (1.0f - zg);
+    const float dr = dn * hn[e] * rg * (1.0f - rg);
+    T* dx = dgx + r * 3 * hs;
+    T* dg = dgh + r * 3 * hs;
+    dx[j] = to_act<T>(dr);
+    dx[hs + j] = to_act<T>(dz);
+    dx[2 * hs + j] = to_act<T>(dn);
+    dg[j] = to_act<T>(dr);
+    dg[hs + j] = to_act<T>(dz);
+    dg[2 * hs + j] = to_act<T>(dn * rg);
+    if (dh_prev != nullptr) dh_prev[e] = to_act<T>(d * zg);
+  }
+}
+
 #undef HT_GRID_STRIDE
 
 }  // namespace
@@ -111,6 +162,34 @@ void lstm_backward_step(DType t, const float* gates, const float* c, const float
         gates, c, c_prev, static_cast<const T*>(dh), dc, static_cast<T*>(dz), batch, hidden);
   });
   check_launch("lstm_backward_step");
+}
+
+void gru_forward_step(DType t, const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                      const void* h_prev, float* gates, float* hn, void* h, int batch, int hidden,
+                      cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(batch) * hidden;
+  if (total == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    gru_forward_kernel<<<grid_for(total), kBlock, 0, stream>>>(
+        static_cast<const T*>(gx), static_cast<const T*>(gh), b_ih, b_hh,
+        static_cast<const T*>(h_prev), gates, hn, static_cast<T*>(h), batch, hidden);
+  });
+  check_launch("gru_forward_step");
+}
+
+void gru_backward_step(DType t, const float* gates, const float* hn, const void* h_prev,
+                       const void* dh, void* dgx, void* dgh, void* dh_prev, int batch, int hidden,
+                       cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(batch) * hidden;
+  if (total == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    gru_backward_kernel<<<grid_for(total), kBlock, 0, stream>>>(
+        gates, hn, static_cast<const T*>(h_prev), static_cast<const T*>(dh), static_cast<T*>(dgx),
+        static_cast<T*>(dgh), static_cast<T*>(dh_prev), batch, hidden);
+  });
+  check_launch("gru_backward_step");
 }
 
 }  // namespace hpctrain::kernels

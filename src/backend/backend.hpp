@@ -206,7 +206,7 @@ class Backend {
   virtual void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                                uint64_t seed) = 0;
 
-  // Recurrent layers (nn/lstm.cpp) run time-major: activations [a][b][inner] become
+  // Recurrent layers (nn/recurrent.cpp) run time-major: activations [a][b][inner] become
   // [b][a][inner] (batch-major sequences to time-major and back); dst may not be src.
   virtual void swap_leading(const void* src, void* dst, int a, int b, int inner) = 0;
   // One LSTM time step for `batch` rows of `hidden` units, PyTorch's gates (i, f, g, o):
@@ -224,6 +224,23 @@ class Backend {
   // [batch][4 hidden]).
   virtual void lstm_backward_step(const float* gates, const float* c, const float* c_prev,
                                   const void* dh, float* dc, void* dz, int batch, int hidden) = 0;
+  // One GRU time step, PyTorch's gates (r, z, n):
+  //   r = sigmoid(gx_r + b_ir + gh_r + b_hr),  z = sigmoid(gx_z + b_iz + gh_z + b_hz)
+  //   n = tanh(gx_n + b_in + r * (gh_n + b_hn)),  h = (1 - z) * n + z * h_prev
+  // (gx, gh: activations [batch][3 hidden]; gh and h_prev null at the first step: h0 = 0).
+  // Writes the gates (float32 [batch][3 hidden]) and hn = gh_n + b_hn (float32
+  // [batch][hidden]) for backward, and h (activations [batch][hidden]).
+  virtual void gru_forward_step(const void* gx, const void* gh, const float* b_ih,
+                                const float* b_hh, const void* h_prev, float* gates, float* hn,
+                                void* h, int batch, int hidden) = 0;
+  // Backward of that step, given dh (activations; the gradient reaching h): writes the
+  // gradients of the input projection dgx and of the recurrent projection dgh
+  // (activations [batch][3 hidden]) and dh_prev = dh * z, the part of the gradient for
+  // h_prev that does not pass through W_hh (activations [batch][hidden]; null at the
+  // first step).
+  virtual void gru_backward_step(const float* gates, const float* hn, const void* h_prev,
+                                 const void* dh, void* dgx, void* dgh, void* dh_prev, int batch,
+                                 int hidden) = 0;
 
   // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
   // Adds the batch's loss sum, correct count and sample count to *stats (device

@@ -64,6 +64,11 @@ class CpuBackend final : public Backend {
                          int hidden) override;
   void lstm_backward_step(const float* gates, const float* c, const float* c_prev, const void* dh,
                           float* dc, void* dz, int batch, int hidden) override;
+  void gru_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                        const void* h_prev, float* gates, float* hn, void* h, int batch,
+                        int hidden) override;
+  void gru_backward_step(const float* gates, const float* hn, const void* h_prev, const void* dh,
+                         void* dgx, void* dgh, void* dh_prev, int batch, int hidden) override;
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override;
@@ -141,6 +146,12 @@ class CpuBackend final : public Backend {
                              int hidden);
   void lstm_backward_step_f32(const float* gates, const float* c, const float* c_prev,
                               const float* dh, float* dc, float* dz, int batch, int hidden);
+  void gru_forward_step_f32(const float* gx, const float* gh, const float* b_ih, const float* b_hh,
+                            const float* h_prev, float* gates, float* hn, float* h, int batch,
+                            int hidden);
+  void gru_backward_step_f32(const float* gates, const float* hn, const float* h_prev,
+                             const float* dh, float* dgx, float* dgh, float* dh_prev, int batch,
+                             int hidden);
   void conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
                           void* workspace);
   void conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w, float* dx,
@@ -173,7 +184,7 @@ class CpuBackend final : public Backend {
   // values in as floats, out() gives room for n results, narrow() rounds a slot's n
   // results into p. Correct rather than fast: a CPU step in 16 bits costs the float32 one
   // plus the conversions.
-  static constexpr int kSlots = 4;
+  static constexpr int kSlots = 5;
   const float* widen(int slot, const void* p, size_t n);
   float* widen_inout(int slot, void* p, size_t n) { return const_cast<float*>(widen(slot, p, n)); }
   float* out(int slot, void* p, size_t n);

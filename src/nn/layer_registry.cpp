@@ -10,13 +10,13 @@ namespace hpctrain {
 
 extern const LayerType kDenseLayer, kReluLayer, kConv2dLayer, kMaxPoolLayer, kAvgPoolLayer,
     kGlobalAvgPoolLayer, kFlattenLayer, kBatchNormLayer, kDropoutLayer, kBasicBlockLayer,
-    kLstmLayer;
+    kLstmLayer, kGruLayer;
 
 const std::vector<const LayerType*>& layer_types() {
   static const std::vector<const LayerType*> list = {
       &kDenseLayer,   &kReluLayer,          &kConv2dLayer,  &kMaxPoolLayer,
       &kAvgPoolLayer, &kGlobalAvgPoolLayer, &kFlattenLayer, &kBatchNormLayer,
-      &kDropoutLayer, &kBasicBlockLayer,    &kLstmLayer};
+      &kDropoutLayer, &kBasicBlockLayer,    &kLstmLayer,    &kGruLayer};
   return list;
 }
 

@@ -1,6 +1,6 @@
 // kernels/rnn.cu under the emulation against the CPU backend: the sequence layout swap bit
-// for bit, and an LSTM step forward and backward (first step without h and c, then one
-// with them) within one rounding of the activation type.
+// for bit, and LSTM and GRU steps forward and backward (a first step without the previous
+// state, then one with it) within one rounding of the activation type.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -59,6 +59,42 @@ TEST_P(EmuVsCpu, LstmStepForwardAndBackward) {
     expect_close(got[2], h.floats(), act_tol(), "h");
     expect_close(got[3], dc, 1e-6, "dc");
     expect_close(got[4], dz.floats(), act_tol(), "dz");
+  }
+}
+
+TEST_P(EmuVsCpu, GruStepForwardAndBackward) {
+  const int batch = 3, hidden = 37;
+  const size_t nz = size_t(batch) * 3 * hidden, nh = size_t(batch) * hidden;
+  const Acts gx = acts(random_vector(nz, 32)), gh = acts(random_vector(nz, 33));
+  const std::vector<float> b_ih = random_vector(3 * hidden, 34, 0.3);
+  const std::vector<float> b_hh = random_vector(3 * hidden, 35, 0.3);
+  const Acts h_prev = acts(random_vector(nh, 36)), dh = acts(random_vector(nh, 37));
+  for (const bool first : {true, false}) {
+    SCOPED_TRACE(first ? "first step" : "later step");
+    const void* ghp = first ? nullptr : gh.data();
+    const void* hp = first ? nullptr : h_prev.data();
+    std::vector<float> gates(nz), hn(nh);
+    Acts h(t_, nh), dgx(t_, nz), dgh(t_, nz), dhp(t_, nh);
+    cpu_.gru_forward_step(gx.data(), ghp, b_ih.data(), b_hh.data(), hp, gates.data(), hn.data(),
+                          h.data(), batch, hidden);
+    cpu_.gru_backward_step(gates.data(), hn.data(), hp, dh.data(), dgx.data(), dgh.data(),
+                           dhp.data(), batch, hidden);
+    const auto got = both_orders([&] {
+      std::vector<float> g(nz, kNaN), n(nh, kNaN);
+      Acts hh = Acts::nan(t_, nh), gxx = Acts::nan(t_, nz), ghh = Acts::nan(t_, nz),
+           dd = Acts::nan(t_, nh);
+      kernels::gru_forward_step(t_, gx.data(), ghp, b_ih.data(), b_hh.data(), hp, g.data(),
+                                n.data(), hh.data(), batch, hidden, kStream);
+      kernels::gru_backward_step(t_, g.data(), n.data(), hp, dh.data(), gxx.data(), ghh.data(),
+                                 dd.data(), batch, hidden, kStream);
+      return results(g, n, hh.floats(), gxx.floats(), ghh.floats(), dd.floats());
+    });
+    expect_close(got[0], gates, 1e-6, "gates");
+    expect_close(got[1], hn, 1e-6, "hn");
+    expect_close(got[2], h.floats(), act_tol(), "h");
+    expect_close(got[3], dgx.floats(), act_tol(), "dgx");
+    expect_close(got[4], dgh.floats(), act_tol(), "dgh");
+    expect_close(got[5], dhp.floats(), act_tol(), "dh_prev");
   }
 }
 

@@ -126,8 +126,8 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
 }
 
-// Recurrent layers: two stacked LSTM layers returning every step into a third that
-// returns the last (cuBLAS GEMMs, kernels/rnn.cu for the steps), on an image's rows.
+// Recurrent layers: two stacked LSTM layers and a GRU returning every step into an LSTM
+// that returns the last (cuBLAS GEMMs, kernels/rnn.cu for the steps), on an image's rows.
 ModelConfig lstm_layers() {
   ModelConfig c;
   c.preset = "layers";
@@ -135,13 +135,15 @@ ModelConfig lstm_layers() {
   c.layers = {
       {.type = "lstm",
        .values = {{"units", int64_t{16}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
+      {.type = "gru",
+       .values = {{"units", int64_t{10}}, {"layers", int64_t{1}}, {"return_sequences", true}}},
       {.type = "lstm",
        .values = {{"units", int64_t{12}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
   };
   return c;
 }
 
-TEST_F(CudaVsCpu, LstmModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, 10, 8); }
+TEST_F(CudaVsCpu, RecurrentModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, 10, 8); }
 
 // Every layer type where the channels-last layout matters: BatchNorm first (on the model
 // input, moved to NHWC; no dx), a convolution with bias, a BatchNorm + ReLU (run fused),

@@ -185,13 +185,13 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(head + "  preset: layers\n  layers:\n    - units: 3\n",
                "FILE:6: model.layers[0].type: required key is missing (one of dense, relu, "
                "conv2d, maxpool, avgpool, global_avgpool, flatten, batchnorm, dropout, "
-               "basic_block, lstm)");
+               "basic_block, lstm, gru)");
   expect_error(head + "  preset: layers\n  layers:\n    - type: relu\n    - type: dense\n",
                "FILE:7: model.layers[1].units: required key is missing for a dense layer");
   expect_error(head + "  preset: layers\n  layers:\n    - type: dense\n      units: 0\n",
                "FILE:7: model.layers[0].units: expected an integer >= 1, got 0");
   expect_error(head + "  preset: layers\n  layers:\n    - {type: relu, units: 3}\n",
-               "FILE:6: model.layers[0].units: only dense or lstm layers take units");
+               "FILE:6: model.layers[0].units: only dense, lstm or gru layers take units");
   expect_error(head + "  preset: layers\n  layers:\n    - {type: lstm, units: 8, layers: 0}\n",
                "FILE:6: model.layers[0].layers: expected an integer >= 1, got 0");
   expect_error(head + "  preset: layers\n  layers:\n    - {type: dense, unit: 3}\n",
@@ -199,7 +199,7 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(
       head + "  preset: layers\n  layers:\n    - {type: conv}\n",
       "FILE:6: model.layers[0].type: expected one of dense, relu, conv2d, maxpool, "
-      "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, lstm, got 'conv'");
+      "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, lstm, gru, got 'conv'");
   expect_error(head +
                    "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
                    "    - {type: relu, name: a}\n",

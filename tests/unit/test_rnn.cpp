@@ -1,6 +1,7 @@
-// The LSTM layer: gradients against central differences (one and two layers, the last step
-// or every step, odd sizes, an image's rows as steps), and forward and backward against
-// PyTorch's nn.LSTM from the same weights (rnn_reference.py made the figures).
+// The LSTM and GRU layers: gradients against central differences (one and two layers, the
+// last step or every step, odd sizes, an image's rows as steps), and forward and backward
+// against PyTorch's nn.LSTM and nn.GRU from the same weights (rnn_reference.py made the
+// figures).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,8 +9,8 @@
 
 #include "core/error.hpp"
 #include "gradient_check.hpp"
-#include "nn/lstm.hpp"
 #include "nn/presets.hpp"
+#include "nn/recurrent.hpp"
 
 namespace hpctrain {
 namespace {
@@ -25,31 +26,47 @@ GradCheckOptions lstm_options() {
 }
 
 TEST(GradientCheck, LstmLastStep) {
-  Lstm layer("l", 5, 1, false);
+  Recurrent layer("l", Recurrent::Cell::kLstm, 5, 1, false);
   check_layer_gradients(layer, {4, 3}, 3, lstm_options());
 }
 
 TEST(GradientCheck, LstmSequencesTwoLayers) {
-  Lstm layer("l", 6, 2, true);
+  Recurrent layer("l", Recurrent::Cell::kLstm, 6, 2, true);
   check_layer_gradients(layer, {5, 7}, 2, lstm_options());
 }
 
 TEST(GradientCheck, LstmImageRowsAsSteps) {
-  Lstm layer("l", 3, 2, false);
+  Recurrent layer("l", Recurrent::Cell::kLstm, 3, 2, false);
+  check_layer_gradients(layer, {1, 4, 5}, 3, lstm_options());
+}
+
+TEST(GradientCheck, GruLastStep) {
+  Recurrent layer("g", Recurrent::Cell::kGru, 5, 1, false);
+  check_layer_gradients(layer, {4, 3}, 3, lstm_options());
+}
+
+TEST(GradientCheck, GruSequencesTwoLayers) {
+  Recurrent layer("g", Recurrent::Cell::kGru, 6, 2, true);
+  check_layer_gradients(layer, {5, 7}, 2, lstm_options());
+}
+
+TEST(GradientCheck, GruImageRowsAsSteps) {
+  Recurrent layer("g", Recurrent::Cell::kGru, 3, 2, false);
   check_layer_gradients(layer, {1, 4, 5}, 3, lstm_options());
 }
 
 TEST(Lstm, ShapesParamsAndRefusals) {
-  Lstm seq("l", 8, 2, true);
+  Recurrent seq("l", Recurrent::Cell::kLstm, 8, 2, true);
   EXPECT_EQ(seq.output_dims({1, 28, 28}), (Dims{28, 8}));
   // Layer 0: 4*8*(28+8) + 2*4*8; layer 1: 4*8*(8+8) + 2*4*8.
   EXPECT_EQ(seq.param_count(), size_t{4 * 8 * 36 + 64 + 4 * 8 * 16 + 64});
-  Lstm last("l", 8, 1, false);
+  Recurrent last("l", Recurrent::Cell::kLstm, 8, 1, false);
   EXPECT_EQ(last.output_dims({10, 3}), (Dims{8}));
   EXPECT_THROW(last.output_dims({12}), UsageError);
 }
 
-// Stacked LSTM entries in a model (every step into the last step), then the classifier:
+// Stacked LSTM and GRU entries in a model (every step into the last step), then the
+// classifier:
 // the model's backward through the loss against central differences.
 TEST(Lstm, WholeModelGradients) {
   CpuBackend be(1);
@@ -59,6 +76,8 @@ TEST(Lstm, WholeModelGradients) {
   mc.layers = {
       {.type = "lstm",
        .values = {{"units", int64_t{5}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
+      {.type = "gru",
+       .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", true}}},
       {.type = "lstm",
        .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
   };
@@ -73,12 +92,12 @@ TEST(Lstm, WholeModelGradients) {
 
 // The weights, input and loss weights rnn_reference.py gives PyTorch; forward and backward
 // on the CPU backend against its float64 figures.
-void expect_matches_pytorch(int64_t batch, int64_t steps, int64_t features, int64_t units,
-                            int64_t layers, bool sequences, const std::vector<double>& want_y,
-                            const std::vector<double>& want_dx,
+void expect_matches_pytorch(Recurrent::Cell cell, int64_t batch, int64_t steps, int64_t features,
+                            int64_t units, int64_t layers, bool sequences,
+                            const std::vector<double>& want_y, const std::vector<double>& want_dx,
                             const std::vector<double>& want_dparams) {
   CpuBackend be(1);
-  Lstm layer("l", units, layers, sequences);
+  Recurrent layer("l", cell, units, layers, sequences);
   const Dims in{steps, features};
   const Dims out = layer.output_dims(in);
   std::vector<float> params(layer.param_count()), grads(params.size());
@@ -105,13 +124,23 @@ std::vector<double> vec(const double (&a)[N]) {
 }
 
 TEST(Lstm, MatchesPytorchTwoLayersEveryStep) {
-  expect_matches_pytorch(2, 3, 4, 5, 2, true, vec(kTwoLayersSequencesY), vec(kTwoLayersSequencesDx),
-                         vec(kTwoLayersSequencesDparams));
+  expect_matches_pytorch(Recurrent::Cell::kLstm, 2, 3, 4, 5, 2, true, vec(kTwoLayersSequencesY),
+                         vec(kTwoLayersSequencesDx), vec(kTwoLayersSequencesDparams));
 }
 
 TEST(Lstm, MatchesPytorchOneLayerLastStep) {
-  expect_matches_pytorch(3, 4, 2, 3, 1, false, vec(kOneLayerLastStepY), vec(kOneLayerLastStepDx),
-                         vec(kOneLayerLastStepDparams));
+  expect_matches_pytorch(Recurrent::Cell::kLstm, 3, 4, 2, 3, 1, false, vec(kOneLayerLastStepY),
+                         vec(kOneLayerLastStepDx), vec(kOneLayerLastStepDparams));
+}
+
+TEST(Gru, MatchesPytorchTwoLayersEveryStep) {
+  expect_matches_pytorch(Recurrent::Cell::kGru, 2, 3, 4, 5, 2, true, vec(kGruTwoLayersSequencesY),
+                         vec(kGruTwoLayersSequencesDx), vec(kGruTwoLayersSequencesDparams));
+}
+
+TEST(Gru, MatchesPytorchOneLayerLastStep) {
+  expect_matches_pytorch(Recurrent::Cell::kGru, 3, 4, 2, 3, 1, false, vec(kGruOneLayerLastStepY),
+                         vec(kGruOneLayerLastStepDx), vec(kGruOneLayerLastStepDparams));
 }
 
 }  // namespace

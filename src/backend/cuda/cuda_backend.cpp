@@ -339,6 +339,19 @@ class CudaBackend final : public Backend {
                                 stream_);
     done("lstm_backward_step");
   }
+  void gru_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
+                        const void* h_prev, float* gates, float* hn, void* h, int batch,
+                        int hidden) override {
+    kernels::gru_forward_step(options_.act_type, gx, gh, b_ih, b_hh, h_prev, gates, hn, h, batch,
+                              hidden, stream_);
+    done("gru_forward_step");
+  }
+  void gru_backward_step(const float* gates, const float* hn, const void* h_prev, const void* dh,
+                         void* dgx, void* dgh, void* dh_prev, int batch, int hidden) override {
+    kernels::gru_backward_step(options_.act_type, gates, hn, h_prev, dh, dgx, dgh, dh_prev, batch,
+                               hidden, stream_);
+    done("gru_backward_step");
+  }
 
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                        uint64_t seed) override {
