@@ -54,6 +54,10 @@ void gru_backward_step(DType t, const float* gates, const float* hn, const void*
                        const void* dh, void* dgx, void* dgh, void* dh_prev, int batch, int hidden,
                        cudaStream_t stream);
 
+// Gradient clipping (clip.cu): Backend::sum_squares and Backend::clip_by_norm.
+void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream);
+void clip_by_norm(float* x, size_t n, const float* acc, float max_norm, cudaStream_t stream);
+
 // Element-wise (elementwise.cu).
 void add_bias(DType t, void* y, const float* bias, int rows, int cols, cudaStream_t stream);
 void add_channel_bias(DType t, void* y, const float* bias, int n, int c, int hw,

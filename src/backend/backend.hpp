@@ -298,6 +298,12 @@ class Backend {
   // and the step counted as skipped, else after `interval` steps in a row without one it
   // is multiplied by `growth`; then kFoundInf is cleared.
   virtual void update_loss_scale(float* state, float growth, float backoff, int interval) = 0;
+  // Gradient clipping by global norm, without the host waiting for the device:
+  // sum_squares adds the sum of x[i]^2 (accumulated in double, in a fixed order) to *acc
+  // (one float in backend memory); clip_by_norm then multiplies x by
+  // min(1, max_norm / (sqrt(*acc) + 1e-6)), as torch.nn.utils.clip_grad_norm_.
+  virtual void sum_squares(const float* x, size_t n, float* acc) = 0;
+  virtual void clip_by_norm(float* x, size_t n, const float* acc, float max_norm) = 0;
   // x *= alpha
   virtual void scale(float* x, size_t n, float alpha) = 0;
   // sum += x, element by element (float32: gradients summed over micro-batches).

@@ -238,6 +238,29 @@ void CpuBackend::count_step(float* counter, const float* skip) {
   if (skip == nullptr || *skip == 0.0f) *counter += 1.0f;
 }
 
+void CpuBackend::sum_squares(const float* x, size_t n, float* acc) {
+  // Fixed blocks whatever the thread count, summed in order: the same result every time.
+  const size_t blocks = (n + kElementGrain - 1) / kElementGrain;
+  if (block_sums_.size() < blocks) block_sums_.resize(blocks);
+  parallel(blocks, 1, [&](size_t lo, size_t hi) {
+    for (size_t b = lo; b < hi; ++b) {
+      double sum = 0;
+      for (size_t i = b * kElementGrain; i < std::min(n, (b + 1) * kElementGrain); ++i) {
+        sum += static_cast<double>(x[i]) * x[i];
+      }
+      block_sums_[b] = sum;
+    }
+  });
+  double total = *acc;
+  for (size_t b = 0; b < blocks; ++b) total += block_sums_[b];
+  *acc = static_cast<float>(total);
+}
+
+void CpuBackend::clip_by_norm(float* x, size_t n, const float* acc, float max_norm) {
+  const float coef = max_norm / (std::sqrt(*acc) + 1e-6f);
+  if (coef < 1.0f) scale(x, n, coef);
+}
+
 void CpuBackend::scale(float* x, size_t n, float alpha) {
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
     for (size_t i = lo; i < hi; ++i) x[i] *= alpha;

@@ -105,6 +105,8 @@ class CpuBackend final : public Backend {
   void count_step(float* counter, const float* skip) override;
   void unscale_grads(float* grads, size_t n, float* state) override;
   void update_loss_scale(float* state, float growth, float backoff, int interval) override;
+  void sum_squares(const float* x, size_t n, float* acc) override;
+  void clip_by_norm(float* x, size_t n, const float* acc, float max_norm) override;
   void scale(float* x, size_t n, float alpha) override;
   void accumulate(float* sum, const float* x, size_t n) override;
 
@@ -193,6 +195,7 @@ class CpuBackend final : public Backend {
 
   DType act_type_;
   std::vector<float> scratch_[kSlots];
+  std::vector<double> block_sums_;  // sum_squares: one partial sum per block
   int threads_;
   size_t conv_chunk_bytes_;
   bool stage_as_device_;

@@ -227,6 +227,12 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
       const auto v = top.section("distributed").find("balance");
       origins.fail(v->path, v->mark, "must be equal: " + why + ", so a slower one takes fewer");
     }
+    if (config.optimizer.clip_grad_norm > 0) {
+      const auto v = top.section("optimizer").find("clip_grad_norm");
+      origins.fail(v->path, v->mark,
+                   "must be 0: under distributed.strategy " + config.distributed.strategy +
+                       " no rank sees the summed gradient of a step to clip");
+    }
   }
   if (config.layout == Layout::kNhwc) {
     const auto v = top.find("layout");

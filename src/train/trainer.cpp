@@ -111,6 +111,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     if (scaler_) {
       for (const ParamRange& r : trainable_) scaler_->unscale(model_->grads() + r.offset, r.count);
     }
+    if (clipper_) clipper_->clip(model_->grads(), trainable_);
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
     optimizer_->step(model_->mutable_params(), model_->grads(), lr,
                      scaler_ ? scaler_->skip() : nullptr);

@@ -18,6 +18,7 @@
 #include "data/dataset_file.hpp"
 #include "data/loader.hpp"
 #include "nn/model.hpp"
+#include "optim/grad_clip.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/optimizer.hpp"
 #include "train/async_sgd.hpp"
@@ -118,8 +119,9 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<LossScaler> scaler_;  // precision fp16
-  int64_t skipped_steps_ = 0;           // by scaler_, in this run
+  std::unique_ptr<LossScaler> scaler_;    // precision fp16
+  std::unique_ptr<GradClipper> clipper_;  // optimizer.clip_grad_norm
+  int64_t skipped_steps_ = 0;             // by scaler_, in this run
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ModelCollectives> collectives_;

@@ -148,6 +148,10 @@ void Trainer::prepare() {
     o.interval = config_.train.loss_scale.growth_interval;
     scaler_ = std::make_unique<LossScaler>(*backend_, o);
   }
+  if (config_.optimizer.clip_grad_norm > 0) {
+    clipper_ = std::make_unique<GradClipper>(*backend_,
+                                             static_cast<float>(config_.optimizer.clip_grad_norm));
+  }
   schedule_ = std::make_unique<LrSchedule>(
       config_.optimizer, steps_per_epoch_, config_.train.epochs,
       lr_scale(config_.optimizer, config_.train.batch_size, update_batch()));

@@ -239,11 +239,11 @@ LSTM = "configs/fashion_mnist_lstm.yaml"
 
 def case_lstm_trains_resumes():
     """Sequential Fashion-MNIST with the LSTM config (smaller: 32 units, the 10,000 test
-    images, 3 epochs): it learns, and kill -9 of a rank then --resume auto gives the
+    images, 3 epochs, gradients clipped to norm 1): it learns, and kill -9 of a rank then --resume auto gives the
     parameters of the uninterrupted run."""
     sets = ["model.layers=[{type: lstm, name: lstm, units: 32}]", "train.epochs=3",
             f"data.train={ARGS.data}/test.h5", "run.deterministic=true",
-            "checkpoint.every_steps=10"]
+            "checkpoint.every_steps=10", "optimizer.clip_grad_norm=1.0"]
     fresh("lstm_full")
     s = expect_ok("lstm_full", 2, sets, config=LSTM)
     check(s["test_accuracy"] >= 0.65, f"test accuracy {s['test_accuracy']:.4f} < 0.65")

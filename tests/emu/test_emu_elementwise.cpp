@@ -300,6 +300,25 @@ TEST_P(EmuVsCpu, Transpose) {
   expect_same(got[2], v, "convert_to_float_transposed");
 }
 
+// One block's fixed-order double sum of squares, then the scale read on the device.
+TEST_P(EmuVsCpu, ClipByGlobalNorm) {
+  if (t_ != DType::kF32) GTEST_SKIP() << "float32 gradients only";
+  std::vector<float> g = random_vector(5003, 41);
+  float want_sum = 0.5f;  // adds to what is there
+  cpu_.sum_squares(g.data(), g.size(), &want_sum);
+  std::vector<float> want = g;
+  cpu_.clip_by_norm(want.data(), want.size(), &want_sum, 3.0f);
+  const auto got = both_orders([&] {
+    float sum = 0.5f;
+    std::vector<float> x = g;
+    kernels::sum_squares(x.data(), x.size(), &sum, kStream);
+    kernels::clip_by_norm(x.data(), x.size(), &sum, 3.0f, kStream);
+    return results(std::vector<float>{sum}, x);
+  });
+  expect_close(got[0], {want_sum}, 1e-6, "sum of squares");
+  expect_close(got[1], want, 1e-6, "clipped");
+}
+
 INSTANTIATE_TEST_SUITE_P(Act, EmuVsCpu, ::testing::Values(DType::kF32, DType::kBF16, DType::kF16),
                          type_name);
 

@@ -127,6 +127,9 @@ TEST(ConfigErrors, AsyncRefusesLockstepBatchKeys) {
                "FILE:6: train.batch_size_is: must be per_rank: " + why + "es of train.batch_size");
   expect_error(head + "  balance: auto\n", "FILE:5: distributed.balance: must be equal: " + why +
                                                "es, so a slower one takes fewer");
+  expect_error(head + "optimizer:\n  clip_grad_norm: 1.0\n",
+               "FILE:6: optimizer.clip_grad_norm: must be 0: under distributed.strategy async no "
+               "rank sees the summed gradient of a step to clip");
   expect_error(head + "  max_staleness: -1\n",
                "FILE:5: distributed.max_staleness: expected an integer >= 0, got -1");
   expect_error("data:\n  train: t.h5\ndistributed:\n  pull_every: 2\n",

@@ -9,6 +9,7 @@
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_state.hpp"
 #include "optim/adam.hpp"
+#include "optim/grad_clip.hpp"
 #include "optim/lr_schedule.hpp"
 #include "optim/sgd.hpp"
 
@@ -203,6 +204,30 @@ TEST(LrSchedule, CosineFallsToMinLr) {
   EXPECT_NEAR(s.at(19), 0.1 + 0.9 * 0.5, 1e-9);  // halfway
   EXPECT_NEAR(s.at(39), 0.1, 1e-9);              // end
   EXPECT_GT(s.at(5), s.at(25));
+}
+
+// Clipping by global norm over the trainable ranges (a frozen range between them is left
+// alone), as torch.nn.utils.clip_grad_norm_: scaled by max_norm / (norm + 1e-6) when the
+// norm is larger, untouched when it is not.
+TEST(GradClip, GlobalNormOverTrainableRanges) {
+  CpuBackend be(2);
+  std::vector<float> g(100000);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<float>(std::sin(0.01 * i));
+  const std::vector<ParamRange> trainable = {{0, 40000}, {60000, 40000}};
+  double sq = 0;
+  for (const ParamRange& r : trainable) {
+    for (size_t i = r.offset; i < r.offset + r.count; ++i) sq += double(g[i]) * g[i];
+  }
+  const double norm = std::sqrt(sq);
+  const std::vector<float> before = g;
+  GradClipper(be, 1000.0f).clip(g.data(), trainable);  // norm ~ 224: no change
+  EXPECT_EQ(g, before);
+  GradClipper(be, 2.0f).clip(g.data(), trainable);
+  const double coef = 2.0 / (norm + 1e-6);
+  for (size_t i : {size_t{5}, size_t{39999}, size_t{60000}, size_t{99999}}) {
+    EXPECT_NEAR(g[i], before[i] * coef, 1e-6) << i;
+  }
+  EXPECT_EQ(g[50000], before[50000]);  // frozen
 }
 
 }  // namespace

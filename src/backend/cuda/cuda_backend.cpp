@@ -339,6 +339,14 @@ class CudaBackend final : public Backend {
                                 stream_);
     done("lstm_backward_step");
   }
+  void sum_squares(const float* x, size_t n, float* acc) override {
+    kernels::sum_squares(x, n, acc, stream_);
+    done("sum_squares");
+  }
+  void clip_by_norm(float* x, size_t n, const float* acc, float max_norm) override {
+    kernels::clip_by_norm(x, n, acc, max_norm, stream_);
+    done("clip_by_norm");
+  }
   void gru_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
                         const void* h_prev, float* gates, float* hn, void* h, int batch,
                         int hidden) override {
