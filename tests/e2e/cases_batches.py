@@ -48,11 +48,11 @@ def case_global_batch_three_ranks():
 
 
 def case_balance_auto_uneven_ranks():
-    """distributed.balance auto with rank 1 slowed 3x: the fast rank takes the larger batch
+    """distributed.balance auto with rank 1 slowed 5x: the fast rank takes the larger batch
     after the first epoch, the plan is kept in checkpoints and a resumed run starts from it;
     a weight for a device no rank has, and cpu_ranks naming no rank, are exit 2."""
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2",
-            "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=3",
+            "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=5",
             "checkpoint.at_epoch_end=true"]
     fresh("balance_auto")
     s = expect_ok("balance_auto", 2, sets)

@@ -132,11 +132,12 @@ class Driver:
             f"rank(s){again}")
         t0 = time.monotonic()
         rc = self.spawn(cmd, os.path.join(run_dir, "train.log"))
+        if rc == 0 and (os.path.exists(os.path.join(run_dir, "STOPPED")) or
+                        not os.path.exists(os.path.join(run_dir, "summary.json"))):
+            rc = EXIT_STOPPED  # hydra may report 0 after forwarding a signal
         m["exit_code"] = rc
         m["wall_s"] = round(time.monotonic() - t0, 3)
         self.write_marker(run_dir, m)
-        if rc == 0 and os.path.exists(os.path.join(run_dir, "STOPPED")):
-            rc = EXIT_STOPPED  # hydra may report 0 after forwarding a signal
         if rc == EXIT_STOPPED or self.stop_signal:
             raise Stopped()
         if rc != 0:
@@ -145,40 +146,74 @@ class Driver:
         log(f"  done in {m['wall_s']:.1f} s")
         return True
 
-    def bench(self, device, algorithm, ranks, max_bytes):
-        """`hpctrain bench allreduce` of one algorithm on `ranks` ranks for the model, run
-        twice; the file written keeps each size's faster time (interference from other work
-        on the node only ever slows a run down). Kept once written; None on failure."""
-        path = os.path.join(self.out, "allreduce", f"{device}-{algorithm}-{ranks}.json")
+    def bench_file(self, device, algorithm, ranks, part=None):
+        name = f"{device}-{algorithm}-{ranks}" + ("" if part is None else f".run{part}")
+        return os.path.join(self.out, "allreduce", name + ".json")
+
+    def bench_run(self, device, algorithm, ranks, max_bytes, part):
+        """One `hpctrain bench allreduce` of one algorithm on `ranks` ranks; kept once
+        written. False when it failed."""
+        path = self.bench_file(device, algorithm, ranks, part)
         if os.path.exists(path):
-            return path
+            return True
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        log(f"measuring the all-reduce on {ranks} {device} ranks")
+        log(f"measuring the all-reduce on {ranks} {device} ranks ({part + 1} of 2)")
+        cmd = launcher_prefix(self.study, ranks) + [
+            self.hpctrain, "bench", "allreduce", "--min-bytes", "4096", "--max-bytes",
+            str(max_bytes), "--iters", "20", "--reps", "5", "--device", device,
+            "--algorithms", algorithm, "--out", path + ".tmp"]
+        rc = self.spawn(cmd, os.path.join(self.out, "allreduce", "bench.log"))
+        if self.stop_signal:
+            raise Stopped()
+        if rc != 0:
+            log(f"  bench allreduce failed (exit {rc}); no model for {ranks} ranks")
+            return False
+        os.replace(path + ".tmp", path)
+        return True
+
+    def bench(self, device, algorithm, ranks, max_bytes):
+        """The model's all-reduce figures for `ranks` ranks: two benchmark runs, the first
+        right after the variant's training runs and the second at the end of the study, so
+        that a slow spell of the machine is unlikely to catch both; each size keeps its
+        faster time (other work on the node only ever slows a run down). None on failure."""
         runs = []
-        for attempt in range(2):
-            part = f"{path}.{attempt}.tmp"
-            cmd = launcher_prefix(self.study, ranks) + [
-                self.hpctrain, "bench", "allreduce", "--min-bytes", "4096", "--max-bytes",
-                str(max_bytes), "--iters", "20", "--reps", "5", "--device", device,
-                "--algorithms", algorithm, "--out", part]
-            rc = self.spawn(cmd, os.path.join(self.out, "allreduce", "bench.log"))
-            if self.stop_signal:
-                raise Stopped()
-            if rc != 0:
-                log(f"  bench allreduce failed (exit {rc}); no model for {ranks} ranks")
+        for part in (0, 1):
+            if not self.bench_run(device, algorithm, ranks, max_bytes, part):
                 return None
-            with open(part) as f:
+            with open(self.bench_file(device, algorithm, ranks, part)) as f:
                 runs.append(json.load(f))
-            os.remove(part)
         best = runs[0]
         for p, q in zip(best["points"], runs[1]["points"]):
             if q["time_s"] < p["time_s"]:
                 p.update(q)
         best["runs"] = len(runs)
+        path = self.bench_file(device, algorithm, ranks)
         with open(path + ".tmp", "w") as f:
             json.dump(best, f, indent=1)
         os.replace(path + ".tmp", path)
         return path
+
+    def bench_after_variant(self, variant):
+        """The first benchmark run for a multi-rank variant whose repeats have all finished."""
+        if variant["ranks"] < 2:
+            return
+        d = self.run_dir(variant, self.study["repeats"] - 1)
+        m = self.marker(d)
+        if not m or m.get("exit_code") != 0:
+            return
+        r = aggregate.read_run(d)
+        self.bench_run(r["backend"], bench_algorithm(r["algorithm"]), variant["ranks"],
+                       bench_bytes(r["param_count"]), 0)
+
+
+def bench_algorithm(algorithm):
+    """The bench allreduce algorithm that measures a run's `algorithm`."""
+    return algorithm if algorithm in ("ring", "mpi", "nccl") else "ring"
+
+
+def bench_bytes(param_count):
+    """The largest benchmark message: twice the gradients, a power of two, >= 64 KiB."""
+    return 1 << max(16, int(8 * param_count - 1).bit_length())
 
 
 def read_runs(driver):
@@ -232,12 +267,12 @@ def build_model(driver, variants, raw, cuda_devices):
     comp = scaling.Compute(step_s=cv["step_time_s"]["median"], backward_fraction=backward,
                            param_bytes=4.0 * cv["param_count"], slots_per_node=slots,
                            slots_per_rank=slots_per_rank)
-    max_bytes = 1 << max(16, int(2 * comp.param_bytes - 1).bit_length())
+    max_bytes = bench_bytes(cv["param_count"])
     networks = {}
     for v, runs in zip(variants, raw):
         if not runs or v["ranks"] < 2 or v["backend"] != cv["backend"]:
             continue
-        algo = v["algorithm"] if v["algorithm"] in ("ring", "mpi", "nccl") else "ring"
+        algo = bench_algorithm(v["algorithm"])
         path = driver.bench(v["backend"], algo, v["ranks"], max_bytes)
         if not path:
             continue
@@ -405,6 +440,8 @@ def main(argv):
             ran = False
             for i, (v, r) in enumerate(jobs, 1):
                 ran = driver.train(v, r, i, len(jobs), cooldown=ran) or ran
+                if r == study["repeats"] - 1:
+                    driver.bench_after_variant(v)
         write_outputs(driver, plots=not a.no_plots)
     except Stopped:
         log("stopped on a signal; run the same command again to resume")
