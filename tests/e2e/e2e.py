@@ -4,7 +4,6 @@ outputs (summary.json, metrics.csv), and the failure paths (bad config, missing
 data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data DIR.
 """
 import argparse
-import sys
 
 import cases_async
 import cases_batches
