@@ -4,13 +4,25 @@
 #include <climits>
 #include <cmath>
 
+#include "core/error.hpp"
 #include "nn/layer_registry.hpp"
 
 namespace hpctrain {
 
 Dims Dense::output_dims(const Dims& input) {
-  in_ = dims_elems(input);  // flattens C,H,W inputs
-  return {out_};
+  if (!per_step_) {
+    in_ = dims_elems(input);  // flattens C,H,W inputs
+    return {out_};
+  }
+  if (input.size() < 2) {
+    throw UsageError("dense " + name() + ": per_step needs a sequence [steps, features], got " +
+                     std::to_string(input.size()) + " dim(s)");
+  }
+  in_ = input.back();
+  steps_ = dims_elems(input) / in_;
+  Dims out = input;
+  out.back() = out_;
+  return out;
 }
 
 void Dense::bind(const ParamSlice& p) {
@@ -37,7 +49,7 @@ void Dense::init_params(Rng& rng, float* host_params) {
 }
 
 void Dense::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) {
-  const int batch = static_cast<int>(x.batch);
+  const int batch = static_cast<int>(x.batch * steps_);  // rows
   // y[b, out] = x[b, in] * W[out, in]^T
   backend.gemm(false, true, batch, static_cast<int>(out_), static_cast<int>(in_), 1.0f, x.data, w_,
                0.0f, y.data);
@@ -46,7 +58,7 @@ void Dense::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*trainin
 
 void Dense::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
                      Tensor* dx) {
-  const int batch = static_cast<int>(x.batch);
+  const int batch = static_cast<int>(x.batch * steps_);  // rows
   const int out = static_cast<int>(out_), in = static_cast<int>(in_);
   // dW[out, in] = dy[b, out]^T * x[b, in];  db = column sums of dy
   backend.gemm_f32_out(true, false, out, in, batch, 1.0f, dy.data, x.data, 0.0f, dw_);
@@ -58,9 +70,12 @@ void Dense::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, con
 extern const LayerType kDenseLayer = {
     {"dense",
      "fully connected: units outputs from its flattened input, He-normal initialisation",
-     {{"units", integer(1, INT_MAX), std::nullopt, "outputs"}}},
+     {{"units", integer(1, INT_MAX), std::nullopt, "outputs"},
+      {"per_step", flag(), false,
+       "apply to every step of a sequence [steps, in] (the same weights), giving [steps, units]"}}},
     [](const LayerSpec& s) -> std::unique_ptr<Layer> {
-      return std::make_unique<Dense>(s.name, s.integer("units"));
+      return std::make_unique<Dense>(s.name, s.integer("units"), Dense::Init::kHe,
+                                     s.flag("per_step"));
     }};
 
 }  // namespace hpctrain

@@ -126,8 +126,9 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
 }
 
-// Recurrent layers: two stacked LSTM layers and a GRU returning every step into an LSTM
-// that returns the last (cuBLAS GEMMs, kernels/rnn.cu for the steps), on an image's rows.
+// Recurrent layers: two stacked LSTM layers and a GRU returning every step, a dense layer
+// per step, and an LSTM that returns the last (cuBLAS GEMMs, kernels/rnn.cu for the
+// steps), on an image's rows.
 ModelConfig lstm_layers() {
   ModelConfig c;
   c.preset = "layers";
@@ -137,6 +138,7 @@ ModelConfig lstm_layers() {
        .values = {{"units", int64_t{16}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
       {.type = "gru",
        .values = {{"units", int64_t{10}}, {"layers", int64_t{1}}, {"return_sequences", true}}},
+      {.type = "dense", .values = {{"units", int64_t{6}}, {"per_step", true}}},
       {.type = "lstm",
        .values = {{"units", int64_t{12}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
   };
@@ -164,7 +166,7 @@ ModelConfig layout_layers() {
       {.type = "maxpool",
        .values = {{"kernel", int64_t{3}}, {"stride", int64_t{2}}, {"padding", int64_t{1}}}},
       {.type = "basic_block", .values = {{"filters", int64_t{8}}, {"stride", int64_t{2}}}},
-      {.type = "dense", .values = {{"units", int64_t{16}}}},
+      {.type = "dense", .values = {{"units", int64_t{16}}, {"per_step", false}}},
       {.type = "dropout", .values = {{"rate", 0.25}}},
   };
   return c;

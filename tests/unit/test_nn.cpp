@@ -30,6 +30,16 @@ TEST(GradientCheck, DenseBatch5Odd) {
   check_layer_gradients(layer, {3, 1, 5}, 5);
 }
 
+// Per step: [steps, in] -> [steps, out] with one weight matrix.
+TEST(GradientCheck, DensePerStep) {
+  Dense layer("d", 4, Dense::Init::kHe, true);
+  EXPECT_EQ(layer.output_dims({3, 5}), (Dims{3, 4}));
+  EXPECT_EQ(layer.param_count(), size_t{4 * 5 + 4});
+  check_layer_gradients(layer, {3, 5}, 2);
+  Dense flat("f", 4, Dense::Init::kHe, true);
+  EXPECT_THROW(flat.output_dims({7}), UsageError);
+}
+
 TEST(GradientCheck, Relu) {
   Relu layer("r");
   check_layer_gradients(layer, {11}, 3);

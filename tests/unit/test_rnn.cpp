@@ -65,8 +65,8 @@ TEST(Lstm, ShapesParamsAndRefusals) {
   EXPECT_THROW(last.output_dims({12}), UsageError);
 }
 
-// Stacked LSTM and GRU entries in a model (every step into the last step), then the
-// classifier:
+// Stacked LSTM and GRU entries in a model (every step into the last step, through a dense
+// layer applied per step), then the classifier:
 // the model's backward through the loss against central differences.
 TEST(Lstm, WholeModelGradients) {
   CpuBackend be(1);
@@ -78,6 +78,7 @@ TEST(Lstm, WholeModelGradients) {
        .values = {{"units", int64_t{5}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
       {.type = "gru",
        .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", true}}},
+      {.type = "dense", .values = {{"units", int64_t{3}}, {"per_step", true}}},
       {.type = "lstm",
        .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
   };
