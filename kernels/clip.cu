@@ -24,10 +24,7 @@ __global__ void sum_squares_kernel(const float* x, size_t n, float* acc) {
 __global__ void clip_by_norm_kernel(float* x, size_t n, const float* acc, float max_norm) {
   const float coef = max_norm / (sqrtf(*acc) + 1e-6f);
   if (coef >= 1.0f) return;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    x[i] *= coef;
-  }
+  HT_GRID_STRIDE(i, n) { x[i] *= coef; }
 }
 
 }  // namespace

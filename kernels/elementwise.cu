@@ -15,10 +15,6 @@
 namespace hpctrain::kernels {
 namespace {
 
-#define HT_GRID_STRIDE(i, n)                                                           \
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-
 template <typename T>
 __global__ void convert_kernel(const float* src, T* dst, size_t n) {
   HT_GRID_STRIDE(i, n) { dst[i] = to_act<T>(src[i]); }
@@ -167,8 +163,6 @@ __global__ void update_loss_scale_kernel(float* state, float growth, float backo
   }
   state[LossScaleState::kFoundInf] = 0.0f;
 }
-
-#undef HT_GRID_STRIDE
 
 template <typename Op>
 void binary(DType t, const void* a, const void* b, void* y, size_t n, const char* name,

@@ -1,5 +1,5 @@
-// Launch helpers shared by the kernel files: grid sizes for element-wise loops and the
-// launch-error check.
+// Launch helpers shared by the kernel files: grid sizes and the grid-stride loop for
+// element-wise kernels, and the launch-error check.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,6 +8,12 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+
+// A grid-stride loop: i runs over [0, n), each thread from its global index by the grid's
+// size (kernels launched with grid_for).
+#define HT_GRID_STRIDE(i, n)                                                           \
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
 
 namespace hpctrain::kernels {
 

@@ -8,10 +8,6 @@
 namespace hpctrain::kernels {
 namespace {
 
-#define HT_GRID_STRIDE(i, n)                                                           \
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<size_t>(gridDim.x) * blockDim.x)
-
 // dst[j][i][k] = src[i][j][k] for src [a][b][inner]; one element per thread.
 template <typename T>
 __global__ void swap_leading_kernel(const T* src, T* dst, int a, int b, int inner) {
@@ -120,8 +116,6 @@ __global__ void gru_backward_kernel(const float* gates, const float* hn, const T
     if (dh_prev != nullptr) dh_prev[e] = to_act<T>(d * zg);
   }
 }
-
-#undef HT_GRID_STRIDE
 
 }  // namespace
 
