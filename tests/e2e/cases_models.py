@@ -239,8 +239,9 @@ LSTM = "configs/fashion_mnist_lstm.yaml"
 
 def case_lstm_trains_resumes():
     """Sequential Fashion-MNIST with the LSTM config (smaller: 32 units, the 10,000 test
-    images, 3 epochs, gradients clipped to norm 1): it learns, and kill -9 of a rank then --resume auto gives the
-    parameters of the uninterrupted run."""
+    images, 3 epochs, gradients clipped to norm 1): it learns, and kill -9 of a rank then
+    --resume auto gives the parameters of the uninterrupted run; with parameter servers it
+    learns too, and evaluating its checkpoint gives its own test accuracy."""
     sets = ["model.layers=[{type: lstm, name: lstm, units: 32}]", "train.epochs=3",
             f"data.train={ARGS.data}/test.h5", "run.deterministic=true",
             "checkpoint.every_steps=10", "optimizer.clip_grad_norm=1.0"]
@@ -250,3 +251,21 @@ def case_lstm_trains_resumes():
     k = kill_and_resume("lstm_kill", sets, lambda n: 0 if newest_step(n) >= 30 else None,
                         config=LSTM)
     check(k["params_sha256"] == s["params_sha256"], "resumed LSTM parameters differ")
+    # Parameter servers (2 workers, 1 server) train it too, and 2 ranks evaluating the
+    # final checkpoint find the run's own test accuracy.
+    sets_async = sets[:-1] + ["distributed.strategy=async", "checkpoint.at_epoch_end=true"]
+    fresh("lstm_async")
+    a = expect_ok("lstm_async", 3, sets_async, config=LSTM)
+    check(a["test_accuracy"] >= 0.6, f"async test accuracy {a['test_accuracy']:.4f} < 0.6")
+    ckpt = checkpoints("lstm_async")[-1]
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", "2", hpctrain(), "eval", LSTM, "--checkpoint", ckpt] + sum(
+        (["--set", x] for x in sets_async + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+                                             f"run.dir={run_dir('lstm_eval')}"]), [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir("lstm_eval"), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == a["test_accuracy"],
+          f"eval {e['test_accuracy']} != the run's {a['test_accuracy']}")
