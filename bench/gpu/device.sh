@@ -8,8 +8,8 @@
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
 #
-#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet seeds e2e nccl allreduce
-#                                  profile kernels
+#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm seeds e2e nccl
+#                                  allreduce profile kernels
 # Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
 # (OUT/table.txt) is printed last.
 set -uo pipefail
@@ -252,6 +252,28 @@ stage_kernels() {
     note "kernels $p $shape (ms of GPU time in one step, kernels serialised by the profiler):"
     python3 "$REPO/bench/gpu/kernel_breakdown.py" --top 12 hpctrain="$OUT/logs/ncu_hpctrain_$p.csv" \
       pytorch="$OUT/logs/ncu_pytorch_$p.csv" 2>&1 | tee -a "$TABLE"
+  done
+}
+
+# Sequential Fashion-MNIST with the LSTM config on one GPU (hpctrain: cuBLAS GEMMs and
+# kernels/rnn.cu; fp32, tf32 and bf16; REPS runs each), then PyTorch's nn.LSTM (cuDNN)
+# at the same batch, units and precision; samples/s x 28 = tokens/s.
+stage_lstm() {
+  if [[ ! -f data/fashion-mnist/test.h5 ]]; then
+    hpctrain-data fashion-mnist --out data/fashion-mnist --src "$KIT/fmnist" >/dev/null
+  fi
+  local p rep
+  for rep in $(seq "${REPS:-2}"); do
+    for p in fp32 tf32 bf16; do
+      train "lstm_1gpu_${p}_rep$rep" 1 configs/fashion_mnist_lstm.yaml --set device=cuda \
+        --set precision=$p --set train.epochs=2 --set optimizer.name=sgd \
+        --set optimizer.lr=0.05 --set optimizer.schedule.type=constant
+    done
+  done
+  [[ -n ${SKIP_PYTORCH:-} ]] && return
+  for p in fp32 tf32 bf16; do
+    timeout 300 python3 "$REPO/bench/gpu/pytorch_lstm.py" --batch 64 --units 128 \
+      --precision $p 2>&1 | tail -n 1 | tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
   done
 }
 
