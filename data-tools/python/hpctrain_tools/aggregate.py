@@ -24,6 +24,18 @@ def read_metrics(path):
     return dict(sorted(rows.items()))
 
 
+def run_layout(run_dir):
+    """distributed.every and distributed.parameter_servers from the run's resolved
+    config.yaml (every key is there); (None, None) when it cannot be read."""
+    try:
+        import yaml
+        with open(os.path.join(run_dir, "config.yaml")) as f:
+            d = (yaml.safe_load(f) or {}).get("distributed") or {}
+        return d.get("every"), d.get("parameter_servers")
+    except (OSError, ImportError, ValueError, AttributeError):
+        return None, None
+
+
 def read_run(run_dir, resumed=False):
     """One repeat: its summary.json and metrics.csv reduced to the figures a study needs.
 
@@ -53,8 +65,11 @@ def read_run(run_dir, resumed=False):
                                                         "gpu_reason") if energy.get(k)}))
     elif resumed:
         total_j, reason = None, "resumed: the energy covers only the part after the resume"
+    every, servers = run_layout(run_dir)
     return {
         "dir": run_dir,
+        "average_every": every,
+        "servers": servers,
         "backend": s.get("backend"),
         "strategy": s.get("strategy"),
         "algorithm": s.get("algorithm"),
@@ -121,6 +136,8 @@ def summarise_variant(variant, runs):
         "backend": first["backend"],
         "strategy": first["strategy"],
         "algorithm": first["algorithm"],
+        "average_every": first["average_every"],
+        "servers": first["servers"],
         "threads_per_rank": first["threads_per_rank"],
         "global_batch": first["global_batch"],
         "param_count": first["param_count"],

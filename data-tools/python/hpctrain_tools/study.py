@@ -286,13 +286,15 @@ def build_model(driver, variants, raw, cuda_devices):
         ratio = (v["threads_per_rank"] / cv["threads_per_rank"]) if v["backend"] == "cpu" else 1
         vcomp = scaling.Compute(**dict(comp.__dict__, slots_per_rank=slots_per_rank * ratio,
                                        step_s=comp.step_s / ratio))
-        layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
+        # The layout the variant ran with (its config.yaml), else the model section's.
+        layout = scaling.Layout(average_every=v["average_every"] or mcfg["average_every"],
+                                servers=v["servers"] or mcfg["servers"])
         p = scaling.predict(vcomp, net, v["ranks"], v["strategy"] if v["strategy"] in (
             "allreduce", "average", "async") else "allreduce", v["algorithm"] == "nccl", rpn,
             layout, allreduce_s=scaling.measured_time(pts, comp.param_bytes))
         meas = v["step_time_s"]["median"]
         if v["strategy"] == "async":
-            meas = meas * (v["ranks"] - mcfg["servers"])  # one round: every worker one step
+            meas = meas * (v["ranks"] - layout.servers)  # one round: every worker one step
         measured.append({"variant": v["name"], "ranks": v["ranks"], "strategy": v["strategy"],
                          "ranks_per_node": rpn, "measured_step_s": meas,
                          "predicted_step_s": p["step_s"], "predicted_compute_s": p["compute_s"],
