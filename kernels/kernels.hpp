@@ -54,7 +54,7 @@ void gru_backward_step(DType t, const float* gates, const float* hn, const void*
                        const void* dh, void* dgx, void* dgh, void* dh_prev, int batch, int hidden,
                        cudaStream_t stream);
 
-// Gradient clipping (clip.cu): Backend::sum_squares and Backend::clip_by_norm.
+// Gradient clipping (reduce.cu): Backend::sum_squares and Backend::clip_by_norm.
 void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream);
 void clip_by_norm(float* x, size_t n, const float* acc, float max_norm, cudaStream_t stream);
 

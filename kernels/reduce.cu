@@ -144,6 +144,23 @@ __global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int 
   }
 }
 
+// Gradient clipping by global norm: one block sums x^2 in double in a fixed order, so the
+// norm repeats bit for bit; the scale is read from that sum on the device, so the host
+// never waits.
+__global__ void sum_squares_kernel(const float* x, size_t n, float* acc) {
+  __shared__ double shared[kBlock];
+  double s = 0.0;
+  for (size_t i = threadIdx.x; i < n; i += kBlock) s += static_cast<double>(x[i]) * x[i];
+  s = block_sum(s, shared);
+  if (threadIdx.x == 0) *acc = static_cast<float>(static_cast<double>(*acc) + s);
+}
+
+__global__ void clip_by_norm_kernel(float* x, size_t n, const float* acc, float max_norm) {
+  const float coef = max_norm / (sqrtf(*acc) + 1e-6f);
+  if (coef >= 1.0f) return;
+  HT_GRID_STRIDE(i, n) { x[i] *= coef; }
+}
+
 }  // namespace
 
 void sum_rows(DType t, const void* dy, float* dbias, int rows, int cols, cudaStream_t stream) {
@@ -191,6 +208,18 @@ void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, 
                                                   stats);
   });
   check_launch("softmax_xent");
+}
+
+void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream) {
+  if (n == 0) return;
+  sum_squares_kernel<<<1, kBlock, 0, stream>>>(x, n, acc);
+  check_launch("sum_squares");
+}
+
+void clip_by_norm(float* x, size_t n, const float* acc, float max_norm, cudaStream_t stream) {
+  if (n == 0) return;
+  clip_by_norm_kernel<<<grid_for(n), kBlock, 0, stream>>>(x, n, acc, max_norm);
+  check_launch("clip_by_norm");
 }
 
 }  // namespace hpctrain::kernels

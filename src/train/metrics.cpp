@@ -100,8 +100,7 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"time_total_s\": " << num(s.time_total_s) << ",\n";
   o << "  \"data_wait_fraction\": " << num(s.data_wait_fraction) << ",\n";
   o << "  \"comm_fraction\": " << num(s.comm_fraction) << ",\n";
-  o << "  \"cpu_load_per_rank\": "
-    << (s.cpu_load_per_rank ? num(*s.cpu_load_per_rank) : std::string("null")) << ",\n";
+  o << "  \"cpu_load_per_rank\": " << opt_num(s.cpu_load_per_rank, "null") << ",\n";
   o << "  \"checkpoints_written\": " << s.checkpoints_written << ",\n";
   o << "  \"checkpoint_write_s\": " << num(s.checkpoint_write_s) << ",\n";
   o << "  \"checkpoint_blocked_s\": " << num(s.checkpoint_blocked_s) << ",\n";

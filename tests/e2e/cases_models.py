@@ -22,6 +22,21 @@ def resnet_sets():
             "run.deterministic=true", "checkpoint.every_seconds=0", "checkpoint.every_steps=10"]
 
 
+def expect_eval_matches(name, ranks, config, ckpt, sets, want):
+    """`hpctrain eval` of `ckpt` on `ranks` ranks (run directory `name`) exits 0 and finds
+    the test accuracy `want` of the run that wrote it."""
+    d = ARGS.data
+    cmd = ["mpiexec", "-n", str(ranks), hpctrain(), "eval", config, "--checkpoint", ckpt] + sum(
+        (["--set", x] for x in sets + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+                                       f"run.dir={run_dir(name)}"]), [])
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval: exit {p.returncode}")
+    with open(os.path.join(run_dir(name), "eval.json")) as f:
+        e = json.load(f)
+    check(e["test_accuracy"] == want, f"eval {e['test_accuracy']} != the run's {want}")
+
+
 def case_resnet_resume_eval():
     """ResNet (BatchNorm statistics as model state): kill -9 and resume reproduces the
     parameters; the final checkpoint holds the statistics, and evaluating it on 3 ranks
@@ -37,17 +52,7 @@ def case_resnet_resume_eval():
     ckpt = checkpoints("rn_full")[-1]
     i = subprocess.run([hpctrain(), "inspect", ckpt], capture_output=True, text=True)
     check(i.returncode == 0 and "model/state" in i.stdout, "no model/state in " + i.stdout)
-    d = ARGS.data
-    cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", RESNET, "--checkpoint", ckpt] + sum(
-        (["--set", x] for x in resnet_sets() + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
-                                                 f"run.dir={run_dir('rn_eval')}"]), [])
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    print(p.stdout, p.stderr)
-    check(p.returncode == 0, f"eval: exit {p.returncode}")
-    with open(os.path.join(run_dir("rn_eval"), "eval.json")) as f:
-        e = json.load(f)
-    check(e["test_accuracy"] == s["test_accuracy"],
-          f"eval {e['test_accuracy']} != the run's {s['test_accuracy']}")
+    expect_eval_matches("rn_eval", 3, RESNET, ckpt, resnet_sets(), s["test_accuracy"])
 
 
 def case_staged_memory_matches():
@@ -258,14 +263,4 @@ def case_lstm_trains_resumes():
     a = expect_ok("lstm_async", 3, sets_async, config=LSTM)
     check(a["test_accuracy"] >= 0.6, f"async test accuracy {a['test_accuracy']:.4f} < 0.6")
     ckpt = checkpoints("lstm_async")[-1]
-    d = ARGS.data
-    cmd = ["mpiexec", "-n", "2", hpctrain(), "eval", LSTM, "--checkpoint", ckpt] + sum(
-        (["--set", x] for x in sets_async + [f"data.val={d}/val.h5", f"data.test={d}/test.h5",
-                                             f"run.dir={run_dir('lstm_eval')}"]), [])
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    print(p.stdout, p.stderr)
-    check(p.returncode == 0, f"eval: exit {p.returncode}")
-    with open(os.path.join(run_dir("lstm_eval"), "eval.json")) as f:
-        e = json.load(f)
-    check(e["test_accuracy"] == a["test_accuracy"],
-          f"eval {e['test_accuracy']} != the run's {a['test_accuracy']}")
+    expect_eval_matches("lstm_eval", 2, LSTM, ckpt, sets_async, a["test_accuracy"])

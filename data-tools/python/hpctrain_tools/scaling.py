@@ -24,7 +24,7 @@ import argparse
 import json
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass
@@ -62,7 +62,6 @@ class Layout:
 
     average_every: int = 8
     servers: int = 1
-    extra: dict = field(default_factory=dict)
 
 
 def ring_allreduce_s(net, ranks, nbytes):

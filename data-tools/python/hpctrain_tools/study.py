@@ -380,9 +380,8 @@ def write_outputs(driver, plots):
             variants.append(aggregate.summarise_variant(v, runs))
             raw.append(runs)
     aggregate.add_comparisons(variants, study["baselines"])
-    for v in variants:
-        v["runs"] = [os.path.relpath(r["dir"], driver.out) for r in
-                     raw[variants.index(v)]]
+    for v, runs in zip(variants, raw):
+        v["runs"] = [os.path.relpath(r["dir"], driver.out) for r in runs]
     model = build_model(driver, variants, raw, cuda_device_count(driver.hpctrain))
     doc = {"study": study["name"], "study_file": shown_path(study["path"]),
            "config": shown_path(study["config"]),
