@@ -134,6 +134,8 @@ void DatasetWriter::create_datasets() {
     case SampleType::kF32:
       image_type_ = H5Handle(H5T_IEEE_F32LE, nullptr);
       break;
+    case SampleType::kToken:  // image files only
+      HT_REQUIRE(false, "DatasetWriter writes images");
   }
   const hsize_t image_chunk[4] = {
       static_cast<hsize_t>(chunk_samples_), static_cast<hsize_t>(options_.c),

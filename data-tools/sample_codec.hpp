@@ -103,6 +103,8 @@ inline void encode_unit_pixels(const float* src, size_t n, SampleType type, void
       for (size_t i = 0; i < n; ++i) out[i] = std::clamp(src[i], 0.0f, 1.0f);
       return;
     }
+    case SampleType::kToken:  // token ids are not pixels
+      break;
   }
 }
 

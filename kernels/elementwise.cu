@@ -46,6 +46,13 @@ __global__ void decode_f16_kernel(const uint16_t* in, size_t n, T* out) {
   HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(__half2float(__ushort_as_half(in[i]))); }
 }
 
+// Token ids: exact in float32 below 2^24; the embedding layer refuses vocabularies that
+// the 16-bit types cannot hold exactly.
+template <typename T>
+__global__ void decode_i32_kernel(const int32_t* in, size_t n, T* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(static_cast<float>(in[i])); }
+}
+
 // y = op(a, b) on activations (relu: b is a).
 struct AddOp {
   __device__ float operator()(float a, float b) const { return a + b; }
@@ -245,6 +252,15 @@ void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t s
     decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, static_cast<T*>(out));
   });
   check_launch("decode_f16");
+}
+
+void decode_i32(DType t, const int32_t* in, size_t n, void* out, cudaStream_t stream) {
+  if (n == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    decode_i32_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, static_cast<T*>(out));
+  });
+  check_launch("decode_i32");
 }
 
 void relu_forward(DType t, const void* x, void* y, size_t n, cudaStream_t stream) {

@@ -54,6 +54,13 @@ void gru_backward_step(DType t, const float* gates, const float* hn, const void*
                        const void* dh, void* dgx, void* dgh, void* dh_prev, int batch, int hidden,
                        cudaStream_t stream);
 
+// Embedding (embedding.cu): Backend::embedding_forward and embedding_backward; ids that
+// are not integers in [0, vocab) give zero rows forward and are skipped backward.
+void embedding_forward(DType t, const void* ids, const void* table, void* out, int rows, int vocab,
+                       int dim, cudaStream_t stream);
+void embedding_backward(DType t, const void* ids, const void* dy, float* dtable, int rows,
+                        int vocab, int dim, cudaStream_t stream);
+
 // Gradient clipping (reduce.cu): Backend::sum_squares and Backend::clip_by_norm.
 void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream);
 void clip_by_norm(float* x, size_t n, const float* acc, float max_norm, cudaStream_t stream);
@@ -71,9 +78,10 @@ void accumulate(float* sum, const float* x, size_t n, cudaStream_t stream);
 void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream);
 // Input decoding (Backend::decode_input): out[i] = in[i] * scale for uint8, the exact
-// float of each IEEE half for float16, each rounded to t.
+// float of each IEEE half for float16, the value of each token id, each rounded to t.
 void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream);
 void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t stream);
+void decode_i32(DType t, const int32_t* in, size_t n, void* out, cudaStream_t stream);
 // Does nothing when skip is not null and *skip != 0 (read on the device).
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,
                 const float* skip, cudaStream_t stream);

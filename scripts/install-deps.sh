@@ -14,13 +14,13 @@ packages=(
   libopenblas-dev
   libgtest-dev googletest
   clang-format
-  python3 python3-yaml python3-matplotlib
+  python3 python3-yaml python3-matplotlib python3-h5py
   dataset-fashion-mnist
   slurm-wlm munge
   libstb-dev
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy python3-h5py)
+  packages+=(python3-torch python3-numpy)
 fi
 
 missing=()

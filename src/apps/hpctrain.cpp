@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "apps/generate.hpp"
 #include "apps/python_tools.hpp"
 #include "backend/blas_kernels.hpp"
 #include "backend/cpu_backend.hpp"
@@ -29,6 +30,7 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/catalog.hpp"
+#include "train/model_data.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {
@@ -41,6 +43,8 @@ constexpr const char* kUsage =
     "  train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
     "                                                train a model (run under mpirun/srun)\n"
     "  eval CONFIG.yaml --checkpoint PATH            evaluate a checkpoint (val and test sets)\n"
+    "  generate CONFIG.yaml --checkpoint PATH --prompt TEXT [--length N]\n"
+    "                                                text from a language model\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
@@ -115,7 +119,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
   if (!batch_text.empty() && !time) throw UsageError("inspect: --batch goes with --time");
   const Config config = load_config(path, overrides, catalog());
   Dims dims;
-  int num_classes = 0;
+  ModelData data;
   std::string source;
   if (input.empty() != classes.empty()) {
     throw UsageError("inspect: --input and --classes go together");
@@ -126,12 +130,12 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
         std::stoi(classes) < 1) {
       throw UsageError("inspect: --classes: expected a positive integer, got '" + classes + "'");
     }
-    num_classes = std::stoi(classes);
+    data.num_classes = std::stoi(classes);
     source = "--input/--classes";
   } else {
     const DatasetShape shape = DatasetFile(config.data.train).shape();
     dims = {shape.c, shape.h, shape.w};
-    num_classes = shape.num_classes;
+    data = model_data(shape);
     source = config.data.train;
   }
   int64_t batch = config.train.batch_size;
@@ -147,7 +151,8 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::unique_ptr<Backend> backend =
       time ? make_backend(config, threads, 0, 0) : std::make_unique<CpuBackend>(1);
-  Model model(*backend, build_layers(config.model, num_classes, dims), dims, time ? batch : 1);
+  const int num_classes = data.num_classes;
+  Model model(*backend, build_layers(config.model, data, dims, path), dims, time ? batch : 1);
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
             << " classes (shapes from " << source << ")\n";
   if (!time) {
@@ -353,6 +358,7 @@ int dispatch(int* argc, char*** argv) {
   if (command == "train") return cmd_train(argc, argv, args);
   if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "inspect") return cmd_inspect(args);
+  if (command == "generate") return cmd_generate(args);
   if (command == "config") return cmd_config(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
   if (is_python_tool(command)) exec_python_tool(command, args);

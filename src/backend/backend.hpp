@@ -242,6 +242,21 @@ class Backend {
                                  const void* dh, void* dgx, void* dgh, void* dh_prev, int batch,
                                  int hidden) = 0;
 
+  // Embedding lookup (nn/embedding.cpp) over `rows` token ids: activations [rows] holding
+  // exact integers in [0, vocab) (3.0 is id 3). The table is [vocab][dim]; its compute copy
+  // (act_type()) is read forward, so a row is copied as stored:
+  //   out[r][:] = table[id[r]][:]   (out: activations [rows][dim])
+  // An id outside [0, vocab) must not reach memory: the CPU fails (Error), a GPU writes
+  // zeros for it.
+  virtual void embedding_forward(const void* ids, const void* table, void* out, int rows, int vocab,
+                                 int dim) = 0;
+  // dtable (float32 [vocab][dim]) = 0, then dtable[id[r]][:] += dy[r][:] for r = 0, 1, ...
+  // in that order (dy: activations [rows][dim]), so that every backend sums each entry in
+  // the same order and repeats bit for bit; no atomics. Ids outside [0, vocab) as forward
+  // (a GPU skips them).
+  virtual void embedding_backward(const void* ids, const void* dy, float* dtable, int rows,
+                                  int vocab, int dim) = 0;
+
   // Numerically stable softmax cross-entropy over `rows` samples of `cols` logits.
   // Adds the batch's loss sum, correct count and sample count to *stats (device
   // memory). If dlogits is not null, writes grad_scale * loss_scale * (softmax - onehot),

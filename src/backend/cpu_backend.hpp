@@ -69,6 +69,10 @@ class CpuBackend final : public Backend {
                         int hidden) override;
   void gru_backward_step(const float* gates, const float* hn, const void* h_prev, const void* dh,
                          void* dgx, void* dgh, void* dh_prev, int batch, int hidden) override;
+  void embedding_forward(const void* ids, const void* table, void* out, int rows, int vocab,
+                         int dim) override;
+  void embedding_backward(const void* ids, const void* dy, float* dtable, int rows, int vocab,
+                          int dim) override;
   size_t conv2d_workspace_bytes(const Conv2dShape& s) override;
   void conv2d_forward(const Conv2dShape& s, const void* x, const void* w, void* y,
                       void* workspace) override;
@@ -176,6 +180,8 @@ class CpuBackend final : public Backend {
   void batchnorm_backward_f32(const float* x, const float* dy, const float* gamma, float* dx,
                               float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                               const float* save_mean, const float* save_invstd);
+  // Token ids as floats (widened into `slot`), each checked to be an integer in [0, vocab).
+  const float* token_ids(int slot, const void* ids, int rows, int vocab);
   void dropout_mask_f32(float* mask, size_t n, float p, uint64_t seed);
   void softmax_xent_f32(const float* logits, const int32_t* labels, int rows, int cols,
                         float grad_scale, float* dlogits, LossStats* stats);

@@ -37,8 +37,10 @@ void read_layer_keys(const ReadContext& c, const Section& s, const Value& entry,
                      const LayerTypeDecl& decl, LayerSpec& spec) {
   for (const LayerKeyDecl& k : decl.keys) {
     if (k.required() && !s.has(k.name)) {
+      const bool vowel = spec.type.find_first_of("aeiou") == 0;  // "an embedding layer"
       c.origins.fail(entry.path + "." + std::string(k.name), entry.mark,
-                     "required key is missing for a " + spec.type + " layer");
+                     "required key is missing for " + std::string(vowel ? "an " : "a ") +
+                         spec.type + " layer");
     }
   }
   for (std::string_view key : *c.names.section_keys(kLayerEntry)) {

@@ -1,5 +1,6 @@
 // How input samples are stored (a data file's element type) and how they become the
-// floats a model reads: uint8 v as v * (1/255), float16 exactly, float32 as is. The
+// floats a model reads: uint8 v as v * (1/255), float16 exactly, float32 as is, token ids
+// (int32) as their value (exact below 2^24; an embedding layer reads them). The
 // loader decodes on the host; a device backend decodes the stored bytes it uploaded
 // (Backend::decode_input) with the same arithmetic, so both give the same floats.
 #pragma once
@@ -12,11 +13,21 @@
 
 namespace hpctrain {
 
-enum class SampleType { kU8, kF16, kF32 };
+enum class SampleType { kU8, kF16, kF32, kToken };
 
-// "uint8", "float16", "float32": the names hpctrain-data's --dtype takes.
+// "uint8", "float16", "float32" (the names hpctrain-data's --dtype takes), "int32" (tokens).
 inline const char* to_string(SampleType t) {
-  return t == SampleType::kU8 ? "uint8" : t == SampleType::kF16 ? "float16" : "float32";
+  switch (t) {
+    case SampleType::kU8:
+      return "uint8";
+    case SampleType::kF16:
+      return "float16";
+    case SampleType::kF32:
+      return "float32";
+    case SampleType::kToken:
+      return "int32";
+  }
+  return "?";
 }
 
 constexpr size_t sample_type_size(SampleType t) {
@@ -40,6 +51,11 @@ inline void decode_samples(const void* src, SampleType type, size_t n, float* ds
     case SampleType::kF32:
       std::memcpy(dst, src, n * sizeof(float));
       return;
+    case SampleType::kToken: {
+      const auto* s = static_cast<const int32_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
   }
 }
 

@@ -85,13 +85,16 @@ SampleType image_type(hid_t images, const std::string& path) {
                    ", expected uint8, float16 or float32");
 }
 
-// Memory type for reading images in their stored type, with no value conversion.
+// Memory type for reading samples in their stored type, with no value conversion (token
+// ids of any integer type are read as int32).
 H5Handle image_memory_type(SampleType t) {
   switch (t) {
     case SampleType::kU8:
       return H5Handle(H5T_NATIVE_UINT8, nullptr);  // library-owned: never closed
     case SampleType::kF16:
       return h5_float16_type();
+    case SampleType::kToken:
+      return H5Handle(H5T_NATIVE_INT32, nullptr);
     case SampleType::kF32:
       return H5Handle(H5T_NATIVE_FLOAT, nullptr);
   }
@@ -124,6 +127,71 @@ int64_t read_int_attribute(hid_t file, const char* name, const std::string& path
   return value;
 }
 
+// The class count: the num_classes attribute, else the class names, else one scan of the
+// labels.
+void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShape& shape) {
+  if (HT_CHECK_H5(H5Aexists(file, "class_names")) > 0) {
+    H5Handle attr(HT_CHECK_H5(H5Aopen(file, "class_names", H5P_DEFAULT)), H5Aclose);
+    shape.class_names = h5_read_strings(attr.get(), path + ": attribute class_names");
+  }
+  if (HT_CHECK_H5(H5Aexists(file, "num_classes")) > 0) {
+    const int64_t k = read_int_attribute(file, "num_classes", path);
+    if (k < 1 || k > std::numeric_limits<int>::max()) {
+      throw UsageError(path + ": attribute num_classes is " + std::to_string(k) +
+                       ", expected a positive number");
+    }
+    shape.num_classes = static_cast<int>(k);
+    if (!shape.class_names.empty() &&
+        shape.class_names.size() != static_cast<size_t>(shape.num_classes)) {
+      throw UsageError(path + ": attribute class_names has " +
+                       std::to_string(shape.class_names.size()) + " names but num_classes is " +
+                       std::to_string(k));
+    }
+    return;
+  }
+  if (!shape.class_names.empty()) {
+    shape.num_classes = static_cast<int>(shape.class_names.size());
+    return;
+  }
+  std::vector<int32_t> block(static_cast<size_t>(std::min(shape.n, kLabelBlock)));
+  int32_t max_label = -1;
+  for (int64_t start = 0; start < shape.n; start += kLabelBlock) {
+    const int64_t count = std::min(kLabelBlock, shape.n - start);
+    read_label_range(labels, start, count, block.data());
+    for (int64_t i = 0; i < count; ++i) {
+      if (block[i] < 0) {
+        throw UsageError(path + ": label " + std::to_string(block[i]) + " at row " +
+                         std::to_string(start + i) + " is negative");
+      }
+      max_label = std::max(max_label, block[i]);
+    }
+  }
+  // int64 so that a label of INT32_MAX cannot overflow; read_rows then rejects it.
+  shape.num_classes =
+      static_cast<int>(std::min<int64_t>(int64_t{max_label} + 1, std::numeric_limits<int>::max()));
+}
+
+// /labels: rank 1, N rows (as many as `samples`, /images or /tokens), integer.
+void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const char* samples) {
+  const std::vector<hsize_t> label_dims = dataset_dims(labels);
+  if (label_dims.size() != 1) {
+    throw UsageError(path + ": /labels has rank " + std::to_string(label_dims.size()) +
+                     ", expected 1 [N]");
+  }
+  if (label_dims[0] != n) {
+    throw UsageError(path + ": " + samples + " has " + std::to_string(n) +
+                     " samples but /labels has " + std::to_string(label_dims[0]));
+  }
+  H5Handle label_type(HT_CHECK_H5(H5Dget_type(labels)), H5Tclose);
+  if (HT_CHECK_H5(H5Tget_class(label_type.get())) != H5T_INTEGER) {
+    throw UsageError(path + ": /labels has type " + describe_type(label_type.get()) +
+                     ", expected integer class ids");
+  }
+}
+
+// Ids are read into the model as float values: exact up to 2^24.
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
 }  // namespace
 
 DatasetFile::DatasetFile(const std::string& path) : path_(path) {
@@ -136,6 +204,15 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
     throw UsageError(path + ": not an HDF5 file");
   }
   file_ = h5_open_read_only(path);
+  if (HT_CHECK_H5(H5Lexists(file_.get(), "tokens", H5P_DEFAULT)) > 0) {
+    open_tokens();
+  } else {
+    open_images();
+  }
+}
+
+void DatasetFile::open_images() {
+  const std::string& path = path_;
   images_ = open_dataset(file_.get(), path, "images");
   labels_ = open_dataset(file_.get(), path, "labels");
 
@@ -145,15 +222,7 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
     throw UsageError(path + ": /images has rank " + std::to_string(image_dims.size()) +
                      ", expected 4 [N, C, H, W]");
   }
-  const std::vector<hsize_t> label_dims = dataset_dims(labels_.get());
-  if (label_dims.size() != 1) {
-    throw UsageError(path + ": /labels has rank " + std::to_string(label_dims.size()) +
-                     ", expected 1 [N]");
-  }
-  if (image_dims[0] != label_dims[0]) {
-    throw UsageError(path + ": /images has " + std::to_string(image_dims[0]) +
-                     " samples but /labels has " + std::to_string(label_dims[0]));
-  }
+  check_label_dataset(labels_.get(), path, image_dims[0], "/images");
   if (image_dims[0] == 0) throw UsageError(path + ": no samples (N = 0)");
   if (image_dims[1] == 0 || image_dims[2] == 0 || image_dims[3] == 0) {
     throw UsageError(path + ": /images has an empty sample shape [" +
@@ -167,51 +236,101 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
 
   // 2. Element types: images u8/f16/f32; labels any integer type (read as int32).
   shape_.type = image_type(images_.get(), path);
-  {
-    H5Handle label_type(HT_CHECK_H5(H5Dget_type(labels_.get())), H5Tclose);
-    if (HT_CHECK_H5(H5Tget_class(label_type.get())) != H5T_INTEGER) {
-      throw UsageError(path + ": /labels has type " + describe_type(label_type.get()) +
-                       ", expected integer class ids");
-    }
-  }
+  read_classes(file_.get(), labels_.get(), path, shape_);
+}
 
-  // 3. Classes: the num_classes attribute, else the class names, else one scan of the labels.
-  if (HT_CHECK_H5(H5Aexists(file_.get(), "class_names")) > 0) {
-    H5Handle attr(HT_CHECK_H5(H5Aopen(file_.get(), "class_names", H5P_DEFAULT)), H5Aclose);
-    shape_.class_names = h5_read_strings(attr.get(), path + ": attribute class_names");
+void DatasetFile::open_tokens() {
+  const std::string& path = path_;
+  images_ = open_dataset(file_.get(), path, "tokens");
+  const std::vector<hsize_t> dims = dataset_dims(images_.get());
+  if (dims.size() != 2) {
+    throw UsageError(path + ": /tokens has rank " + std::to_string(dims.size()) +
+                     ", expected 2 [N, T] (with /labels) or [N, T + 1]");
   }
-  if (HT_CHECK_H5(H5Aexists(file_.get(), "num_classes")) > 0) {
-    const int64_t k = read_int_attribute(file_.get(), "num_classes", path);
-    if (k < 1 || k > std::numeric_limits<int>::max()) {
-      throw UsageError(path + ": attribute num_classes is " + std::to_string(k) +
-                       ", expected a positive number");
+  {
+    H5Handle type(HT_CHECK_H5(H5Dget_type(images_.get())), H5Tclose);
+    if (HT_CHECK_H5(H5Tget_class(type.get())) != H5T_INTEGER) {
+      throw UsageError(path + ": /tokens has type " + describe_type(type.get()) +
+                       ", expected integer token ids");
     }
-    shape_.num_classes = static_cast<int>(k);
-    if (!shape_.class_names.empty() &&
-        shape_.class_names.size() != static_cast<size_t>(shape_.num_classes)) {
-      throw UsageError(path + ": attribute class_names has " +
-                       std::to_string(shape_.class_names.size()) + " names but num_classes is " +
-                       std::to_string(k));
+  }
+  if (dims[0] == 0) throw UsageError(path + ": no samples (N = 0)");
+  if (HT_CHECK_H5(H5Aexists(file_.get(), "vocab_size")) <= 0) {
+    throw UsageError(path + ": attribute vocab_size is missing (a token file needs it)");
+  }
+  shape_.vocab_size = read_int_attribute(file_.get(), "vocab_size", path);
+  if (shape_.vocab_size < 1 || shape_.vocab_size > kMaxVocab) {
+    throw UsageError(path + ": attribute vocab_size is " + std::to_string(shape_.vocab_size) +
+                     ", expected 1 to " + std::to_string(kMaxVocab));
+  }
+  if (HT_CHECK_H5(H5Aexists(file_.get(), "vocabulary")) > 0) {
+    H5Handle attr(HT_CHECK_H5(H5Aopen(file_.get(), "vocabulary", H5P_DEFAULT)), H5Aclose);
+    shape_.vocabulary = h5_read_strings(attr.get(), path + ": attribute vocabulary");
+    if (static_cast<int64_t>(shape_.vocabulary.size()) != shape_.vocab_size) {
+      throw UsageError(path + ": attribute vocabulary has " +
+                       std::to_string(shape_.vocabulary.size()) + " entries but vocab_size is " +
+                       std::to_string(shape_.vocab_size));
     }
-  } else if (!shape_.class_names.empty()) {
-    shape_.num_classes = static_cast<int>(shape_.class_names.size());
-  } else {
-    std::vector<int32_t> block(static_cast<size_t>(std::min(shape_.n, kLabelBlock)));
-    int32_t max_label = -1;
-    for (int64_t start = 0; start < shape_.n; start += kLabelBlock) {
-      const int64_t count = std::min(kLabelBlock, shape_.n - start);
-      read_label_range(labels_.get(), start, count, block.data());
-      for (int64_t i = 0; i < count; ++i) {
-        if (block[i] < 0) {
-          throw UsageError(path + ": label " + std::to_string(block[i]) + " at row " +
-                           std::to_string(start + i) + " is negative");
-        }
-        max_label = std::max(max_label, block[i]);
-      }
+  }
+  if (HT_CHECK_H5(H5Aexists(file_.get(), "level")) > 0) {
+    H5Handle attr(HT_CHECK_H5(H5Aopen(file_.get(), "level", H5P_DEFAULT)), H5Aclose);
+    const std::vector<std::string> level = h5_read_strings(attr.get(), path + ": attribute level");
+    if (level.size() != 1 || (level[0] != "char" && level[0] != "word")) {
+      throw UsageError(path + ": attribute level must be \"char\" or \"word\"");
     }
-    // int64 so that a label of INT32_MAX cannot overflow; read_rows then rejects it.
-    shape_.num_classes = static_cast<int>(
-        std::min<int64_t>(int64_t{max_label} + 1, std::numeric_limits<int>::max()));
+    shape_.level = level[0];
+  }
+  shape_.n = static_cast<int64_t>(dims[0]);
+  shape_.c = shape_.h = 1;
+  shape_.type = SampleType::kToken;
+  if (HT_CHECK_H5(H5Lexists(file_.get(), "labels", H5P_DEFAULT)) > 0) {
+    labels_ = open_dataset(file_.get(), path, "labels");
+    check_label_dataset(labels_.get(), path, dims[0], "/tokens");
+    if (dims[1] < 1) throw UsageError(path + ": /tokens has no columns");
+    shape_.w = static_cast<int64_t>(dims[1]);
+    read_classes(file_.get(), labels_.get(), path, shape_);
+    return;
+  }
+  // Language modelling: the model reads columns 0..T-1 and predicts columns 1..T.
+  if (dims[1] < 2) {
+    throw UsageError(path + ": /tokens [N, T + 1] without /labels needs T + 1 >= 2 columns");
+  }
+  shape_.w = static_cast<int64_t>(dims[1]) - 1;
+  shape_.labels_per_sample = shape_.w;
+  if (shape_.vocab_size > std::numeric_limits<int>::max()) {
+    throw UsageError(path + ": vocab_size too large");
+  }
+  shape_.num_classes = static_cast<int>(shape_.vocab_size);
+}
+
+void DatasetFile::read_token_block(int64_t row, int64_t count, int64_t col, int32_t* out) const {
+  H5Handle file_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
+  const hsize_t offset[2] = {static_cast<hsize_t>(row), static_cast<hsize_t>(col)};
+  const hsize_t dims[2] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape_.w)};
+  HT_CHECK_H5(
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
+  H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
+  HT_CHECK_H5(H5Dread(images_.get(), H5T_NATIVE_INT32, mem_space.get(), file_space.get(),
+                      H5P_DEFAULT, out));
+  const int64_t n = count * shape_.w;
+  for (int64_t i = 0; i < n; ++i) {
+    if (out[i] < 0 || out[i] >= shape_.vocab_size) {
+      throw UsageError(path_ + ": token " + std::to_string(out[i]) + " at row " +
+                       std::to_string(row + i / shape_.w) + ", column " +
+                       std::to_string(col + i % shape_.w) + " of /tokens is outside [0, " +
+                       std::to_string(shape_.vocab_size) + ") (vocab_size)");
+    }
+  }
+}
+
+void DatasetFile::check_labels(const int32_t* labels, int64_t count, int64_t start,
+                               const int64_t* rows) const {
+  for (int64_t i = 0; i < count; ++i) {
+    if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
+      throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +
+                       std::to_string(rows != nullptr ? rows[i] : start + i) + " is outside [0, " +
+                       std::to_string(shape_.num_classes) + ")");
+    }
   }
 }
 
@@ -221,6 +340,11 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
                  ") outside [0, " + std::to_string(shape_.n) + ")");
   if (count == 0) return;
   HT_REQUIRE(images != nullptr && labels != nullptr, "read_rows: null output buffer");
+  if (shape_.tokens()) {
+    read_token_block(start, count, 0, static_cast<int32_t*>(images));
+    read_labels(start, count, labels);
+    return;
+  }
 
   // 1. Images: one hyperslab of whole samples, copied in the stored type.
   H5Handle file_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
@@ -244,36 +368,44 @@ void DatasetFile::read_row_set(const int64_t* rows, int64_t count, void* images,
   HT_REQUIRE(rows[0] >= 0 && rows[count - 1] < shape_.n, path_ + ": a row outside the file");
   // One read per run of consecutive rows: HDF5 handles many small simple selections far
   // faster than one union of them.
-  H5Handle image_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
-  H5Handle label_space(HT_CHECK_H5(H5Dget_space(labels_.get())), H5Sclose);
-  const H5Handle mem_type = image_memory_type(shape_.type);
   auto* out = static_cast<uint8_t*>(images);
+  const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
   for (int64_t i = 0; i < count;) {
     int64_t j = i + 1;
     while (j < count && rows[j] == rows[j - 1] + 1) ++j;
     HT_REQUIRE(j == count || rows[j] > rows[j - 1], "read_row_set: rows not increasing");
-    const hsize_t offset[4] = {static_cast<hsize_t>(rows[i]), 0, 0, 0};
-    const hsize_t dims[4] = {static_cast<hsize_t>(j - i), static_cast<hsize_t>(shape_.c),
-                             static_cast<hsize_t>(shape_.h), static_cast<hsize_t>(shape_.w)};
-    HT_CHECK_H5(
-        H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
-    HT_CHECK_H5(
-        H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
-    H5Handle image_mem(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-    H5Handle label_mem(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-    HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), image_mem.get(), image_space.get(),
-                        H5P_DEFAULT, out + static_cast<size_t>(i) * shape_.sample_bytes()));
-    HT_CHECK_H5(H5Dread(labels_.get(), H5T_NATIVE_INT32, label_mem.get(), label_space.get(),
-                        H5P_DEFAULT, labels + i));
+    if (shape_.tokens()) {
+      read_token_block(
+          rows[i], j - i, 0,
+          reinterpret_cast<int32_t*>(out + static_cast<size_t>(i) * shape_.sample_bytes()));
+      read_labels(rows[i], j - i, labels + static_cast<size_t>(i) * per_sample);
+    } else {
+      read_image_run(rows[i], j - i, out + static_cast<size_t>(i) * shape_.sample_bytes(),
+                     labels + i);
+    }
     i = j;
   }
-  for (int64_t i = 0; i < count; ++i) {
-    if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
-      throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +
-                       std::to_string(rows[i]) + " is outside [0, " +
-                       std::to_string(shape_.num_classes) + ")");
-    }
-  }
+  if (!shape_.tokens()) check_labels(labels, count, 0, rows);
+}
+
+void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,
+                                 int32_t* labels) const {
+  H5Handle image_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
+  H5Handle label_space(HT_CHECK_H5(H5Dget_space(labels_.get())), H5Sclose);
+  const H5Handle mem_type = image_memory_type(shape_.type);
+  const hsize_t offset[4] = {static_cast<hsize_t>(row), 0, 0, 0};
+  const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape_.c),
+                           static_cast<hsize_t>(shape_.h), static_cast<hsize_t>(shape_.w)};
+  HT_CHECK_H5(
+      H5Sselect_hyperslab(image_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
+  HT_CHECK_H5(
+      H5Sselect_hyperslab(label_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
+  H5Handle image_mem(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
+  H5Handle label_mem(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), image_mem.get(), image_space.get(),
+                      H5P_DEFAULT, images));
+  HT_CHECK_H5(H5Dread(labels_.get(), H5T_NATIVE_INT32, label_mem.get(), label_space.get(),
+                      H5P_DEFAULT, labels));
 }
 
 void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) const {
@@ -282,14 +414,12 @@ void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) con
                  std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) + ")");
   if (count == 0) return;
   HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
-  read_label_range(labels_.get(), start, count, labels);
-  for (int64_t i = 0; i < count; ++i) {
-    if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
-      throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +
-                       std::to_string(start + i) + " is outside [0, " +
-                       std::to_string(shape_.num_classes) + ")");
-    }
+  if (!labels_.valid()) {
+    read_token_block(start, count, 1, labels);  // the next tokens
+    return;
   }
+  read_label_range(labels_.get(), start, count, labels);
+  check_labels(labels, count, start, nullptr);
 }
 
 }  // namespace hpctrain

@@ -1,7 +1,12 @@
-// Reading the project's HDF5 data format (docs/formats.md, "Data files"):
+// Reading the project's HDF5 data format (docs/formats.md, "Data files", "Token files"):
 //   /images  [N, C, H, W]  uint8 | float16 | float32
 //   /labels  [N]           integer class ids in [0, num_classes)
 //   root attributes (optional): num_classes, class_names, source, normalisation
+// or token sequences, read as samples [1, 1, T] of type kToken:
+//   /tokens  [N, T]        integer ids in [0, vocab_size), with /labels [N]: classification
+//   /tokens  [N, T + 1]    without /labels: language modelling; a sample's T labels are its
+//                          next tokens, columns 1..T of the same row (no second copy)
+//   root attributes: vocab_size (required), vocabulary, level
 // A rank reads only its rows through HDF5 hyperslabs. Use one DatasetFile from one thread,
 // except read_row_set with a thread-safe HDF5 library.
 #pragma once
@@ -21,6 +26,14 @@ struct DatasetShape {
   SampleType type = SampleType::kU8;
   int num_classes = 0;                   // attribute, else class_names.size(), else max label + 1
   std::vector<std::string> class_names;  // may be empty
+  // Token files: the ids' range, and (optional attributes) each id's text and whether the
+  // ids are characters or words.
+  int64_t vocab_size = 0;
+  std::vector<std::string> vocabulary;
+  std::string level;
+  // Labels per sample: 1, or T for a language-model file (one target per step).
+  int64_t labels_per_sample = 1;
+  bool tokens() const { return type == SampleType::kToken; }
   int64_t sample_elems() const { return c * h * w; }
   size_t sample_bytes() const {
     return static_cast<size_t>(sample_elems()) * sample_type_size(type);
@@ -37,10 +50,11 @@ class DatasetFile {
   const DatasetShape& shape() const { return shape_; }
 
   // Reads rows [start, start + count) in the stored element type into `images`
-  // (count * sample_bytes()) and the labels as int32. Throws UsageError if a
-  // label is outside [0, num_classes).
+  // (count * sample_bytes()) and the labels as int32 (count * labels_per_sample). Throws
+  // UsageError if a label is outside [0, num_classes) or a token outside [0, vocab_size).
   void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const;
-  // Reads only the labels of rows [start, start + count), checked the same way.
+  // Reads only the labels of rows [start, start + count), checked the same way
+  // (labels_per_sample each).
   void read_labels(int64_t start, int64_t count, int32_t* labels) const;
   // Reads the `count` rows listed in `rows` (strictly increasing), in that order: one read
   // per run of consecutive rows. Safe from several threads at once when the HDF5 library
@@ -48,9 +62,20 @@ class DatasetFile {
   void read_row_set(const int64_t* rows, int64_t count, void* images, int32_t* labels) const;
 
  private:
+  void open_images();
+  void open_tokens();
+  // Reads columns [col, col + shape_.w) of rows [row, row + count) of /tokens into `out`
+  // and checks that every id is in [0, vocab_size).
+  void read_token_block(int64_t row, int64_t count, int64_t col, int32_t* out) const;
+  // Images and labels of rows [row, row + count), unchecked.
+  void read_image_run(int64_t row, int64_t count, uint8_t* images, int32_t* labels) const;
+  // Throws UsageError naming the row of the first label outside [0, num_classes); `rows`
+  // names the file rows of `labels` (null: start, start + 1, ...).
+  void check_labels(const int32_t* labels, int64_t count, int64_t start, const int64_t* rows) const;
+
   std::string path_;
   DatasetShape shape_;
-  H5Handle file_, images_, labels_;
+  H5Handle file_, images_, labels_;  // images_: /images or /tokens; labels_ may be unset
 };
 
 }  // namespace hpctrain

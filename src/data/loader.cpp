@@ -27,7 +27,7 @@ Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& option
   }
   if (!streaming_) {
     images_.resize(static_cast<size_t>(shard_.count) * shape_.sample_bytes());
-    labels_.resize(static_cast<size_t>(shard_.count));
+    labels_.resize(static_cast<size_t>(shard_.count * shape_.labels_per_sample));
     if (shard_.count > 0) {
       file.read_rows(shard_.begin, shard_.count, images_.data(), labels_.data());
     }
@@ -42,7 +42,8 @@ Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& option
     };
   }
   queue_ = std::make_unique<PrefetchQueue>(
-      options.threads, options.depth, static_cast<size_t>(shape_.sample_elems()), options.batch,
+      options.threads, options.depth, static_cast<size_t>(shape_.sample_elems()),
+      static_cast<size_t>(shape_.labels_per_sample), options.batch,
       options.on_request ? 0 : options.first_seq, end_seq, std::move(fill_fn), options.hooks);
 }
 
@@ -105,7 +106,8 @@ void Loader::read_batch(const std::vector<int64_t>& order, int64_t first, int64_
   wanted.resize(static_cast<size_t>(rows));
   file_rows.resize(static_cast<size_t>(rows));
   bytes.resize(static_cast<size_t>(rows) * shape_.sample_bytes());
-  labels.resize(static_cast<size_t>(rows));
+  const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
+  labels.resize(static_cast<size_t>(rows) * per_sample);
   for (int64_t i = 0; i < rows; ++i) {
     wanted[static_cast<size_t>(i)] = {shard_.begin + order[static_cast<size_t>(first + i)], i};
   }
@@ -116,7 +118,8 @@ void Loader::read_batch(const std::vector<int64_t>& order, int64_t first, int64_
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t i = wanted[static_cast<size_t>(k)].second;
     place(bytes.data() + static_cast<size_t>(k) * shape_.sample_bytes(), i, buffer);
-    buffer.labels[static_cast<size_t>(i)] = labels[static_cast<size_t>(k)];
+    std::copy_n(labels.data() + static_cast<size_t>(k) * per_sample, per_sample,
+                buffer.labels.data() + static_cast<size_t>(i) * per_sample);
   }
 }
 
@@ -131,10 +134,12 @@ void Loader::fill(int64_t seq, BatchBuffer& buffer) {
     read_batch(order, step * sampler_.batch(), rows, buffer);
     return;
   }
+  const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = order[static_cast<size_t>(step * sampler_.batch() + i)];
     place(images_.data() + static_cast<size_t>(row) * shape_.sample_bytes(), i, buffer);
-    buffer.labels[static_cast<size_t>(i)] = labels_[static_cast<size_t>(row)];
+    std::copy_n(labels_.data() + static_cast<size_t>(row) * per_sample, per_sample,
+                buffer.labels.data() + static_cast<size_t>(i) * per_sample);
   }
 }
 

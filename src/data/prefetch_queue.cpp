@@ -6,8 +6,9 @@
 
 namespace hpctrain {
 
-PrefetchQueue::PrefetchQueue(int threads, int depth, size_t sample_elems, int64_t max_batch,
-                             int64_t first_seq, int64_t end_seq, FillFn fill, BufferHooks hooks)
+PrefetchQueue::PrefetchQueue(int threads, int depth, size_t sample_elems, size_t labels_per_sample,
+                             int64_t max_batch, int64_t first_seq, int64_t end_seq, FillFn fill,
+                             BufferHooks hooks)
     : fill_(std::move(fill)),
       hooks_(std::move(hooks)),
       next_to_fill_(first_seq),
@@ -18,7 +19,7 @@ PrefetchQueue::PrefetchQueue(int threads, int depth, size_t sample_elems, int64_
   buffers_.resize(static_cast<size_t>(depth) + 1);
   for (auto& b : buffers_) {
     b.images.resize(sample_elems * static_cast<size_t>(max_batch));
-    b.labels.resize(static_cast<size_t>(max_batch));
+    b.labels.resize(labels_per_sample * static_cast<size_t>(max_batch));
     if (hooks_.acquire) {
       hooks_.acquire(b.images.data(), b.images.size() * sizeof(float));
       hooks_.acquire(b.labels.data(), b.labels.size() * sizeof(int32_t));

@@ -17,7 +17,7 @@ namespace hpctrain {
 
 struct BatchBuffer {
   std::vector<float> images;    // max_batch * sample_elems
-  std::vector<int32_t> labels;  // max_batch
+  std::vector<int32_t> labels;  // max_batch * labels per sample
   int64_t size = 0;             // samples filled
   int64_t seq = -1;             // which batch of the sequence this is
 };
@@ -36,8 +36,9 @@ class PrefetchQueue {
 
   // Produces batches first_seq .. end_seq - 1 with `threads` readers keeping up
   // to `depth` batches ready.
-  PrefetchQueue(int threads, int depth, size_t sample_elems, int64_t max_batch, int64_t first_seq,
-                int64_t end_seq, FillFn fill, BufferHooks hooks = {});
+  PrefetchQueue(int threads, int depth, size_t sample_elems, size_t labels_per_sample,
+                int64_t max_batch, int64_t first_seq, int64_t end_seq, FillFn fill,
+                BufferHooks hooks = {});
   ~PrefetchQueue();
   PrefetchQueue(const PrefetchQueue&) = delete;
   PrefetchQueue& operator=(const PrefetchQueue&) = delete;

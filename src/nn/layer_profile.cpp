@@ -1,11 +1,13 @@
 #include "nn/layer_profile.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/convert.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "core/timer.hpp"
+#include "nn/embedding.hpp"
 
 namespace hpctrain {
 namespace {
@@ -78,11 +80,18 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   const size_t n = static_cast<size_t>(batch * dims_elems(model.input_dims()));
   std::vector<float> host(n);
   Rng rng(7);
-  for (float& v : host) v = static_cast<float>(rng.uniform());
+  // A model that starts with an embedding reads token ids: whole numbers below its vocab.
+  const auto* embedding = dynamic_cast<const Embedding*>(model.layers().front().get());
+  for (float& v : host) {
+    v = static_cast<float>(rng.uniform());
+    if (embedding != nullptr) v = std::floor(v * static_cast<float>(embedding->vocab()));
+  }
   const DType act = b.act_type();
   std::vector<std::byte> host_input(n * dtype_size(act));
   from_float(act, host.data(), host_input.data(), n);
-  std::vector<int32_t> labels(static_cast<size_t>(batch));
+  // A classifier applied at every step predicts several rows per sample.
+  const int64_t rows = batch * (dims_elems(model.output_dims()) / num_classes);
+  std::vector<int32_t> labels(static_cast<size_t>(rows));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % num_classes);
   DeviceArray<std::byte> input(b, host_input.size());
   DeviceArray<int32_t> device_labels(b, labels.size());
@@ -91,8 +100,8 @@ LayerTimes time_layers(Model& model, int64_t batch, int num_classes, int warmup,
   b.copy_to_device(device_labels.data(), labels.data(), labels.size() * sizeof(int32_t));
   auto step = [&](int64_t i) {
     const Tensor& logits = model.forward(input.data(), batch, /*training=*/true, i);
-    b.softmax_xent(logits.data, device_labels.data(), static_cast<int>(batch), num_classes,
-                   1.0f / static_cast<float>(batch), nullptr, model.dlogits(), stats.data());
+    b.softmax_xent(logits.data, device_labels.data(), static_cast<int>(rows), num_classes,
+                   1.0f / static_cast<float>(rows), nullptr, model.dlogits(), stats.data());
     model.backward();
   };
   for (int i = 0; i < warmup; ++i) step(i);

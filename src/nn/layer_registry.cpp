@@ -10,13 +10,13 @@ namespace hpctrain {
 
 extern const LayerType kDenseLayer, kReluLayer, kConv2dLayer, kMaxPoolLayer, kAvgPoolLayer,
     kGlobalAvgPoolLayer, kFlattenLayer, kBatchNormLayer, kDropoutLayer, kBasicBlockLayer,
-    kLstmLayer, kGruLayer;
+    kLstmLayer, kGruLayer, kEmbeddingLayer;
 
 const std::vector<const LayerType*>& layer_types() {
   static const std::vector<const LayerType*> list = {
-      &kDenseLayer,   &kReluLayer,          &kConv2dLayer,  &kMaxPoolLayer,
-      &kAvgPoolLayer, &kGlobalAvgPoolLayer, &kFlattenLayer, &kBatchNormLayer,
-      &kDropoutLayer, &kBasicBlockLayer,    &kLstmLayer,    &kGruLayer};
+      &kDenseLayer,         &kReluLayer,    &kConv2dLayer,    &kMaxPoolLayer, &kAvgPoolLayer,
+      &kGlobalAvgPoolLayer, &kFlattenLayer, &kBatchNormLayer, &kDropoutLayer, &kBasicBlockLayer,
+      &kLstmLayer,          &kGruLayer,     &kEmbeddingLayer};
   return list;
 }
 

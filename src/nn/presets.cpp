@@ -10,6 +10,7 @@
 #include "nn/batchnorm.hpp"
 #include "nn/conv2d.hpp"
 #include "nn/dense.hpp"
+#include "nn/embedding.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avgpool.hpp"
 #include "nn/layer_registry.hpp"
@@ -69,6 +70,13 @@ void add_resnet(std::vector<std::unique_ptr<Layer>>& layers, const ModelConfig& 
 
 std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes,
                                                  const Dims& input_dims) {
+  return build_layers(config, ModelData{num_classes}, input_dims, "model");
+}
+
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, const ModelData& data,
+                                                 const Dims& input_dims,
+                                                 const std::string& source) {
+  const int num_classes = data.num_classes;
   std::vector<std::unique_ptr<Layer>> layers;
   if (config.preset == "mlp") {
     for (size_t i = 0; i < config.hidden.size(); ++i) {
@@ -90,7 +98,37 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int 
   } else {
     throw UsageError("model.preset: unknown preset '" + config.preset + "'");
   }
-  layers.push_back(std::make_unique<Dense>("classifier", num_classes, Dense::Init::kGlorot));
+  for (const std::unique_ptr<Layer>& layer : layers) {
+    auto* embedding = dynamic_cast<Embedding*>(layer.get());
+    if (embedding == nullptr) continue;
+    if (data.vocab_size == 0) {
+      throw UsageError(source + ": model.layers: embedding '" + layer->name() +
+                       "' needs token data (docs/formats.md, \"Token files\"); data.train has "
+                       "images");
+    }
+    embedding->fit_vocab(data.vocab_size);
+  }
+  layers.push_back(std::make_unique<Dense>("classifier", num_classes, Dense::Init::kGlorot,
+                                           /*per_step=*/data.per_step > 0));
+  if (data.per_step > 0) {
+    if (config.preset != "layers") {
+      throw UsageError(source + ": model.preset: " + config.preset +
+                       " cannot predict the next token at every step; use preset layers with "
+                       "an lstm or gru that has return_sequences: true");
+    }
+    // The classifier sees [steps, features] only if the last sequence layer returns them
+    // (the layers of model.layers compute their output dims again in the model: they are
+    // pure functions of the input dims).
+    Dims dims = input_dims;
+    for (size_t i = 0; i + 1 < layers.size(); ++i) dims = layers[i]->output_dims(dims);
+    if (dims.size() != 2 || dims[0] != data.per_step) {
+      throw UsageError(source + ": model: data.train has " + std::to_string(data.per_step) +
+                       " next tokens per sample, so the layers before the classifier must give " +
+                       std::to_string(data.per_step) + " steps [" + std::to_string(data.per_step) +
+                       ", features], but they give an output of " + dims_text(dims) +
+                       " (the last lstm or gru needs return_sequences: true)");
+    }
+  }
   return layers;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -14,5 +15,18 @@ namespace hpctrain {
 
 std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, int num_classes,
                                                  const Dims& input_dims);
+
+// What the model's two ends take from a data set.
+struct ModelData {
+  int num_classes = 0;
+  int64_t vocab_size = 0;  // token data: embedding layers without a vocab take it
+  int64_t per_step = 0;    // language modelling: the T steps the classifier predicts
+};
+
+// For a data set: embedding layers need token data and get its vocabulary, and with
+// per_step the classifier is applied at every step, whose output must be T rows of
+// num_classes (throws UsageError naming `source` and what to change otherwise).
+std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, const ModelData& data,
+                                                 const Dims& input_dims, const std::string& source);
 
 }  // namespace hpctrain

@@ -2,8 +2,9 @@
 
 namespace hpctrain {
 
-BatchStager::BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems)
-    : backend_(backend) {
+BatchStager::BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems,
+                         int64_t labels_per_sample)
+    : backend_(backend), labels_per_sample_(labels_per_sample) {
   if (passes_through()) return;
   const size_t elems = static_cast<size_t>(max_batch * sample_elems);
   const size_t act_bytes = elems * dtype_size(backend_.act_type());
@@ -14,7 +15,8 @@ BatchStager::BatchStager(Backend& backend, int64_t max_batch, int64_t sample_ele
   for (int slot = 0; slot < 2; ++slot) {
     raw_[slot] = DeviceArray<uint8_t>(backend_, elems * sizeof(float));  // any stored type
     images_[slot] = DeviceArray<std::byte>(backend_, act_bytes);
-    labels_[slot] = DeviceArray<int32_t>(backend_, static_cast<size_t>(max_batch));
+    labels_[slot] =
+        DeviceArray<int32_t>(backend_, static_cast<size_t>(max_batch * labels_per_sample));
   }
 }
 
@@ -37,7 +39,7 @@ BatchStager::Input BatchStager::stage(const Loader& loader, const BatchBuffer& b
   backend_.upload(slot, raw_[slot].data(), b.images.data(),
                   static_cast<size_t>(b.size) * shape.sample_bytes());
   backend_.upload(slot, labels_[slot].data(), b.labels.data(),
-                  static_cast<size_t>(b.size) * sizeof(int32_t));
+                  static_cast<size_t>(b.size * labels_per_sample_) * sizeof(int32_t));
   backend_.uploads_ready();
   backend_.decode_input(raw_[slot].data(), shape.type, n, images_[slot].data());
   return {images_[slot].data(), labels_[slot].data()};

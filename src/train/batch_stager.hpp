@@ -22,8 +22,9 @@ class BatchStager {
     const int32_t* labels;
   };
 
-  // Device slots for batches of up to `max_batch` samples of `sample_elems` values.
-  BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems);
+  // Device slots for batches of up to `max_batch` samples of `sample_elems` values and
+  // `labels_per_sample` labels.
+  BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems, int64_t labels_per_sample);
 
   // For LoaderOptions: pins a device backend's batch buffers; {} for host memory.
   BufferHooks hooks();
@@ -43,6 +44,7 @@ class BatchStager {
   DeviceArray<uint8_t> raw_[2];       // stored bytes as uploaded, before decode_input
   DeviceArray<std::byte> images_[2];  // decoded (only images_[0] for host memory)
   DeviceArray<int32_t> labels_[2];
+  int64_t labels_per_sample_;
   int slot_ = 0;  // the slot of the batch in use
 };
 

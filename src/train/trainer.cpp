@@ -60,9 +60,9 @@ double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
     const Tensor& logits =
         model_->forward(in.images, b.size, /*training=*/true,
                         mix_seed(config_.run.seed, rank_, global_step_ * k + micro));
-    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_,
-                           grad_scale, scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
-                           stats_.data());
+    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size * labels_per_sample_),
+                           num_classes_, grad_scale / static_cast<float>(labels_per_sample_),
+                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(), stats_.data());
     if (timing && last) backend_->phase_mark(1);
     // A strategy may exchange gradients while backward goes on; the exchange phase is then
     // what is left of it after backward (the exposed communication). Summed micro-batches
@@ -166,7 +166,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   m.data_wait_s = times[1];
   m.comm_s = times[2];
   m.cpu_s = sums[3] / world_size_;
-  m.samples_per_second = times[0] > 0 ? sums[2] / times[0] : 0.0;
+  // The stats count predictions: labels_per_sample_ per sample.
+  m.samples_per_second = times[0] > 0 ? sums[2] / labels_per_sample_ / times[0] : 0.0;
   return end;
 }
 
@@ -183,8 +184,8 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
     const BatchBuffer& b = loader.next();
     const BatchStager::Input in = stager_->stage(loader, b);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
-    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size), num_classes_, 0.0f,
-                           nullptr, nullptr, stats_.data());
+    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size * labels_per_sample_),
+                           num_classes_, 0.0f, nullptr, nullptr, stats_.data());
     stager_->release();
   }
   LossStats s;

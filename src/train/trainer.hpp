@@ -132,6 +132,9 @@ class Trainer {
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
   int num_classes_ = 0;
+  // Labels per sample: 1, or T for language modelling (one prediction per step, each a
+  // softmax row; the loss is the mean over every step of every sample).
+  int64_t labels_per_sample_ = 1;
   BatchPlan plan_;                       // the ranks' batches and shards
   std::vector<float> batches_;           // balance auto: plan_.batch, kept in checkpoints
   std::unique_ptr<BalanceMeter> meter_;  // balance auto: this rank's speed

@@ -119,7 +119,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
   m.time_train_s = times[0];
   m.data_wait_s = times[1];
   m.comm_s = times[2];
-  m.samples_per_second = times[0] > 0 ? sums[2] / times[0] : 0.0;
+  m.samples_per_second = times[0] > 0 ? sums[2] / labels_per_sample_ / times[0] : 0.0;
   return end;
 }
 

@@ -15,12 +15,21 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/balance.hpp"
+#include "train/model_data.hpp"
 #include "train/run_plan.hpp"
 #include "train/trainer.hpp"
 #include "train/transfer.hpp"
 
 namespace hpctrain {
 namespace {
+
+// "images", "token classification, vocab_size V" or "next tokens, vocab_size V" (with
+// " and another vocabulary" when only the vocabularies differ, which the caller knows).
+std::string data_kind(const DatasetShape& s) {
+  if (!s.tokens()) return "images";
+  return std::string(s.labels_per_sample > 1 ? "next tokens" : "token classification") +
+         ", vocab_size " + std::to_string(s.vocab_size);
+}
 
 std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key,
                                         const DatasetShape* train) {
@@ -33,6 +42,13 @@ std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key
                        std::to_string(s.h) + "x" + std::to_string(s.w) +
                        ", but data.train samples are " + std::to_string(train->c) + "x" +
                        std::to_string(train->h) + "x" + std::to_string(train->w));
+    }
+    if (s.tokens() != train->tokens() || s.vocab_size != train->vocab_size ||
+        s.labels_per_sample != train->labels_per_sample ||
+        (!s.vocabulary.empty() && !train->vocabulary.empty() &&
+         s.vocabulary != train->vocabulary)) {
+      throw UsageError(path + ": data." + key + " is not the same kind of data as data.train " +
+                       "(" + data_kind(s) + " against " + data_kind(*train) + ")");
     }
     if (s.num_classes > train->num_classes) {
       throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
@@ -79,6 +95,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   val_file_ = open_split(config_.data.val, "val", &shape);
   test_file_ = open_split(config_.data.test, "test", &shape);
   num_classes_ = shape.num_classes;
+  labels_per_sample_ = shape.labels_per_sample;
   for (int r : config_.cpu_ranks) {
     if (r >= world_size_) {
       throw UsageError(config_.source_file + ": cpu_ranks: " + std::to_string(r) +
@@ -123,8 +140,9 @@ void Trainer::prepare() {
 
   // 2. Model, optimizer.
   const Dims input_dims = {shape.c, shape.h, shape.w};
-  model_ = std::make_unique<Model>(*backend_, build_layers(config_.model, num_classes_, input_dims),
-                                   input_dims, max_batch);
+  model_ = std::make_unique<Model>(
+      *backend_, build_layers(config_.model, model_data(shape), input_dims, config_.source_file),
+      input_dims, max_batch);
   model_->init_params(config_.run.seed);
   if (!config_.model.init_from.empty() && rank_ == 0) {
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
@@ -156,7 +174,8 @@ void Trainer::prepare() {
       config_.optimizer, steps_per_epoch_, config_.train.epochs,
       lr_scale(config_.optimizer, config_.train.batch_size, update_batch()));
   stats_ = DeviceArray<LossStats>(*backend_, 1);
-  stager_ = std::make_unique<BatchStager>(*backend_, max_batch, shape.sample_elems());
+  stager_ = std::make_unique<BatchStager>(*backend_, max_batch, shape.sample_elems(),
+                                          shape.labels_per_sample);
   if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
 
   // 3. Checkpoints: what to resume from.

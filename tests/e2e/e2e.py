@@ -11,6 +11,7 @@ import cases_models
 import cases_resume
 import cases_runs
 import cases_study
+import cases_text
 import harness
 
 
@@ -23,7 +24,7 @@ def main():
     case = harness.ARGS.case
     fn = None
     for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
-                   cases_study):
+                   cases_study, cases_text):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

@@ -60,28 +60,35 @@ TEST_P(EmuVsCpu, ConversionsDecodingAndBiases) {
   for (uint32_t h = 0; h < 65536; h += 3) {
     if ((h & 0x7c00u) != 0x7c00u) halves.push_back(static_cast<uint16_t>(h));
   }
+  std::vector<int32_t> ids(301);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i * 13 % 2048);
   const int rows = 13, cols = 37, n = 3, c = 5, hw = 63;
   const std::vector<float> yf = random_vector(size_t(rows) * cols, 2),
                            img = random_vector(size_t(n) * c * hw, 3),
                            bias = random_vector(cols, 4), cbias = random_vector(c, 5);
-  Acts convert_want(t_, v.size()), u8_want(t_, bytes.size()), f16_want(t_, halves.size());
+  Acts convert_want(t_, v.size()), u8_want(t_, bytes.size()), f16_want(t_, halves.size()),
+      ids_want(t_, ids.size());
   cpu_.convert(v.data(), convert_want.data(), v.size());
   cpu_.decode_input(bytes.data(), SampleType::kU8, bytes.size(), u8_want.data());
   cpu_.decode_input(halves.data(), SampleType::kF16, halves.size(), f16_want.data());
+  cpu_.decode_input(ids.data(), SampleType::kToken, ids.size(), ids_want.data());
   Acts bias_want = acts(yf), cbias_want = acts(img);
   cpu_.add_bias(bias_want.data(), bias.data(), rows, cols);
   cpu_.add_channel_bias(cbias_want.data(), cbias.data(), n, c, hw);
   const auto got = both_orders([&] {
     Acts cv = Acts::nan(t_, v.size()), u8 = Acts::nan(t_, bytes.size()),
-         f16 = Acts::nan(t_, halves.size()), y = acts(yf), im = acts(img);
+         f16 = Acts::nan(t_, halves.size()), tok = Acts::nan(t_, ids.size()), y = acts(yf),
+         im = acts(img);
     std::vector<float> back(v.size(), kNaN);
     kernels::convert(t_, v.data(), cv.data(), v.size(), kStream);
     kernels::convert_to_float(t_, cv.data(), back.data(), v.size(), kStream);
     kernels::decode_u8(t_, bytes.data(), bytes.size(), kU8Scale, u8.data(), kStream);
     kernels::decode_f16(t_, halves.data(), halves.size(), f16.data(), kStream);
+    kernels::decode_i32(t_, ids.data(), ids.size(), tok.data(), kStream);
     kernels::add_bias(t_, y.data(), bias.data(), rows, cols, kStream);
     kernels::add_channel_bias(t_, im.data(), cbias.data(), n, c, hw, kStream);
-    return results(cv.floats(), back, u8.floats(), f16.floats(), y.floats(), im.floats());
+    return results(cv.floats(), back, u8.floats(), f16.floats(), y.floats(), im.floats(),
+                   tok.floats());
   });
   expect_same(got[0], convert_want.floats(), "convert");
   expect_same(got[1], convert_want.floats(), "convert_to_float");
@@ -89,6 +96,7 @@ TEST_P(EmuVsCpu, ConversionsDecodingAndBiases) {
   expect_same(got[3], f16_want.floats(), "decode_f16");
   expect_same(got[4], bias_want.floats(), "add_bias");
   expect_same(got[5], cbias_want.floats(), "add_channel_bias");
+  expect_same(got[6], ids_want.floats(), "decode_i32");
 }
 
 // The mask in the activation type (1 / (1 - p) rounded) from the counter-based generator.

@@ -1,7 +1,7 @@
 // The CUDA backend with 16-bit activations against the CPU backend with the same
 // activation type (see test_cuda_mixed.cpp for the tolerances): pooling (also channels
 // last), convolution, batch normalisation (also the fused add + ReLU, channels last), SGD
-// with the skip flag and dynamic loss scaling.
+// with the skip flag, dynamic loss scaling and the embedding.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -402,6 +402,26 @@ TEST_P(MixedVsCpu, DynamicLossScaling) {
   expect_state(512.0f, 2.0f, 1.0f, "after two good steps");
   step(false, 5, "good step 4");
   expect_state(1024.0f, 0.0f, 1.0f, "after interval good steps");
+}
+
+// Embedding with 16-bit ids, table copy and dy: rows copied as stored, repeated ids' rows
+// summed in float32 in row order on both backends: bit for bit.
+TEST_P(MixedVsCpu, EmbeddingBitForBit) {
+  const int vocab = 9, dim = 45, rows = 3 * 23;
+  std::vector<float> idf(rows);
+  for (size_t i = 0; i < idf.size(); ++i) idf[i] = static_cast<float>((i * 5 + i / 4) % vocab);
+  const auto ids = act(idf), table = act(random_vector(size_t(vocab) * dim, 7)),
+             dy = act(random_vector(size_t(rows) * dim, 8));
+  std::vector<uint16_t> y(dy.size());
+  std::vector<float> dtable(table.size());
+  cpu_.embedding_forward(ids.data(), table.data(), y.data(), rows, vocab, dim);
+  cpu_.embedding_backward(ids.data(), dy.data(), dtable.data(), rows, vocab, dim);
+  uint16_t *gids = up(ids), *gy = up(y);
+  float* gdt = up(std::vector<float>(dtable.size(), -1.0f));
+  gpu_->embedding_forward(gids, up(table), gy, rows, vocab, dim);
+  gpu_->embedding_backward(gids, up(dy), gdt, rows, vocab, dim);
+  expect_same(down_act(gy, y.size()), widen(y), "embedding forward");
+  expect_same(down(gdt, dtable.size()), dtable, "embedding backward");
 }
 
 }  // namespace

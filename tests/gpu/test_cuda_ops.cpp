@@ -1,7 +1,7 @@
 // The CUDA backend against the CPU backend on random inputs, operation by operation at
 // odd sizes in float32: matrix products, element-wise operations, optimizers, the loss,
-// pooling, convolution, batch normalisation, channels-last copies, input decoding and
-// upload, the phase clock, one-rank collectives, and TF32 rounding (tests/gpu/
+// pooling, convolution, batch normalisation, the embedding, channels-last copies, input
+// decoding and upload, the phase clock, one-rank collectives, and TF32 rounding (tests/gpu/
 // test_cuda_mixed.cpp checks the operations in 16 bits, test_cuda_models.cpp whole models).
 #include <gtest/gtest.h>
 
@@ -329,6 +329,28 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
       }
     }
   }
+}
+
+// Embedding lookup and its gradient: forward copies rows, backward sums repeated ids' rows
+// in row order on both backends, so both agree bit for bit (also on an id repeated in
+// several samples and rows that no id picks).
+TEST_F(CudaVsCpu, EmbeddingForwardAndBackwardBitForBit) {
+  const int vocab = 13, dim = 70, rows = 5 * 17;
+  std::vector<float> ids(rows);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<float>((i * 7 + i / 5) % 11);
+  ids[3] = ids[40] = ids[84] = 4;
+  const std::vector<float> table = random_vector(size_t(vocab) * dim, 5);
+  const std::vector<float> dy = random_vector(size_t(rows) * dim, 6);
+  std::vector<float> y(dy.size()), dtable(table.size());
+  cpu_.embedding_forward(ids.data(), table.data(), y.data(), rows, vocab, dim);
+  cpu_.embedding_backward(ids.data(), dy.data(), dtable.data(), rows, vocab, dim);
+  float* gids = up(ids);
+  float* gy = up(std::vector<float>(y.size(), -1.0f));
+  float* gdt = up(std::vector<float>(dtable.size(), -1.0f));  // overwritten, zeros too
+  gpu_->embedding_forward(gids, up(table), gy, rows, vocab, dim);
+  gpu_->embedding_backward(gids, up(dy), gdt, rows, vocab, dim);
+  test::expect_same(down(gy, y.size()), y, "embedding forward");
+  test::expect_same(down(gdt, dtable.size()), dtable, "embedding backward");
 }
 
 // Uploads through both input slots from pinned memory: each batch arrives intact, also

@@ -188,7 +188,7 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(head + "  preset: layers\n  layers:\n    - units: 3\n",
                "FILE:6: model.layers[0].type: required key is missing (one of dense, relu, "
                "conv2d, maxpool, avgpool, global_avgpool, flatten, batchnorm, dropout, "
-               "basic_block, lstm, gru)");
+               "basic_block, lstm, gru, embedding)");
   expect_error(head + "  preset: layers\n  layers:\n    - type: relu\n    - type: dense\n",
                "FILE:7: model.layers[1].units: required key is missing for a dense layer");
   expect_error(head + "  preset: layers\n  layers:\n    - type: dense\n      units: 0\n",
@@ -202,7 +202,8 @@ TEST(ConfigErrors, ModelLayers) {
   expect_error(
       head + "  preset: layers\n  layers:\n    - {type: conv}\n",
       "FILE:6: model.layers[0].type: expected one of dense, relu, conv2d, maxpool, "
-      "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, lstm, gru, got 'conv'");
+      "avgpool, global_avgpool, flatten, batchnorm, dropout, basic_block, lstm, gru, embedding, "
+      "got 'conv'");
   expect_error(head +
                    "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
                    "    - {type: relu, name: a}\n",

@@ -1,6 +1,6 @@
-// Config tests of the model section's layer list beyond dense/relu: conv2d and pooling
-// entries (defaults, ranges, keys a type does not take), the cnn preset, and their
-// round trip through config_to_yaml.
+// Config tests of the model section's layer list beyond dense/relu: conv2d, pooling and
+// embedding entries (defaults, ranges, keys a type does not take), the cnn preset, and
+// their round trip through config_to_yaml.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -172,6 +172,32 @@ TEST(ConfigErrors, ConvLayerKeys) {
                "FILE:5: model.hidden: only used with model.preset 'mlp' (preset is 'cnn')");
   expect_error(cnn + "  layers: [{type: relu}]\n",
                "FILE:5: model.layers: only used with model.preset 'layers' (preset is 'cnn')");
+}
+
+TEST(ConfigLoad, EmbeddingEntries) {
+  const Config c = load_config(write_yaml(std::string(kMinimal) + R"(model:
+  preset: layers
+  layers:
+    - {type: embedding, dim: 8}
+    - {type: embedding, name: words, vocab: 65, dim: 3}
+)"),
+                               {}, catalog());
+  ASSERT_EQ(c.model.layers.size(), 2u);
+  EXPECT_EQ(c.model.layers[0].name, "embedding0");
+  EXPECT_EQ(c.model.layers[0].integer("vocab"), 0);  // the data's vocab_size
+  EXPECT_EQ(c.model.layers[0].integer("dim"), 8);
+  EXPECT_EQ(c.model.layers[1].integer("vocab"), 65);
+  EXPECT_EQ(c.model.layers[1].integer("dim"), 3);
+  expect_round_trip(c);
+  const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
+  expect_error(head + "    - {type: embedding, vocab: 65}\n",
+               "FILE:6: model.layers[0].dim: required key is missing for an embedding layer");
+  expect_error(head + "    - {type: embedding, vocab: -1, dim: 8}\n",
+               "FILE:6: model.layers[0].vocab: expected an integer >= 0, got -1");
+  expect_error(head + "    - {type: embedding, dim: 0}\n",
+               "FILE:6: model.layers[0].dim: expected an integer >= 1, got 0");
+  expect_error(head + "    - {type: embedding, dim: 4, units: 3}\n",
+               "FILE:6: model.layers[0].units: only dense, lstm or gru layers take units");
 }
 
 // Every registered layer type: its required keys come first (the loader reports them in

@@ -125,7 +125,7 @@ TEST(Sampler, NoShuffleIsIdentityAndLastBatchPartial) {
 
 TEST(PrefetchQueue, DeliversInSequenceOrderWithManyThreads) {
   // Readers take random time so batches complete out of order.
-  PrefetchQueue q(4, 3, 2, 5, 10, 60, [](int64_t seq, BatchBuffer& b) {
+  PrefetchQueue q(4, 3, 2, 1, 5, 10, 60, [](int64_t seq, BatchBuffer& b) {
     std::this_thread::sleep_for(std::chrono::microseconds((seq * 7919) % 500));
     b.size = 1 + seq % 5;
     b.images[0] = static_cast<float>(seq);
@@ -141,7 +141,7 @@ TEST(PrefetchQueue, DeliversInSequenceOrderWithManyThreads) {
 }
 
 TEST(PrefetchQueue, ReaderErrorReachesTheConsumer) {
-  PrefetchQueue q(2, 2, 1, 1, 0, 100, [](int64_t seq, BatchBuffer& b) {
+  PrefetchQueue q(2, 2, 1, 1, 1, 0, 100, [](int64_t seq, BatchBuffer& b) {
     if (seq == 3) throw std::runtime_error("bad sample in batch 3");
     b.size = 1;
   });
@@ -157,7 +157,7 @@ TEST(PrefetchQueue, ReaderErrorReachesTheConsumer) {
 TEST(PrefetchQueue, DestructorStopsBlockedReaders) {
   std::atomic<int> filled{0};
   {
-    PrefetchQueue q(3, 2, 1, 1, 0, 1000000, [&](int64_t, BatchBuffer& b) {
+    PrefetchQueue q(3, 2, 1, 1, 1, 0, 1000000, [&](int64_t, BatchBuffer& b) {
       b.size = 1;
       ++filled;
     });
@@ -170,7 +170,7 @@ TEST(PrefetchQueue, HooksSeeEveryBufferOnceEachWay) {
   std::vector<std::pair<void*, size_t>> acquired;
   std::vector<void*> released;
   {
-    PrefetchQueue q(2, 3, 6, 5, 0, 10, [](int64_t, BatchBuffer& b) { b.size = 5; },
+    PrefetchQueue q(2, 3, 6, 1, 5, 0, 10, [](int64_t, BatchBuffer& b) { b.size = 5; },
                     {[&](void* p, size_t bytes) { acquired.emplace_back(p, bytes); },
                      [&](void* p) { released.push_back(p); }});
     for (int i = 0; i < 10; ++i) {
@@ -194,7 +194,7 @@ TEST(PrefetchQueue, HooksSeeEveryBufferOnceEachWay) {
 }
 
 TEST(PrefetchQueue, CountsWaitTime) {
-  PrefetchQueue q(1, 1, 1, 1, 0, 3, [](int64_t, BatchBuffer& b) {
+  PrefetchQueue q(1, 1, 1, 1, 1, 0, 3, [](int64_t, BatchBuffer& b) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     b.size = 1;
   });

@@ -179,6 +179,9 @@ class CudaBackend final : public Backend {
       case SampleType::kF32:
         to_act(static_cast<const float*>(raw), out, n);
         break;
+      case SampleType::kToken:
+        kernels::decode_i32(options_.act_type, static_cast<const int32_t*>(raw), n, out, stream_);
+        break;
     }
     done("decode_input");
   }
@@ -359,6 +362,16 @@ class CudaBackend final : public Backend {
     kernels::gru_backward_step(options_.act_type, gates, hn, h_prev, dh, dgx, dgh, dh_prev, batch,
                                hidden, stream_);
     done("gru_backward_step");
+  }
+  void embedding_forward(const void* ids, const void* table, void* out, int rows, int vocab,
+                         int dim) override {
+    kernels::embedding_forward(options_.act_type, ids, table, out, rows, vocab, dim, stream_);
+    done("embedding_forward");
+  }
+  void embedding_backward(const void* ids, const void* dy, float* dtable, int rows, int vocab,
+                          int dim) override {
+    kernels::embedding_backward(options_.act_type, ids, dy, dtable, rows, vocab, dim, stream_);
+    done("embedding_backward");
   }
 
   void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,

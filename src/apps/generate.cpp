@@ -1,0 +1,224 @@
+// Generation by a language model trained on windows of T tokens from a zero state: the
+// next token after a context depends only on the last T tokens, so each step runs the
+// model once on the last min(T, n) tokens, placed at the start of the window. The model
+// is causal (an embedding, recurrent layers, per-step layers), so the padding after the
+// context does not change the prediction at the context's last position, which is read.
+#include "apps/generate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <memory>
+
+#include "backend/cpu_backend.hpp"
+#include "checkpoint/checkpoint_file.hpp"
+#include "config/config.hpp"
+#include "core/error.hpp"
+#include "core/random.hpp"
+#include "data/dataset_file.hpp"
+#include "nn/model.hpp"
+#include "train/catalog.hpp"
+#include "train/model_data.hpp"
+#include "train/transfer.hpp"
+
+namespace hpctrain {
+namespace {
+
+constexpr const char* kGenerateUsage =
+    "usage: hpctrain generate CONFIG.yaml --checkpoint PATH --prompt TEXT [--length N]\n"
+    "                         [--temperature T] [--seed S] [--set key.path=value]...\n"
+    "\n"
+    "Prints TEXT and N (default 200) tokens sampled from the language model that CONFIG.yaml\n"
+    "trains (data.train: a next-token file with a vocabulary), with the parameters of the\n"
+    "checkpoint PATH. Each token is drawn from softmax(logits / T) (default 1; 0: always\n"
+    "the most likely), from random stream S (default 1): the same arguments print the same\n"
+    "text. Runs on one CPU core, without MPI.\n";
+
+struct Options {
+  std::string config, checkpoint, prompt;
+  std::vector<std::string> overrides;
+  int64_t length = 200;
+  double temperature = 1.0;
+  uint64_t seed = 1;
+  bool has_prompt = false;
+};
+
+double parse_number(const std::string& option, const std::string& text, double lo, double hi) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= lo && v <= hi)) {
+    throw UsageError("generate: " + option + ": expected a number in [" +
+                     std::to_string(static_cast<long long>(lo)) + ", " +
+                     std::to_string(static_cast<long long>(hi)) + "], got '" + text + "'");
+  }
+  return v;
+}
+
+Options parse(const std::vector<std::string>& args) {
+  Options o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    const std::string& a = args[i];
+    if (a == "--set" && has_value) {
+      o.overrides.push_back(args[++i]);
+    } else if (a == "--checkpoint" && has_value) {
+      o.checkpoint = args[++i];
+    } else if (a == "--prompt" && has_value) {
+      o.prompt = args[++i];
+      o.has_prompt = true;
+    } else if (a == "--length" && has_value) {
+      const double v = parse_number(a, args[++i], 1, 1e6);
+      if (v != std::floor(v)) throw UsageError("generate: --length: expected a whole number");
+      o.length = static_cast<int64_t>(v);
+    } else if (a == "--temperature" && has_value) {
+      o.temperature = parse_number(a, args[++i], 0, 100);
+    } else if (a == "--seed" && has_value) {
+      const double v = parse_number(a, args[++i], 0, 9e15);
+      if (v != std::floor(v)) throw UsageError("generate: --seed: expected a whole number");
+      o.seed = static_cast<uint64_t>(v);
+    } else if (a.rfind("--", 0) == 0) {
+      throw UsageError("generate: unknown or incomplete option '" + a + "' (see --help)");
+    } else if (o.config.empty()) {
+      o.config = a;
+    } else {
+      throw UsageError("generate: more than one config file given");
+    }
+  }
+  if (o.config.empty() || o.checkpoint.empty() || !o.has_prompt) {
+    throw UsageError("generate: expected CONFIG.yaml --checkpoint PATH --prompt TEXT (see --help)");
+  }
+  if (o.prompt.empty()) throw UsageError("generate: --prompt: empty (give at least one token)");
+  return o;
+}
+
+// Length of the UTF-8 sequence that starts with byte c (1 for anything unexpected, so that
+// malformed text still splits into tokens that fail the vocabulary lookup).
+size_t utf8_length(unsigned char c) {
+  if (c >= 0xF0 && c < 0xF8) return 4;
+  if (c >= 0xE0) return c < 0xF0 ? 3 : 1;
+  if (c >= 0xC0) return 2;
+  return 1;
+}
+
+// The prompt as ids: characters (UTF-8 code points) for a char model, whitespace-separated
+// words for a word model; unknown ones become <unk> where the vocabulary has it.
+std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
+                            const std::string& file) {
+  std::map<std::string, int32_t> ids;
+  for (size_t i = 0; i < shape.vocabulary.size(); ++i) {
+    ids.emplace(shape.vocabulary[i], static_cast<int32_t>(i));
+  }
+  const auto unk = ids.find("<unk>");
+  std::vector<std::string> pieces;
+  if (shape.level == "word") {
+    size_t start = 0;
+    while (start < text.size()) {
+      const size_t begin = text.find_first_not_of(" \t\r", start);
+      if (begin == std::string::npos) break;
+      size_t end = text.find_first_of(" \t\r", begin);
+      if (end == std::string::npos) end = text.size();
+      pieces.push_back(text.substr(begin, end - begin));
+      start = end;
+    }
+  } else {
+    for (size_t i = 0; i < text.size();) {
+      const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
+      pieces.push_back(text.substr(i, n));
+      i += n;
+    }
+  }
+  std::vector<int32_t> out;
+  for (const std::string& p : pieces) {
+    const auto it = ids.find(p);
+    if (it != ids.end()) {
+      out.push_back(it->second);
+    } else if (unk != ids.end()) {
+      out.push_back(unk->second);
+    } else {
+      throw UsageError("generate: --prompt: '" + p + "' is not in the vocabulary of " + file);
+    }
+  }
+  if (out.empty()) throw UsageError("generate: --prompt: no tokens in '" + text + "'");
+  return out;
+}
+
+// Draws from softmax(logits / temperature); temperature 0 takes the arg-max.
+int32_t sample(const float* logits, int64_t n, double temperature, Rng& rng) {
+  const int64_t best = std::max_element(logits, logits + n) - logits;
+  if (temperature == 0) return static_cast<int32_t>(best);
+  std::vector<double> p(static_cast<size_t>(n));
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    p[static_cast<size_t>(i)] = std::exp((logits[i] - logits[best]) / temperature);
+    sum += p[static_cast<size_t>(i)];
+  }
+  double u = rng.uniform() * sum;
+  for (int64_t i = 0; i < n; ++i) {
+    u -= p[static_cast<size_t>(i)];
+    if (u < 0) return static_cast<int32_t>(i);
+  }
+  return static_cast<int32_t>(best);  // rounding left u >= 0: the mass ends at the top
+}
+
+}  // namespace
+
+int cmd_generate(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::cout << kGenerateUsage;
+    return kExitOk;
+  }
+  const Options o = parse(args);
+  const Config config = load_config(o.config, o.overrides, catalog());
+  const DatasetFile data(config.data.train);
+  const DatasetShape& shape = data.shape();
+  if (shape.labels_per_sample <= 1) {
+    throw UsageError(config.data.train +
+                     ": data.train is not a next-token file (/tokens [N, T + 1] "
+                     "without /labels): its model does not generate text");
+  }
+  if (shape.vocabulary.empty()) {
+    throw UsageError(config.data.train +
+                     ": attribute vocabulary is missing: ids cannot be "
+                     "turned into text");
+  }
+  const std::vector<int32_t> prompt = encode(o.prompt, shape, config.data.train);
+
+  CpuBackend backend(1);
+  const Dims dims = {shape.c, shape.h, shape.w};
+  Model model(backend, build_layers(config.model, model_data(shape), dims, o.config), dims, 1);
+  const CheckpointState stored = read_checkpoint_file(o.checkpoint);
+  if (stored.architecture != model.architecture()) {
+    throw UsageError(o.checkpoint + ": its model is not the one " + o.config +
+                     " builds (compare hpctrain inspect of both)");
+  }
+  load_initial_params(o.checkpoint, model);
+
+  const int64_t steps = shape.w, vocab = shape.num_classes;
+  const bool words = shape.level == "word";
+  std::vector<int32_t> context = prompt;
+  std::vector<float> window(static_cast<size_t>(steps));
+  std::vector<float> logits(static_cast<size_t>(steps * vocab));
+  Rng rng(o.seed);
+  std::cout << o.prompt;
+  for (int64_t k = 0; k < o.length; ++k) {
+    const int64_t m = std::min<int64_t>(steps, static_cast<int64_t>(context.size()));
+    std::fill(window.begin(), window.end(), 0.0f);
+    std::copy(context.end() - m, context.end(), window.begin());
+    const Tensor& out = model.forward(window.data(), 1, /*training=*/false);
+    backend.copy_to_host(logits.data(), out.data, logits.size() * sizeof(float));
+    const int32_t next = sample(logits.data() + (m - 1) * vocab, vocab, o.temperature, rng);
+    context.push_back(next);
+    std::cout << (words ? " " : "") << shape.vocabulary[static_cast<size_t>(next)];
+  }
+  std::cout << "\n";
+  return kExitOk;
+}
+
+}  // namespace hpctrain
