@@ -29,30 +29,32 @@ using test::kSums;
 using test::relative_error;
 
 // Gradients of one training step of `mc` on `be` from seed-3 parameters, for input `xf`
-// (float32 values, stored in the backend's activation type) and labels i % classes; the
-// loss sum and model state come back too.
+// (float32 values, stored in the backend's activation type) and labels i % classes (one
+// per step with data.per_step); the loss sum and model state come back too.
 struct StepResult {
   std::vector<float> grads, state;
   std::vector<size_t> layer_offsets;  // parameter offset of each layer, then the count
   double loss_sum = 0;
 };
 
-StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, int classes,
+StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, const ModelData& data,
                       int64_t batch, const std::vector<float>& xf) {
   const DType t = be.act_type();
-  Model m(be, build_layers(mc, classes, in), in, batch);
+  const int classes = data.num_classes;
+  const int rows = static_cast<int>(batch * std::max<int64_t>(1, data.per_step));
+  Model m(be, build_layers(mc, data, in, "test"), in, batch);
   m.init_params(3);
   std::vector<std::byte> x(xf.size() * dtype_size(t));
   from_float(t, xf.data(), x.data(), xf.size());
-  std::vector<int32_t> labels(batch);
-  for (int64_t i = 0; i < batch; ++i) labels[i] = static_cast<int32_t>(i % classes);
+  std::vector<int32_t> labels(rows);
+  for (int i = 0; i < rows; ++i) labels[i] = static_cast<int32_t>(i % classes);
   DeviceArray<std::byte> gx(be, x.size());
   be.copy_to_device(gx.data(), x.data(), x.size());
-  DeviceArray<int32_t> gl(be, batch);
+  DeviceArray<int32_t> gl(be, rows);
   be.copy_to_device(gl.data(), labels.data(), labels.size() * sizeof(int32_t));
   DeviceArray<LossStats> gs(be, 1);
   const Tensor& logits = m.forward(gx.data(), batch, true, 5);
-  be.softmax_xent(logits.data, gl.data(), batch, classes, 1.0f / batch, nullptr, m.dlogits(),
+  be.softmax_xent(logits.data, gl.data(), rows, classes, 1.0f / rows, nullptr, m.dlogits(),
                   gs.data());
   m.backward();
   StepResult r;
@@ -76,14 +78,18 @@ StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, int cl
 // 1.5 times the CPU's (or `grad_tol`, whichever is larger). Through BatchNorm the 16-bit
 // error grows layer by layer towards the input (a ResNet's first layers: tens of percent
 // in bfloat16 on both backends).
-void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int classes, int64_t batch,
-                    double grad_tol = 1e-3) {
+void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, const ModelData& data,
+                    int64_t batch, double grad_tol = 1e-3) {
   const DType t = gpu.act_type();
   std::vector<float> xf = random_vector(static_cast<size_t>(batch * dims_elems(in)), 11);
   for (float& v : xf) v = round_to(t, v);
+  if (data.vocab_size > 0) {  // token ids
+    for (size_t i = 0; i < xf.size(); ++i)
+      xf[i] = static_cast<float>((i * 5 + 3) % data.vocab_size);
+  }
   CpuBackend cpu(1, CpuBackend::kDefaultConvChunkBytes, false, t);
-  const StepResult a = model_step(cpu, mc, in, classes, batch, xf);
-  const StepResult b = model_step(gpu, mc, in, classes, batch, xf);
+  const StepResult a = model_step(cpu, mc, in, data, batch, xf);
+  const StepResult b = model_step(gpu, mc, in, data, batch, xf);
   if (t == DType::kF32) {
     EXPECT_NEAR(b.loss_sum, a.loss_sum, grad_tol / 10 * std::fabs(a.loss_sum));
     expect_close(b.grads, a.grads, grad_tol, "model gradients");
@@ -91,7 +97,7 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, int cla
     return;
   }
   CpuBackend f32(1);
-  const StepResult r = model_step(f32, mc, in, classes, batch, xf);
+  const StepResult r = model_step(f32, mc, in, data, batch, xf);
   const double cpu_err = relative_error(a.grads, r.grads);
   const double gpu_err = relative_error(b.grads, r.grads);
   std::printf("%s %s: gradient error against float32, cpu %.2e gpu %.2e; loss %.6f %.6f %.6f\n",
@@ -118,12 +124,12 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
   ModelConfig cnn;
   cnn.preset = "cnn";
   cnn.hidden.clear();
-  compare_models(*gpu_, cnn, {1, 28, 28}, 10, 8);
+  compare_models(*gpu_, cnn, {1, 28, 28}, {10}, 8);
   ModelConfig resnet;
   resnet.preset = "resnet18";
   resnet.hidden.clear();
   resnet.width = 8;
-  compare_models(*gpu_, resnet, {3, 32, 32}, 10, 4);
+  compare_models(*gpu_, resnet, {3, 32, 32}, {10}, 4);
 }
 
 // Recurrent layers: two stacked LSTM layers and a GRU returning every step, a dense layer
@@ -145,7 +151,25 @@ ModelConfig lstm_layers() {
   return c;
 }
 
-TEST_F(CudaVsCpu, RecurrentModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, 10, 8); }
+TEST_F(CudaVsCpu, RecurrentModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, {10}, 8); }
+
+// A character language model: an embedding of token ids, an LSTM returning every step and
+// the classifier at every step, the loss over every step's prediction.
+TEST_F(CudaVsCpu, LanguageModel) {
+  ModelConfig c;
+  c.preset = "layers";
+  c.hidden.clear();
+  c.layers = {
+      {.type = "embedding", .values = {{"vocab", int64_t{0}}, {"dim", int64_t{6}}}},
+      {.type = "lstm",
+       .values = {{"units", int64_t{10}}, {"layers", int64_t{1}}, {"return_sequences", true}}},
+  };
+  ModelData data;
+  data.num_classes = 11;
+  data.vocab_size = 11;
+  data.per_step = 7;
+  compare_models(*gpu_, c, {1, 1, 7}, data, 5);
+}
 
 // Every layer type where the channels-last layout matters: BatchNorm first (on the model
 // input, moved to NHWC; no dx), a convolution with bias, a BatchNorm + ReLU (run fused),
@@ -186,14 +210,14 @@ void compare_16bit_models(bool channels_last) {
     ModelConfig cnn;
     cnn.preset = "cnn";
     cnn.hidden.clear();
-    compare_models(*gpu, cnn, {1, 28, 28}, 10, 8, tol);
+    compare_models(*gpu, cnn, {1, 28, 28}, {10}, 8, tol);
     ModelConfig resnet;
     resnet.preset = "resnet18";
     resnet.hidden.clear();
     resnet.width = 8;
-    compare_models(*gpu, resnet, {3, 32, 32}, 10, 4, tol);
-    if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, 7, 5, tol);
-    if (!channels_last) compare_models(*gpu, lstm_layers(), {1, 14, 9}, 10, 8, tol);
+    compare_models(*gpu, resnet, {3, 32, 32}, {10}, 4, tol);
+    if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, {7}, 5, tol);
+    if (!channels_last) compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8, tol);
   }
 }
 
