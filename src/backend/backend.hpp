@@ -20,6 +20,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -264,6 +265,13 @@ class Backend {
   virtual void softmax_xent(const void* logits, const int32_t* labels, int rows, int cols,
                             float grad_scale, const float* loss_scale, void* dlogits,
                             LossStats* stats) = 0;
+
+  // Whether the running loss sum in *stats (device memory, as softmax_xent adds to it) has
+  // become NaN or infinite: a step's loss was not finite. Called once per training step, so
+  // it must not wait for the device: a host backend reads the sum; a device backend copies
+  // it to pinned memory after the work enqueued so far and answers from the newest copy that
+  // has landed (up to a few steps late; the epoch's end reads the sum itself).
+  virtual bool loss_nonfinite(const LossStats* stats) { return !std::isfinite(stats->loss_sum); }
 
   // Collectives on device memory across the ranks' backends (NCCL on the CUDA backend),
   // in stream order with the other operations. A backend without them (the CPU: its

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_state.hpp"
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
@@ -109,12 +111,25 @@ void AsyncCheckpointWriter::worker() {
       cv_.notify_all();
       lock.unlock();
     }
-    // 2. Write and commit; prune older checkpoints.
+    // 2. Write and commit; prune older checkpoints. Parameters that are not finite (a
+    // diverging run, whose loss the trainer sees only from the next step on) are not
+    // committed: resuming from them could never recover.
     const std::string path = checkpoint_path(dir_, state.step);
     std::exception_ptr error;
+    bool finite = true;
+    for (const auto& [name, values] : state.arrays) {
+      if (!name.ends_with(kParamsArray)) continue;  // the shared array or a rank's
+      finite = finite &&
+               std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+    }
     try {
-      write_checkpoint_file(path, state);
-      prune_checkpoints(dir_, keep_);
+      if (finite) {
+        write_checkpoint_file(path, state);
+        prune_checkpoints(dir_, keep_);
+      } else {
+        log_warn("checkpoint of step " + std::to_string(state.step) +
+                 " not written: its parameters are not finite");
+      }
     } catch (...) {
       error = std::current_exception();
     }
@@ -124,7 +139,7 @@ void AsyncCheckpointWriter::worker() {
     busy_ = false;
     if (error) {
       error_ = error;
-    } else {
+    } else if (finite) {
       ++stats_.writes;
       stats_.bytes += static_cast<double>(state.bytes());
       stats_.write_seconds += seconds;

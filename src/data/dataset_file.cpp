@@ -4,10 +4,12 @@
 #include "data/dataset_file.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -189,6 +191,29 @@ void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const
   }
 }
 
+// The first non-finite value among `count` samples of `elems` float16/float32 values at
+// `images` (uint8 and tokens cannot hold one): its sample and "nan" or "inf"; -1 if none.
+std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType type, int64_t count,
+                                                int64_t elems) {
+  const size_t n = static_cast<size_t>(count * elems);
+  if (type == SampleType::kF32) {
+    const auto* v = static_cast<const float*>(images);
+    for (size_t i = 0; i < n; ++i) {
+      if (!std::isfinite(v[i])) {
+        return {static_cast<int64_t>(i) / elems, std::isnan(v[i]) ? "nan" : "inf"};
+      }
+    }
+  } else if (type == SampleType::kF16) {
+    const auto* v = static_cast<const uint16_t*>(images);
+    for (size_t i = 0; i < n; ++i) {
+      if ((v[i] & 0x7c00u) == 0x7c00u) {  // all exponent bits set: inf or nan
+        return {static_cast<int64_t>(i) / elems, (v[i] & 0x3ffu) != 0 ? "nan" : "inf"};
+      }
+    }
+  }
+  return {-1, ""};
+}
+
 // Ids are read into the model as float values: exact up to 2^24.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 
@@ -323,6 +348,14 @@ void DatasetFile::read_token_block(int64_t row, int64_t count, int64_t col, int3
   }
 }
 
+void DatasetFile::check_finite(const void* images, int64_t count, int64_t start,
+                               const int64_t* rows) const {
+  const auto [i, what] = first_nonfinite(images, shape_.type, count, shape_.sample_elems());
+  if (i < 0) return;
+  throw UsageError(path_ + ": /images holds a non-finite value (" + what + ") at row " +
+                   std::to_string(rows != nullptr ? rows[i] : start + i));
+}
+
 void DatasetFile::check_labels(const int32_t* labels, int64_t count, int64_t start,
                                const int64_t* rows) const {
   for (int64_t i = 0; i < count; ++i) {
@@ -357,6 +390,7 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
   const H5Handle mem_type = image_memory_type(shape_.type);
   HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
                       images));
+  check_finite(images, count, start, nullptr);
 
   // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
   read_labels(start, count, labels);
@@ -385,7 +419,10 @@ void DatasetFile::read_row_set(const int64_t* rows, int64_t count, void* images,
     }
     i = j;
   }
-  if (!shape_.tokens()) check_labels(labels, count, 0, rows);
+  if (!shape_.tokens()) {
+    check_finite(images, count, 0, rows);
+    check_labels(labels, count, 0, rows);
+  }
 }
 
 void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,

@@ -51,7 +51,8 @@ class DatasetFile {
 
   // Reads rows [start, start + count) in the stored element type into `images`
   // (count * sample_bytes()) and the labels as int32 (count * labels_per_sample). Throws
-  // UsageError if a label is outside [0, num_classes) or a token outside [0, vocab_size).
+  // UsageError if a label is outside [0, num_classes), a token outside [0, vocab_size) or
+  // a float sample value is NaN or infinite.
   void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const;
   // Reads only the labels of rows [start, start + count), checked the same way
   // (labels_per_sample each).
@@ -69,6 +70,9 @@ class DatasetFile {
   void read_token_block(int64_t row, int64_t count, int64_t col, int32_t* out) const;
   // Images and labels of rows [row, row + count), unchecked.
   void read_image_run(int64_t row, int64_t count, uint8_t* images, int32_t* labels) const;
+  // Throws UsageError naming the row of the first NaN or infinity in float samples;
+  // `rows` as for check_labels.
+  void check_finite(const void* images, int64_t count, int64_t start, const int64_t* rows) const;
   // Throws UsageError naming the row of the first label outside [0, num_classes); `rows`
   // names the file rows of `labels` (null: start, start + 1, ...).
   void check_labels(const int32_t* labels, int64_t count, int64_t start, const int64_t* rows) const;

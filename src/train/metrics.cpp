@@ -1,6 +1,7 @@
 // CSV and JSON output. Numbers are printed with enough digits to round-trip.
 #include "train/metrics.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -9,14 +10,23 @@
 namespace hpctrain {
 namespace {
 
-std::string num(double x) {
+// A NaN or an infinity (a diverged run's loss) is neither JSON nor a CSV number: it is
+// written as `missing` (JSON null, an empty CSV field), as a value that is not there.
+std::string num(double x, const char* missing = "null") {
+  if (!std::isfinite(x)) return missing;
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", x);
   return buf;
 }
 
+}  // namespace
+
+std::string json_number(double x) { return num(x); }
+
+namespace {
+
 std::string opt_num(const std::optional<double>& x, const char* missing) {
-  return x ? num(*x) : std::string(missing);
+  return x ? num(*x, missing) : std::string(missing);
 }
 
 std::string json_string(const std::string& s) {
@@ -62,10 +72,11 @@ MetricsCsv::MetricsCsv(const std::string& path, bool append) : path_(path) {
 }
 
 void MetricsCsv::append(const EpochMetrics& m) {
-  out_ << m.epoch << ',' << num(m.train_loss) << ',' << num(m.train_accuracy) << ','
-       << opt_num(m.val_loss, "") << ',' << opt_num(m.val_accuracy, "") << ',' << num(m.lr) << ','
-       << num(m.time_train_s) << ',' << num(m.time_val_s) << ',' << num(m.samples_per_second) << ','
-       << num(m.data_wait_s) << ',' << num(m.comm_s) << '\n';
+  out_ << m.epoch << ',' << num(m.train_loss, "") << ',' << num(m.train_accuracy, "") << ','
+       << opt_num(m.val_loss, "") << ',' << opt_num(m.val_accuracy, "") << ',' << num(m.lr, "")
+       << ',' << num(m.time_train_s, "") << ',' << num(m.time_val_s, "") << ','
+       << num(m.samples_per_second, "") << ',' << num(m.data_wait_s, "") << ',' << num(m.comm_s, "")
+       << '\n';
   out_.flush();
   if (!out_) throw Error(path_ + ": write failed");
 }

@@ -97,5 +97,7 @@ struct RunSummary {
 };
 
 std::string summary_to_json(const RunSummary& s);
+// x with enough digits to round-trip, or null when it is NaN or infinite.
+std::string json_number(double x);
 
 }  // namespace hpctrain

@@ -14,6 +14,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -120,10 +121,15 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     ++global_step_;
     exchange_->after_optimizer(global_step_, step + 1 == steps_per_epoch_);
     bool checkpoint_now = false;
+    bool diverged = backend_->loss_nonfinite(stats_.data());
     bool stop = false;
     {
       WatchdogScope w(*watchdog_, "control all-reduce", global_step_);
-      stop = agree_on_control(checkpoint_now);
+      stop = agree_on_control(checkpoint_now, diverged);
+    }
+    if (diverged) {
+      end = EpochEnd::kDiverged;
+      break;
     }
     if (stop) {
       end = EpochEnd::kStopped;
@@ -158,6 +164,9 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     comm_->allreduce_sum(sums, 4);
   }
   for (int i = 0; i < kPhaseMarks; ++i) phase_totals_[i] += times[3 + i];
+  // A device backend's per-step answer may come late; the epoch's sum is exact (and the
+  // same on every rank).
+  if (!std::isfinite(sums[0])) end = EpochEnd::kDiverged;
   m.epoch = epoch;
   m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
@@ -263,11 +272,13 @@ int Trainer::run() {
   double total_samples = 0;
   const int first_epoch = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
   summary.epochs_completed = first_epoch - 1;
-  for (int epoch = first_epoch; epoch <= config_.train.epochs; ++epoch) {
+  bool diverged = false;
+  for (int epoch = first_epoch; epoch <= config_.train.epochs && !diverged; ++epoch) {
     EpochMetrics m;
     const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
     const EpochEnd ended =
         async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
+    diverged = ended == EpochEnd::kDiverged;
     if (ended == EpochEnd::kStopped) {
       // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
       if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
@@ -287,13 +298,14 @@ int Trainer::run() {
                " after committing a checkpoint; resume with --resume auto");
       return kExitStopped;
     }
-    if (meter_ && epoch < config_.train.epochs) rebalance(global_step_);
+    if (meter_ && epoch < config_.train.epochs && !diverged) rebalance(global_step_);
     total_train += m.time_train_s;
     total_wait += m.data_wait_s;
     total_comm += m.comm_s;
     total_cpu += m.cpu_s;
     total_samples += m.samples_per_second * m.time_train_s;
-    if (val_loader_ && (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
+    if (val_loader_ && !diverged &&
+        (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
       exchange_->sync_for_evaluation(global_step_);
       const double t0 = now_seconds();
       const EvalResult v = evaluate(*val_loader_);
@@ -304,7 +316,8 @@ int Trainer::run() {
       summary.val_loss = v.loss;
       summary.val_accuracy = v.accuracy;
     }
-    if (config_.checkpoint.at_epoch_end && checkpoints_->last_saved_step() != global_step_) {
+    if (config_.checkpoint.at_epoch_end && !diverged &&
+        checkpoints_->last_saved_step() != global_step_) {
       save_checkpoint(/*wait=*/false);
     }
     char line[256];
@@ -322,15 +335,15 @@ int Trainer::run() {
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
-    summary.epochs_completed = epoch;
+    if (!diverged) summary.epochs_completed = epoch;
   }
   summary.energy = finish_energy(total_samples);
   // 4. The final state is checkpointed too when checkpoints are on (for eval
   //    and model.init_from); then the test phase.
-  if (checkpoints_->enabled() && checkpoints_->last_saved_step() != global_step_) {
+  if (checkpoints_->enabled() && !diverged && checkpoints_->last_saved_step() != global_step_) {
     save_checkpoint(/*wait=*/false);
   }
-  if (test_loader_) {
+  if (test_loader_ && !diverged) {
     exchange_->sync_for_evaluation(global_step_);
     const double t0 = now_seconds();
     const EvalResult t = evaluate(*test_loader_);
@@ -373,6 +386,18 @@ int Trainer::run() {
   if (async_) summary.async = async_report(total_samples);
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);
+  if (diverged) {
+    // Training cannot go on from non-finite parameters; the checkpoints kept are from
+    // before (the writer refuses parameters that are not finite).
+    const std::string last = ck.last_path.empty() ? "none was written" : ck.last_path;
+    if (rank_ == 0) {
+      log_error("training diverged: the loss is not finite by step " +
+                std::to_string(global_step_) + " (epoch " +
+                std::to_string(global_step_ / steps_per_epoch_ + 1) + "); the newest checkpoint: " +
+                last + "; lower optimizer.lr or set optimizer.clip_grad_norm");
+    }
+    return kExitFailure;
+  }
   return kExitOk;
 }
 
@@ -396,9 +421,8 @@ int Trainer::evaluate_checkpoint() {
     char line[160];
     std::snprintf(line, sizeof(line), "%s loss %.4f acc %.4f", split, r.loss, r.accuracy);
     log_info(line);
-    std::snprintf(line, sizeof(line), ",\n  \"%s_loss\": %.9g,\n  \"%s_accuracy\": %.9g", split,
-                  r.loss, split, r.accuracy);
-    json += line;
+    json += ",\n  \"" + std::string(split) + "_loss\": " + json_number(r.loss) + ",\n  \"" + split +
+            "_accuracy\": " + json_number(r.accuracy);
   };
   if (val_loader_) report("val", *val_loader_);
   if (test_loader_) report("test", *test_loader_);
@@ -407,12 +431,15 @@ int Trainer::evaluate_checkpoint() {
   return kExitOk;
 }
 
-bool Trainer::agree_on_control(bool& checkpoint_now) {
-  // [0]: some rank got a stop signal; [1]: rank 0's clock says a checkpoint is due.
-  double flags[2] = {stop_signal() != 0 ? 1.0 : 0.0,
-                     rank_ == 0 && checkpoints_->due_by_time(now_seconds()) ? 1.0 : 0.0};
-  if (world_size_ > 1) comm_->allreduce_max(flags, 2);
+bool Trainer::agree_on_control(bool& checkpoint_now, bool& diverged) {
+  // [0]: some rank got a stop signal; [1]: rank 0's clock says a checkpoint is due; [2]:
+  // some rank's loss is not finite.
+  double flags[3] = {stop_signal() != 0 ? 1.0 : 0.0,
+                     rank_ == 0 && checkpoints_->due_by_time(now_seconds()) ? 1.0 : 0.0,
+                     diverged ? 1.0 : 0.0};
+  if (world_size_ > 1) comm_->allreduce_max(flags, 3);
   checkpoint_now = flags[1] > 0.0;
+  diverged = flags[2] > 0.0;
   return flags[0] > 0.0;
 }
 

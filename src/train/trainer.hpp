@@ -60,7 +60,8 @@ class Trainer {
   struct EvalResult {
     double loss = 0, accuracy = 0;
   };
-  enum class EpochEnd { kCompleted, kStopped };
+  // kDiverged: a step's loss was not finite; the epoch ends before that step's checkpoint.
+  enum class EpochEnd { kCompleted, kStopped, kDiverged };
 
   // Training: the train loader from `start_step` and the validation passes still
   // to come; else (evaluation) one pass of validation and test.
@@ -105,7 +106,7 @@ class Trainer {
   // exchange strategy (training only).
   void connect();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
-  bool agree_on_control(bool& checkpoint_now);
+  bool agree_on_control(bool& checkpoint_now, bool& diverged);
   void write_summary(const RunSummary& summary);
   // <run.dir>/STOPPED: written when a signal stopped the run, removed on start.
   std::string stopped_marker() const;

@@ -4,6 +4,7 @@
 // servers apply the workers' pushes; at each segment's end every rank holds the servers'
 // model, so checkpoints and evaluation are those of the synchronous strategies.
 #include <algorithm>
+#include <cmath>
 
 #include "core/timer.hpp"
 #include "train/progress.hpp"
@@ -112,6 +113,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     t.bytes += v[5];
     t.wall_s += times[0];
   }
+  if (!std::isfinite(sums[0])) end = EpochEnd::kDiverged;
   m.epoch = epoch;
   m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
   m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;

@@ -2,6 +2,7 @@
 // round trips, corruption and truncation detection, retention, and transfer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -166,6 +167,29 @@ TEST(AsyncWriter, SnapshotsLiveArraysBeforeTheOwnerChangesThem) {
   w.wait();
   const CheckpointState back = read_checkpoint_file(checkpoint_path(dir, 9));
   EXPECT_EQ(back.arrays.at(kParamsArray), std::vector<float>(200000, 1.0f));
+}
+
+// A diverging run's parameters (NaN or infinite, shared or a rank's) are never committed:
+// the checkpoint before them stays the newest.
+TEST(AsyncWriter, NonFiniteParametersAreNotCommitted) {
+  const std::string dir = fresh_dir("nonfinite");
+  AsyncCheckpointWriter w(dir, 3);
+  CheckpointState good = sample_state(4, 10);
+  good.arrays[kParamsArray] = std::vector<float>(10, 0.5f);
+  w.submit(std::move(good));
+  CheckpointState shared = sample_state(5, 10);
+  shared.arrays[kParamsArray] = std::vector<float>(10, 0.5f);
+  shared.arrays[kParamsArray][3] = std::nanf("");
+  w.submit(std::move(shared));
+  CheckpointState per_rank = sample_state(6, 10);
+  per_rank.arrays[rank_array_name(1, kParamsArray)] = std::vector<float>(10, INFINITY);
+  w.submit(std::move(per_rank));
+  w.wait();
+  EXPECT_EQ(w.stats().writes, 1);
+  EXPECT_EQ(w.stats().last_path, checkpoint_path(dir, 4));
+  const auto list = list_checkpoints(dir);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].step, 4);
 }
 
 TEST(AsyncWriter, FailedWriteIsReported) {

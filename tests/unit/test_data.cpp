@@ -445,6 +445,48 @@ TEST(DataFile, LabelOutOfRangeIsReportedWithItsRow) {
                      {path, "label 5 at row 2 is outside [0, 3)"});
 }
 
+// A NaN or an infinity in float samples is bad input: exit 2 naming the file and row, from
+// the cached read (read_rows) and the per-batch one (read_row_set) alike.
+TEST(DataFile, NonFiniteSampleIsReportedWithItsRow) {
+  for (const SampleType type : {SampleType::kF32, SampleType::kF16}) {
+    const std::string path = temp_path(std::string("nonfinite_") + to_string(type) + ".h5");
+    const int64_t n = 5, elems = 4;
+    std::vector<float> values(n * elems, 0.5f);
+    values[3 * elems + 2] = type == SampleType::kF32 ? std::nanf("") : INFINITY;
+    std::vector<uint8_t> bytes(values.size() * sample_type_size(type));
+    if (type == SampleType::kF32) {
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+    } else {
+      for (size_t i = 0; i < values.size(); ++i) {
+        const uint16_t h = float_to_half(values[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    std::vector<int32_t> labels(n, 1);
+    DatasetWriterOptions o;
+    o.type = type;
+    o.c = 1;
+    o.h = 2;
+    o.w = 2;
+    o.num_classes = 2;
+    {
+      DatasetWriter writer(path, o);
+      writer.append(n, bytes.data(), labels.data());
+      writer.close();
+    }
+    const DatasetFile file(path);
+    std::vector<uint8_t> out(bytes.size());
+    std::vector<int32_t> got(n);
+    file.read_rows(0, 3, out.data(), got.data());  // rows before it are fine
+    const std::string what = type == SampleType::kF32 ? "(nan)" : "(inf)";
+    expect_usage_error([&] { file.read_rows(1, 4, out.data(), got.data()); },
+                       {path, "non-finite value " + what + " at row 3"});
+    const int64_t rows[3] = {0, 3, 4};
+    expect_usage_error([&] { file.read_row_set(rows, 3, out.data(), got.data()); },
+                       {path, "non-finite value " + what + " at row 3"});
+  }
+}
+
 TEST(DataFile, NumClassesFromLabelsWhenNoAttribute) {
   const std::string path = temp_path("scan.h5");
   write_raw(path, {{4, 1, 2, 2}}, {{4}, H5T_STD_I64BE}, {0, 4, 1, 2});

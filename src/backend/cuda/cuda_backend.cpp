@@ -14,6 +14,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -72,6 +73,10 @@ class CudaBackend final : public Backend {
       cudaStreamDestroy(comm_stream_);
     }
 #endif
+    if (watch_host_ != nullptr) {
+      cudaFreeHost(watch_host_);
+      cudaEventDestroy(watched_);
+    }
     layers_.reset();
     cublasDestroy(cublas_);
     cudaFree(phase_sums_);
@@ -80,6 +85,20 @@ class CudaBackend final : public Backend {
     cudaEventDestroy(copied_);
     cudaStreamDestroy(copy_stream_);
     cudaStreamDestroy(stream_);
+  }
+  bool loss_nonfinite(const LossStats* stats) override {
+    if (watch_host_ == nullptr) {
+      HT_CUDA(cudaMallocHost(&watch_host_, sizeof(double)));
+      *watch_host_ = 0.0;
+      HT_CUDA(cudaEventCreateWithFlags(&watched_, cudaEventDisableTiming));
+    } else if (cudaEventQuery(watched_) != cudaSuccess) {
+      return !std::isfinite(watch_seen_);  // the last copy is still on its way
+    }
+    watch_seen_ = *watch_host_;
+    HT_CUDA(cudaMemcpyAsync(watch_host_, &stats->loss_sum, sizeof(double), cudaMemcpyDeviceToHost,
+                            stream_));
+    HT_CUDA(cudaEventRecord(watched_, stream_));
+    return !std::isfinite(watch_seen_);
   }
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
@@ -525,6 +544,9 @@ class CudaBackend final : public Backend {
   double* phase_sums_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<cuda::CudnnLayers> layers_;
+  double* watch_host_ = nullptr;  // loss_nonfinite: pinned copy of the running loss sum
+  double watch_seen_ = 0.0;       // the newest copy that landed
+  cudaEvent_t watched_ = nullptr;
 #ifdef HT_HAVE_NCCL
   ncclComm_t nccl_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;  // gradient buckets (allreduce_sum_async)

@@ -1,0 +1,48 @@
+"""Non-finite values end to end: a NaN pixel in float32 data is exit 2 naming the file
+and row; a learning rate that makes the model diverge stops the run (exit 1, one line
+naming the step) with a summary.json that parses and no checkpoint of the diverged
+parameters."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+
+from harness import ARGS, check, checkpoints, fresh, one_error_line, run_dir, train
+
+
+def case_nan_pixel():
+    import h5py  # Debian's python3-h5py (scripts/install-deps.sh)
+    fresh("nan_pixel")
+    os.makedirs(run_dir("nan_pixel"))
+    path = os.path.join(run_dir("nan_pixel"), "float.h5")
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "synth", "--out", path,
+                        "--n", "300", "--shape", "1x6x6", "--classes", "3", "--dtype", "float32"],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, f"synth failed: {p.stderr}")
+    with h5py.File(path, "r+") as f:
+        f["images"][217, 0, 2, 3] = float("nan")
+    rc, _, err = train("nan_pixel", 2, [f"data.train={path}", "data.val=", "data.test="])
+    check(rc == 2, f"NaN pixel: exit {rc}, expected 2")
+    one_error_line(err, path, "non-finite value (nan) at row 217")
+
+
+def case_diverging_lr_stops():
+    fresh("diverge")
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "optimizer.lr=1e20",
+            "checkpoint.every_steps=1", "train.epochs=3"]
+    rc, out, err = train("diverge", 2, sets)
+    check(rc == 1, f"diverging run: exit {rc}, expected 1")
+    one_error_line(err, "training diverged", "not finite by step", "optimizer.lr")
+    with open(os.path.join(run_dir("diverge"), "summary.json")) as f:
+        s = json.load(f)  # valid JSON: no NaN
+    check(s["train_loss"] is None, f"summary train_loss {s['train_loss']}, expected null")
+    check(s["epochs_completed"] == 0, f"epochs_completed {s['epochs_completed']}")
+    with open(os.path.join(run_dir("diverge"), "metrics.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == 1 and rows[0]["train_loss"] == "", f"metrics.csv rows: {rows}")
+    # Step 1's parameters were finite (its loss was): that checkpoint is kept; every later
+    # one would hold the diverged parameters and is not written.
+    names = [os.path.basename(c) for c in checkpoints("diverge")]
+    check(names == ["ckpt-000000000001.h5"], f"checkpoints: {names}")
+    shutil.rmtree(run_dir("diverge"), ignore_errors=True)
