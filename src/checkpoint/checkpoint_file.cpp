@@ -6,7 +6,11 @@
 // Arrays are stored contiguous (no chunking): one sequential write each.
 #include "checkpoint/checkpoint_file.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
@@ -151,8 +155,11 @@ size_t CheckpointState::bytes() const {
 void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
   h5_quiet();
   const std::string temp = path + ".tmp";
-  {
-    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+  // Created exclusively (O_EXCL: a symbolic link at the path is not followed, the create
+  // fails) after removing what an interrupted write left there.
+  remove_temporary(temp);
+  try {
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
                   H5Fclose);
     const hid_t root = file.get();
     h5_write_strings(root, "format", {kFormatName}, true);
@@ -169,6 +176,12 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
     h5_write_strings(root, "created", {state.created}, true);
     for (const auto& [name, data] : state.arrays) write_array(root, name, data);
     HT_CHECK_H5(H5Fflush(root, H5F_SCOPE_GLOBAL));
+  } catch (const Error& e) {
+    // A full disk or a failing file system: no partial file is left to trip a later
+    // resume, and the message says which file and why.
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw Error(path + ": cannot write the checkpoint (" + std::strerror(err) + "): " + e.what());
   }
   commit_file(temp, path);
 }

@@ -43,9 +43,18 @@ void commit_file(const std::string& temp_path, const std::string& path) {
   fsync_directory(std::filesystem::absolute(path).parent_path().string());
 }
 
+void remove_temporary(const std::string& path) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    throw Error(path + ": cannot remove a stale temporary file: " + std::strerror(errno));
+  }
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  remove_temporary(tmp);
+  // Exclusive and without following links: a link planted at the temporary path makes the
+  // write fail instead of overwriting what it points to.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
   size_t done = 0;
   while (done < content.size()) {

@@ -20,4 +20,9 @@ void commit_file(const std::string& temp_path, const std::string& path);
 // crash leaves either the old or the new file, never half of one.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// Removes a temporary path left by an earlier writer before it is created again
+// exclusively: the link itself if it is a symbolic link (never what it points to);
+// nothing if it does not exist. Throws Error if it cannot.
+void remove_temporary(const std::string& path);
+
 }  // namespace hpctrain

@@ -46,3 +46,25 @@ def case_diverging_lr_stops():
     names = [os.path.basename(c) for c in checkpoints("diverge")]
     check(names == ["ckpt-000000000001.h5"], f"checkpoints: {names}")
     shutil.rmtree(run_dir("diverge"), ignore_errors=True)
+
+
+def case_symlink_at_temporary_path():
+    """A symbolic link planted where a checkpoint's temporary file goes: the file it points
+    to is untouched, and the checkpoint is written as a file of its own."""
+    fresh("symlink")
+    ckdir = os.path.join(run_dir("symlink"), "checkpoints")
+    os.makedirs(ckdir)
+    victim = os.path.join(run_dir("symlink"), "victim.txt")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    link = os.path.join(ckdir, "ckpt-000000000010.h5.tmp")
+    os.symlink(victim, link)
+    rc, _, _ = train("symlink", 2, [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=",
+                                    "train.epochs=1", "checkpoint.every_steps=10",
+                                    "checkpoint.keep=10"])
+    check(rc == 0, f"exit {rc}")
+    with open(victim) as f:
+        check(f.read() == "precious\n", "the link's target was overwritten")
+    written = os.path.join(ckdir, "ckpt-000000000010.h5")
+    check(os.path.isfile(written) and not os.path.islink(written), "checkpoint 10 not written")
+    check(not os.path.lexists(link), "the planted link is still there")
