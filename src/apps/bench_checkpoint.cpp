@@ -107,7 +107,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   }
   const double total = static_cast<double>(2 * n * sizeof(float));
   std::vector<double> plain_s, ckpt_s, blocked_s, async_write_s;
-  AsyncCheckpointWriter writer(dir + "/async", 1);
+  AsyncCheckpointWriter writer(dir + "/async", 1, "bench");
   CheckpointState sync_state;
   sync_state.steps_per_epoch = 1;
   sync_state.strategy = "allreduce";

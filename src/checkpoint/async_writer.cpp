@@ -22,8 +22,8 @@ constexpr int kWriterNice = 10;
 
 }  // namespace
 
-AsyncCheckpointWriter::AsyncCheckpointWriter(std::string dir, int keep)
-    : dir_(std::move(dir)), keep_(keep) {
+AsyncCheckpointWriter::AsyncCheckpointWriter(std::string dir, int keep, std::string owner)
+    : dir_(std::move(dir)), keep_(keep), owner_(std::move(owner)) {
   make_directories(dir_);
   thread_ = std::thread([this] { worker(); });
 }
@@ -125,7 +125,8 @@ void AsyncCheckpointWriter::worker() {
     try {
       if (finite) {
         write_checkpoint_file(path, state);
-        prune_checkpoints(dir_, keep_);
+        record_checkpoint(path, owner_);
+        prune_checkpoints(dir_, keep_, owner_);
       } else {
         log_warn("checkpoint of step " + std::to_string(state.step) +
                  " not written: its parameters are not finite");

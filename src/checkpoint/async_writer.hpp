@@ -40,7 +40,9 @@ struct CheckpointWriteStats {
 
 class AsyncCheckpointWriter {
  public:
-  AsyncCheckpointWriter(std::string dir, int keep);
+  // Writes into `dir`, keeping the newest `keep` of the checkpoints `owner` (the run's
+  // identity in the directory's manifest) wrote there.
+  AsyncCheckpointWriter(std::string dir, int keep, std::string owner);
   ~AsyncCheckpointWriter();  // finishes the write in flight; never throws
   AsyncCheckpointWriter(const AsyncCheckpointWriter&) = delete;
   AsyncCheckpointWriter& operator=(const AsyncCheckpointWriter&) = delete;
@@ -64,6 +66,7 @@ class AsyncCheckpointWriter {
 
   std::string dir_;
   int keep_;
+  std::string owner_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<CheckpointState> pending_;  // GUARDED_BY mutex_

@@ -1,12 +1,20 @@
 // Directory scanning and retention for checkpoints.
 #include "checkpoint/checkpoint_store.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 
 #include "checkpoint/checkpoint_file.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/log.hpp"
 
 namespace hpctrain {
@@ -65,13 +73,53 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
   return std::nullopt;
 }
 
-void prune_checkpoints(const std::string& dir, int keep) {
-  const std::vector<CheckpointEntry> all = list_checkpoints(dir);
-  std::error_code ec;
-  for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < all.size(); ++i) {
-    if (!fs::remove(all[i].path, ec) && ec) {
-      log_warn(all[i].path + ": cannot delete old checkpoint: " + ec.message());
+void record_checkpoint(const std::string& path, const std::string& owner) {
+  const fs::path p(path);
+  const std::string manifest = (p.parent_path() / kManifestName).string();
+  const std::string line = p.filename().string() + "\t" + owner + "\n";
+  const int fd =
+      ::open(manifest.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw Error(manifest + ": cannot open to record a checkpoint: " + std::strerror(errno));
+  const ssize_t n = ::write(fd, line.data(), line.size());
+  const int err = errno;
+  const int synced = n == static_cast<ssize_t>(line.size()) ? ::fsync(fd) : -1;
+  ::close(fd);
+  if (synced != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));
+}
+
+void prune_checkpoints(const std::string& dir, int keep, const std::string& owner) {
+  const std::string manifest = (fs::path(dir) / kManifestName).string();
+  std::map<std::string, std::string> owners;  // file name -> owner, from the manifest
+  {
+    std::ifstream in(manifest);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t tab = line.find('\t');
+      if (tab != std::string::npos) owners[line.substr(0, tab)] = line.substr(tab + 1);
     }
+  }
+  std::error_code ec;
+  int kept = 0;
+  bool removed = false;
+  for (const CheckpointEntry& e : list_checkpoints(dir)) {
+    const std::string name = fs::path(e.path).filename().string();
+    const auto it = owners.find(name);
+    if (it == owners.end() || it->second != owner || fs::is_symlink(e.path, ec)) continue;
+    if (kept++ < keep) continue;
+    if (!fs::remove(e.path, ec) && ec) {
+      log_warn(e.path + ": cannot delete old checkpoint: " + ec.message());
+      continue;
+    }
+    owners.erase(it);
+    removed = true;
+  }
+  if (removed) {  // the manifest lists what is there
+    std::string text;
+    for (const auto& [name, who] : owners) {
+      if (fs::exists(fs::path(dir) / name, ec)) text += name + "\t" + who + "\n";
+    }
+    write_file_atomic(manifest, text);
   }
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();

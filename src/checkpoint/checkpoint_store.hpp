@@ -32,7 +32,16 @@ struct LoadedCheckpoint {
 // reported with a warning and skipped in favour of the previous one.
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 
-// Deletes all but the newest `keep` checkpoints, and leftover temporary files.
-void prune_checkpoints(const std::string& dir, int keep);
+// Retention deletes only what it can prove it wrote: a writer records each checkpoint it
+// commits in the directory's manifest, kManifestName, one line "FILE<TAB>OWNER", OWNER
+// naming the run (its run directory, so a resumed run owns the files of the runs it
+// continues).
+inline constexpr const char* kManifestName = "hpctrain-checkpoints.txt";
+void record_checkpoint(const std::string& path, const std::string& owner);
+
+// Deletes all but the newest `keep` of the checkpoints the manifest lists as `owner`'s,
+// never a file it does not list (another run's, the user's) and never through a symbolic
+// link; then the temporary files interrupted writes left (ckpt-*.h5.tmp).
+void prune_checkpoints(const std::string& dir, int keep, const std::string& owner);
 
 }  // namespace hpctrain

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include "checkpoint/checkpoint_file.hpp"
 #include "core/error.hpp"
@@ -261,8 +262,10 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   const size_t n = model_.param_count();
   const bool per_rank = per_rank_state_ && world_size_ > 1;
   if (rank_ == 0 && !writer_) {
-    writer_ =
-        std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir, config_.checkpoint.keep);
+    // The run directory identifies the run: its resumed runs prune what it wrote.
+    writer_ = std::make_unique<AsyncCheckpointWriter>(
+        config_.checkpoint.dir, config_.checkpoint.keep,
+        std::filesystem::weakly_canonical(config_.run.dir).string());
   }
   // Rank 0 fills the memory of the last written state (no allocation after the
   // first checkpoint); the other ranks at most send.

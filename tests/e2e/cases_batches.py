@@ -4,7 +4,8 @@ errors of impossible settings.
 """
 import os
 
-from harness import ARGS, check, expect_ok, fresh, h5_values, one_error_line, run_dir, train
+from harness import (
+    ARGS, check, checkpoints, expect_ok, fresh, h5_values, one_error_line, run_dir, train)
 
 
 def case_accumulate_matches_large_batch():
@@ -60,9 +61,7 @@ def case_balance_auto_uneven_ranks():
     check(len(b) == 2 and sum(b) == 128 and b[0] > b[1] >= 16,
           f"rank batches {b}: the fast rank 0 should take more of the 128")
     check(s["test_accuracy"] >= 0.78, f"test accuracy {s['test_accuracy']:.4f} < 0.78")
-    ckpt = sorted(os.listdir(os.path.join(run_dir("balance_auto"), "checkpoints")))[-1]
-    kept = h5_values(os.path.join(run_dir("balance_auto"), "checkpoints", ckpt),
-                     "/arrays/train/batches", 0, 2)
+    kept = h5_values(checkpoints("balance_auto")[-1], "/arrays/train/batches", 0, 2)
     check(kept == [float(x) for x in b], f"checkpoint keeps batches {kept}, the run had {b}")
     rc, out, _ = train("balance_auto", 2, sets[:2] + ["train.epochs=3"] + sets[3:],
                        resume="auto")

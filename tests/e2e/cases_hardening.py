@@ -48,9 +48,11 @@ def case_diverging_lr_stops():
     shutil.rmtree(run_dir("diverge"), ignore_errors=True)
 
 
-def case_symlink_at_temporary_path():
+def case_symlink_and_foreign_files():
     """A symbolic link planted where a checkpoint's temporary file goes: the file it points
-    to is untouched, and the checkpoint is written as a file of its own."""
+    to is untouched, and the checkpoint is written as a file of its own. Files in the
+    checkpoint directory that the run did not write (a file named like a checkpoint, a
+    note, another run's manifest line) all survive retention."""
     fresh("symlink")
     ckdir = os.path.join(run_dir("symlink"), "checkpoints")
     os.makedirs(ckdir)
@@ -59,12 +61,27 @@ def case_symlink_at_temporary_path():
         f.write("precious\n")
     link = os.path.join(ckdir, "ckpt-000000000010.h5.tmp")
     os.symlink(victim, link)
+    foreign = {"ckpt-000000000003.h5": "not a checkpoint\n", "notes.txt": "mine\n",
+               "ckpt-000000000005.h5": "another run's\n"}
+    for name, text in foreign.items():
+        with open(os.path.join(ckdir, name), "w") as f:
+            f.write(text)
+    with open(os.path.join(ckdir, "hpctrain-checkpoints.txt"), "w") as f:
+        f.write("ckpt-000000000005.h5\t/elsewhere/other-run\n")
     rc, _, _ = train("symlink", 2, [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=",
                                     "train.epochs=1", "checkpoint.every_steps=10",
-                                    "checkpoint.keep=10"])
+                                    "checkpoint.keep=2"])
     check(rc == 0, f"exit {rc}")
     with open(victim) as f:
         check(f.read() == "precious\n", "the link's target was overwritten")
-    written = os.path.join(ckdir, "ckpt-000000000010.h5")
-    check(os.path.isfile(written) and not os.path.islink(written), "checkpoint 10 not written")
     check(not os.path.lexists(link), "the planted link is still there")
+    with open(os.path.join(run_dir("symlink"), "summary.json")) as f:
+        written = json.load(f)["checkpoints_written"]
+    check(written == 8, f"{written} checkpoints written, expected 8 (steps 10 to 70 and 78)")
+    names = sorted(os.listdir(ckdir))
+    check(names == ["ckpt-000000000003.h5", "ckpt-000000000005.h5", "ckpt-000000000070.h5",
+                    "ckpt-000000000078.h5", "hpctrain-checkpoints.txt", "notes.txt"],
+          f"checkpoint directory after retention: {names}")
+    for name, text in foreign.items():
+        with open(os.path.join(ckdir, name)) as f:
+            check(f.read() == text, f"{name} changed")

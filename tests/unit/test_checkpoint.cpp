@@ -128,20 +128,51 @@ TEST(CheckpointStore, NewestValidSkipsCorruptAndIgnoresTemporaries) {
 
 TEST(CheckpointStore, PruneKeepsNewest) {
   const std::string dir = fresh_dir("prune");
-  for (int64_t s : {1, 2, 3, 4, 5}) write_checkpoint_file(checkpoint_path(dir, s), sample_state(s));
+  for (int64_t s : {1, 2, 3, 4, 5}) {
+    write_checkpoint_file(checkpoint_path(dir, s), sample_state(s));
+    record_checkpoint(checkpoint_path(dir, s), "run");
+  }
   std::ofstream(checkpoint_path(dir, 6) + ".tmp") << "x";
-  prune_checkpoints(dir, 2);
+  prune_checkpoints(dir, 2, "run");
   const auto list = list_checkpoints(dir);
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].step, 5);
   EXPECT_EQ(list[1].step, 4);
   EXPECT_FALSE(fs::exists(checkpoint_path(dir, 6) + ".tmp"));
+  std::ifstream manifest(dir + "/" + kManifestName);
+  const std::string text((std::istreambuf_iterator<char>(manifest)), {});
+  EXPECT_EQ(text, "ckpt-000000000004.h5\trun\nckpt-000000000005.h5\trun\n");
+}
+
+// Retention deletes only the checkpoints its run wrote: another run's (in the manifest
+// under another owner), ones nobody recorded (copied in by the user), other files and
+// links (whose targets stay untouched too) all survive.
+TEST(CheckpointStore, PruneLeavesWhatItDidNotWrite) {
+  const std::string dir = fresh_dir("foreign");
+  write_checkpoint_file(checkpoint_path(dir, 1), sample_state(1));  // the user's copy
+  write_checkpoint_file(checkpoint_path(dir, 2), sample_state(2));
+  record_checkpoint(checkpoint_path(dir, 2), "other run");
+  const std::string victim = fresh_dir("foreign_victim") + "/precious.h5";
+  write_checkpoint_file(victim, sample_state(3));
+  fs::create_symlink(victim, checkpoint_path(dir, 3));
+  record_checkpoint(checkpoint_path(dir, 3), "run");  // a link in our name: not deleted
+  std::ofstream(dir + "/notes.txt") << "mine\n";
+  {
+    AsyncCheckpointWriter w(dir, 1, "run");
+    for (int64_t s = 4; s <= 6; ++s) w.submit(sample_state(s));
+    w.wait();
+  }
+  std::vector<int64_t> steps;
+  for (const CheckpointEntry& e : list_checkpoints(dir)) steps.push_back(e.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{6, 3, 2, 1}));
+  EXPECT_TRUE(fs::exists(dir + "/notes.txt"));
+  EXPECT_EQ(read_checkpoint_file(victim).step, 3);
 }
 
 TEST(AsyncWriter, WritesInBackgroundAndKeepsLastK) {
   const std::string dir = fresh_dir("async");
   {
-    AsyncCheckpointWriter w(dir, 2);
+    AsyncCheckpointWriter w(dir, 2, "run");
     for (int64_t s = 1; s <= 4; ++s) w.submit(sample_state(s, 50000));
     w.wait();
     const CheckpointWriteStats st = w.stats();
@@ -156,7 +187,7 @@ TEST(AsyncWriter, WritesInBackgroundAndKeepsLastK) {
 
 TEST(AsyncWriter, SnapshotsLiveArraysBeforeTheOwnerChangesThem) {
   const std::string dir = fresh_dir("snapshot");
-  AsyncCheckpointWriter w(dir, 3);
+  AsyncCheckpointWriter w(dir, 3, "run");
   std::vector<float> live(200000, 1.0f);
   CheckpointState s = sample_state(9, 10);
   s.arrays.clear();
@@ -173,7 +204,7 @@ TEST(AsyncWriter, SnapshotsLiveArraysBeforeTheOwnerChangesThem) {
 // the checkpoint before them stays the newest.
 TEST(AsyncWriter, NonFiniteParametersAreNotCommitted) {
   const std::string dir = fresh_dir("nonfinite");
-  AsyncCheckpointWriter w(dir, 3);
+  AsyncCheckpointWriter w(dir, 3, "run");
   CheckpointState good = sample_state(4, 10);
   good.arrays[kParamsArray] = std::vector<float>(10, 0.5f);
   w.submit(std::move(good));
@@ -194,7 +225,7 @@ TEST(AsyncWriter, NonFiniteParametersAreNotCommitted) {
 
 TEST(AsyncWriter, FailedWriteIsReported) {
   const std::string dir = fresh_dir("fail");
-  AsyncCheckpointWriter w(dir, 2);
+  AsyncCheckpointWriter w(dir, 2, "run");
   fs::remove_all(dir);  // the directory vanishes under the writer
   w.submit(sample_state(1));
   EXPECT_THROW(w.wait(), Error);
