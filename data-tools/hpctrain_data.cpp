@@ -1,6 +1,6 @@
 // hpctrain-data: converts data sets into the project's HDF5 format (docs/formats.md,
 // "Data files"), derives and describes such files. Subcommands: fashion-mnist, idx, images,
-// synth, split, shard, inspect; the work is done in the converters beside this file, this
+// synth, split, shard, text, inspect; the work is done in the converters beside this file, this
 // is argument handling.
 // Exit codes follow core/error.hpp: 2 for bad usage or input, 1 for other failures.
 #include <algorithm>
@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/idx.hpp"
 #include "data-tools/image_folder.hpp"
@@ -24,10 +25,17 @@
 #include "data-tools/shard.hpp"
 #include "data-tools/split.hpp"
 #include "data-tools/synth.hpp"
+#include "data-tools/text_tokens.hpp"
 
 namespace {
 
 using hpctrain::UsageError;
+using hpctrain::cli::Args;
+using hpctrain::cli::int_option;
+using hpctrain::cli::option_or;
+using hpctrain::cli::parse_args;
+using hpctrain::cli::positionals;
+using hpctrain::cli::require;
 
 constexpr const char* kUsage =
     "usage: hpctrain-data COMMAND [OPTIONS]\n"
@@ -41,6 +49,7 @@ constexpr const char* kUsage =
     "  synth --out FILE --n N --shape CxHxW --classes K   synthetic learnable images\n"
     "  split FILE --ratios 85,2,13 --out-prefix P   stratified P-train/val/test.h5\n"
     "  shard FILE --parts N --out-prefix P  contiguous P-00000-of-0000N.h5 ...\n"
+    "  text FILES... --out OUT --seq-len T   text -> token windows (/tokens [N, T+1])\n"
     "  inspect FILE.h5             describe a data file\n"
     "\n"
     "Run 'hpctrain-data COMMAND --help' for a command's options.\n";
@@ -155,6 +164,28 @@ constexpr const char* kShardUsage =
     "  --out-prefix P output path prefix\n"
     "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
 
+constexpr const char* kTextUsage =
+    "usage: hpctrain-data text FILES... --out OUT --seq-len T [--level char|word]\n"
+    "                          [--vocab-size V] [--val-fraction F --test-fraction F]\n"
+    "\n"
+    "Reads the UTF-8 text files in the order given, splits them into tokens and writes\n"
+    "windows of T + 1 tokens (/tokens [N, T + 1], int32; window i starts at token i T, so\n"
+    "windows overlap by one token) with the vocabulary as attributes: a language model\n"
+    "reads tokens 0..T-1 and predicts 1..T. The same options give the same files.\n"
+    "\n"
+    "options:\n"
+    "  --out OUT          the file to write; with a fraction, the directory for\n"
+    "                     OUT/train.h5 and val.h5, test.h5 (those with a fraction above\n"
+    "                     0), which share the vocabulary\n"
+    "  --seq-len T        steps per window (at least 1)\n"
+    "  --level L          char (default): UTF-8 characters; word: runs of letters, digits\n"
+    "                     and apostrophes, each other character on its own, newlines kept\n"
+    "  --vocab-size V     keep the V - 1 most frequent tokens and <unk> (id 0) for the rest\n"
+    "                     (default: every token)\n"
+    "  --val-fraction F   the share of windows for val.h5, --test-fraction for test.h5;\n"
+    "                     window i goes to test when frac(0.618.. i) < the test fraction,\n"
+    "                     to val below the sum of both: spread over the whole text\n";
+
 constexpr const char* kInspectUsage =
     "usage: hpctrain-data inspect FILE.h5\n"
     "\n"
@@ -164,78 +195,6 @@ constexpr const char* kInspectUsage =
 const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
                                                   "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                   "Bag",         "Ankle boot"};
-
-// Parsed "--name value" / "--name=value" options of one subcommand, plus positionals.
-struct Args {
-  std::map<std::string, std::string> options;
-  std::vector<std::string> positional;
-  bool help = false;
-};
-
-Args parse_args(const std::string& command, const std::vector<std::string>& argv,
-                const std::vector<std::string>& known) {
-  const std::string hint = " (see hpctrain-data " + command + " --help)";
-  Args args;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "--help" || a == "-h") {
-      args.help = true;
-      continue;
-    }
-    if (a.rfind("--", 0) != 0) {
-      args.positional.push_back(a);
-      continue;
-    }
-    std::string name = a.substr(2), value;
-    const size_t eq = name.find('=');
-    bool has_value = eq != std::string::npos;
-    if (has_value) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    bool is_known = false;
-    for (const std::string& k : known) is_known = is_known || k == name;
-    if (!is_known) throw UsageError(command + ": unknown option '--" + name + "'" + hint);
-    if (!has_value) {
-      if (i + 1 >= argv.size()) throw UsageError(command + ": --" + name + " needs a value" + hint);
-      value = argv[++i];
-    }
-    args.options[name] = value;
-  }
-  return args;
-}
-
-std::string require(const Args& args, const std::string& command, const std::string& name) {
-  const auto it = args.options.find(name);
-  if (it == args.options.end() || it->second.empty()) {
-    throw UsageError(command + ": --" + name + " is required (see hpctrain-data " + command +
-                     " --help)");
-  }
-  return it->second;
-}
-
-// A whole decimal integer in [lo, hi]; anything else names the option.
-int64_t int_option(const Args& args, const std::string& name, int64_t fallback, int64_t lo,
-                   int64_t hi) {
-  const auto it = args.options.find(name);
-  if (it == args.options.end()) return fallback;
-  const std::string& text = it->second;
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || value < lo || value > hi) {
-    const std::string expected =
-        hi == INT64_MAX && lo == 0
-            ? "a non-negative integer"
-            : "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-    throw UsageError("--" + name + ": expected " + expected + ", got '" + text + "'");
-  }
-  return value;
-}
 
 // The .gz file if present, else the uncompressed one (users often gunzip these).
 std::string idx_file(const std::string& dir, const std::string& stem) {
@@ -390,20 +349,6 @@ int cmd_idx(const std::vector<std::string>& argv) {
   return 0;
 }
 
-// Returns the positional arguments, which must be exactly `expected` (`what` says which).
-std::vector<std::string> positionals(const Args& args, const std::string& cmd, size_t expected,
-                                     const std::string& what) {
-  if (args.positional.size() != expected) {
-    throw UsageError(cmd + ": expected " + what + " (see hpctrain-data " + cmd + " --help)");
-  }
-  return args.positional;
-}
-
-std::string option_or(const Args& args, const std::string& name, const std::string& fallback) {
-  const auto it = args.options.find(name);
-  return it != args.options.end() ? it->second : fallback;
-}
-
 // Worker threads when --threads is not given: the cores, at most 8, so a tool run on a
 // shared login node does not take all of it.
 int64_t default_threads() {
@@ -544,6 +489,49 @@ int cmd_shard(const std::vector<std::string>& argv) {
   return 0;
 }
 
+// A fraction in [0, 1) for --NAME; anything else names the option.
+double fraction_option(const Args& args, const std::string& name) {
+  const std::string text = option_or(args, name, "0");
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || !(v >= 0 && v < 1)) {
+    throw UsageError("text: --" + name + ": expected a number in [0, 1), got '" + text + "'");
+  }
+  return v;
+}
+
+int cmd_text(const std::vector<std::string>& argv) {
+  const Args args = parse_args(
+      "text", argv, {"out", "seq-len", "level", "vocab-size", "val-fraction", "test-fraction"});
+  if (args.help) {
+    std::cout << kTextUsage;
+    return 0;
+  }
+  hpctrain::TextOptions o;
+  o.files = args.positional;
+  if (o.files.empty())
+    throw UsageError("text: expected text FILES (see hpctrain-data text --help)");
+  o.out = require(args, "text", "out");
+  o.seq_len = int_option(args, "seq-len", 0, 1, 1 << 20);
+  if (o.seq_len == 0) require(args, "text", "seq-len");
+  o.level = option_or(args, "level", "char");
+  o.vocab_size = int_option(args, "vocab-size", 0, 2, 1 << 24);
+  o.val_fraction = fraction_option(args, "val-fraction");
+  o.test_fraction = fraction_option(args, "test-fraction");
+  const hpctrain::TextReport r = hpctrain::convert_text(o);
+  std::cout << "text: " << o.files.size() << " file(s), " << r.tokens << " " << o.level
+            << " tokens, vocabulary " << r.vocab << ", windows of " << o.seq_len + 1 << "\n";
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    std::cout << "wrote " << r.outputs[i] << ": " << r.windows[i] << " windows\n";
+  }
+  return 0;
+}
+
 int cmd_inspect(const std::vector<std::string>& argv) {
   const Args args = parse_args("inspect", argv, {});
   if (args.help) {
@@ -574,6 +562,7 @@ int run(int argc, char** argv) {
   if (command == "synth") return cmd_synth(rest);
   if (command == "split") return cmd_split(rest);
   if (command == "shard") return cmd_shard(rest);
+  if (command == "text") return cmd_text(rest);
   if (command == "inspect") return cmd_inspect(rest);
   throw UsageError("unknown command '" + command + "' (see hpctrain-data --help)");
 }

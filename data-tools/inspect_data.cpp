@@ -141,11 +141,45 @@ std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64
   return {*lo, *hi};
 }
 
+// A token file: shape, vocabulary and the first sample as text.
+void inspect_tokens(const DatasetFile& data, std::ostream& out) {
+  const DatasetShape& shape = data.shape();
+  const bool next = shape.labels_per_sample > 1;
+  out << "file: " << data.path() << "\n";
+  out << "samples: " << shape.n << "\n";
+  out << "tokens: [" << shape.n << ", " << shape.w + (next ? 1 : 0) << "] ("
+      << (next ? "N, T + 1: next-token windows" : "N, T: sequences with a label")
+      << "), T = " << shape.w << "\n";
+  out << "vocab_size: " << shape.vocab_size << (shape.level.empty() ? "" : ", level " + shape.level)
+      << "\n";
+  std::vector<int32_t> ids(static_cast<size_t>(shape.w));
+  std::vector<int32_t> labels(static_cast<size_t>(shape.labels_per_sample));
+  data.read_rows(0, 1, ids.data(), labels.data());
+  if (next) ids.push_back(labels.back());
+  std::string text;
+  for (int32_t id : ids) {
+    if (text.size() > 200) break;
+    if (shape.vocabulary.empty()) {
+      if (!text.empty()) text += ' ';
+      text += std::to_string(id);
+    } else {
+      if (shape.level == "word" && !text.empty()) text += ' ';
+      text += shape.vocabulary[static_cast<size_t>(id)];
+    }
+  }
+  out << "sample 0: " << text << (text.size() > 200 ? " ..." : "") << "\n";
+  if (!next) out << "num_classes: " << shape.num_classes << "\n";
+}
+
 }  // namespace
 
 void inspect_data_file(const std::string& path, std::ostream& out) {
   const DatasetFile data(path);  // validates, with the loader's error messages
   const DatasetShape& shape = data.shape();
+  if (shape.tokens()) {
+    inspect_tokens(data, out);
+    return;
+  }
   const H5Handle file = h5_open_read_only(path);
 
   out << "file: " << path << "\n";

@@ -15,7 +15,7 @@ packages=(
   libgtest-dev googletest
   clang-format
   python3 python3-yaml python3-matplotlib python3-h5py
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   slurm-wlm munge
   libstb-dev
 )

@@ -1,0 +1,173 @@
+// hpctrain-data text: tokenisation (characters as UTF-8 code points, words), the
+// vocabulary (sorted; limited to the most frequent with <unk>), windows of T + 1 tokens that
+// overlap by one and decode back to the text, the interleaved split with one vocabulary,
+// determinism, and the errors (exit 2 naming the file or option).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "data-tools/text_tokens.hpp"
+#include "data/dataset_file.hpp"
+#include "tools_test_helpers.hpp"
+
+namespace hpctrain {
+namespace {
+
+using tools_test::expect_usage_error;
+using tools_test::fresh_dir;
+using tools_test::write_text;
+
+// Every window of a token file decoded to text, its T + 1 tokens each.
+std::vector<std::string> windows(const std::string& path) {
+  const DatasetFile f(path);
+  const DatasetShape& s = f.shape();
+  std::vector<int32_t> in(static_cast<size_t>(s.n * s.w)), next(in.size());
+  f.read_rows(0, s.n, in.data(), next.data());
+  std::vector<std::string> out;
+  for (int64_t r = 0; r < s.n; ++r) {
+    std::string text;
+    for (int64_t j = 0; j < s.w; ++j) text += s.vocabulary.at(in[r * s.w + j]);
+    text += s.vocabulary.at(next[r * s.w + s.w - 1]);
+    out.push_back(text);
+  }
+  return out;
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(TextTool, SplitsCharactersAndWords) {
+  EXPECT_EQ(split_tokens("aé€😀\n", "char", "x"),
+            (std::vector<std::string>{"a", "é", "€", "😀", "\n"}));
+  EXPECT_EQ(split_tokens("Don't stop,\n  now! élan", "word", "x"),
+            (std::vector<std::string>{"Don't", "stop", ",", "\n", "now", "!", "élan"}));
+  expect_usage_error([] { split_tokens(std::string("ab\xff") + "c", "char", "f.txt"); },
+                     "f.txt: invalid UTF-8 at byte 2");
+  expect_usage_error([] { split_tokens("a\xc3", "char", "g.txt"); },
+                     "g.txt: invalid UTF-8 at byte 1");
+}
+
+TEST(TextTool, CharacterWindowsDecodeToTheTextAndOverlapByOne) {
+  const std::string dir = fresh_dir("text_chars");
+  const std::string a = "Hello, wörld!\n", b = "Ünïcode and more text.\n";
+  write_text(dir + "/a.txt", a);
+  write_text(dir + "/b.txt", b);
+  TextOptions o;
+  o.files = {dir + "/a.txt", dir + "/b.txt"};
+  o.out = dir + "/out.h5";
+  o.seq_len = 5;
+  const TextReport r = convert_text(o);
+  const std::vector<std::string> chars = split_tokens(a + b, "char", "");
+  EXPECT_EQ(r.tokens, static_cast<int64_t>(chars.size()));
+  const int64_t n = (r.tokens - 1) / 5;
+  ASSERT_EQ(r.windows, (std::vector<int64_t>{n}));
+  const DatasetFile f(o.out);
+  EXPECT_EQ(f.shape().level, "char");
+  EXPECT_EQ(f.shape().vocab_size, r.vocab);
+  // The vocabulary: every character once, sorted by code point.
+  std::set<std::string> distinct(chars.begin(), chars.end());
+  EXPECT_EQ(f.shape().vocabulary, std::vector<std::string>(distinct.begin(), distinct.end()));
+  const std::vector<std::string> w = windows(o.out);
+  ASSERT_EQ(static_cast<int64_t>(w.size()), n);
+  for (int64_t i = 0; i < n; ++i) {
+    std::string want;
+    for (int64_t j = 0; j <= 5; ++j) want += chars[static_cast<size_t>(i * 5 + j)];
+    EXPECT_EQ(w[static_cast<size_t>(i)], want) << "window " << i;
+  }
+  // Determinism: the same options write the same bytes.
+  const std::string first = bytes_of(o.out);
+  convert_text(o);
+  EXPECT_EQ(bytes_of(o.out), first);
+}
+
+TEST(TextTool, LimitedVocabularyKeepsTheMostFrequentAndUnknown) {
+  const std::string dir = fresh_dir("text_words");
+  write_text(dir + "/w.txt", "the cat and the dog and the bird saw the cat\n");
+  TextOptions o;
+  o.files = {dir + "/w.txt"};
+  o.out = dir + "/w.h5";
+  o.seq_len = 3;
+  o.level = "word";
+  o.vocab_size = 4;  // the: 4, cat: 2, and: 2; <unk> for dog, bird, saw, \n
+  convert_text(o);
+  const DatasetFile f(o.out);
+  EXPECT_EQ(f.shape().vocabulary, (std::vector<std::string>{"<unk>", "and", "cat", "the"}));
+  const std::vector<std::string> w = windows(o.out);
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], "thecatandthe");
+  EXPECT_EQ(w[1], "the<unk>andthe");
+}
+
+TEST(TextTool, SplitSpreadsWindowsAndSharesTheVocabulary) {
+  const std::string dir = fresh_dir("text_split");
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "line " + std::to_string(i) + " of the text\n";
+  write_text(dir + "/t.txt", text);
+  TextOptions o;
+  o.files = {dir + "/t.txt"};
+  o.out = dir + "/out";
+  o.seq_len = 16;
+  o.val_fraction = 0.1;
+  o.test_fraction = 0.05;
+  const TextReport r = convert_text(o);
+  const int64_t n = (r.tokens - 1) / 16;
+  ASSERT_EQ(r.windows.size(), 3u);
+  EXPECT_EQ(r.windows[0] + r.windows[1] + r.windows[2], n);
+  EXPECT_NEAR(static_cast<double>(r.windows[1]), 0.1 * n, 2.0);
+  EXPECT_NEAR(static_cast<double>(r.windows[2]), 0.05 * n, 2.0);
+  // Every window is in exactly one split: together they are the unsplit file's windows.
+  TextOptions whole = o;
+  whole.out = dir + "/whole.h5";
+  whole.val_fraction = whole.test_fraction = 0;
+  convert_text(whole);
+  std::multiset<std::string> all, parts;
+  for (const std::string& w : windows(whole.out)) all.insert(w);
+  for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
+    const std::string path = o.out + "/" + name;
+    EXPECT_EQ(DatasetFile(path).shape().vocabulary, DatasetFile(whole.out).shape().vocabulary);
+    for (const std::string& w : windows(path)) parts.insert(w);
+  }
+  EXPECT_EQ(parts, all);
+  // Spread over the text: the test windows are not one block at its end.
+  const std::vector<std::string> test = windows(o.out + "/test.h5");
+  EXPECT_NE(test.front().find("line "), std::string::npos);
+}
+
+TEST(TextTool, BadInputIsNamed) {
+  const std::string dir = fresh_dir("text_bad");
+  write_text(dir + "/short.txt", "abc");
+  write_text(dir + "/empty.txt", "");
+  write_text(dir + "/bad.txt", "ok\xc0\xaf");
+  TextOptions o;
+  o.out = dir + "/x.h5";
+  o.seq_len = 4;
+  o.files = {dir + "/missing.txt"};
+  expect_usage_error([&] { convert_text(o); }, dir + "/missing.txt: no such file");
+  o.files = {dir + "/empty.txt"};
+  expect_usage_error([&] { convert_text(o); }, dir + "/empty.txt: empty file");
+  o.files = {dir + "/bad.txt"};
+  expect_usage_error([&] { convert_text(o); }, dir + "/bad.txt: invalid UTF-8 at byte 2");
+  o.files = {dir + "/short.txt"};
+  expect_usage_error([&] { convert_text(o); }, "3 tokens make no window of 5");
+  o.seq_len = 1;
+  o.level = "byte";
+  expect_usage_error([&] { convert_text(o); }, "--level: expected char or word");
+  o.level = "char";
+  o.val_fraction = 0.6;
+  o.test_fraction = 0.5;
+  expect_usage_error([&] { convert_text(o); }, "--val-fraction and --test-fraction");
+  o.val_fraction = 0.3;  // 2 windows: the first goes to test, the second to train
+  o.test_fraction = 0.3;
+  expect_usage_error([&] { convert_text(o); }, "the val split gets no window");
+  EXPECT_FALSE(std::filesystem::exists(dir + "/x.h5"));
+}
+
+}  // namespace
+}  // namespace hpctrain

@@ -1,0 +1,241 @@
+// Text into token windows: tokenise each file, count, build the vocabulary, renumber the
+// stream and write the windows. The stream is held as int32 ids (4 bytes per token).
+#include "data-tools/text_tokens.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/error.hpp"
+#include "core/files.hpp"
+#include "h5/h5.hpp"
+
+namespace hpctrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kUnknown = "<unk>";
+
+// Bytes of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one.
+size_t utf8_sequence(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t n = 0;
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  if (c >= 0xE0 && c <= 0xEF) n = 3;
+  if (c >= 0xF0 && c <= 0xF4) n = 4;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return n;
+}
+
+bool word_char(const std::string& piece) {
+  const auto c = static_cast<unsigned char>(piece[0]);
+  return c >= 0x80 || std::isalnum(c) != 0 || c == '\'';
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw UsageError(path + ": no such file");
+  if (fs::is_directory(path, ec)) throw UsageError(path + ": is a directory, not a text file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(path + ": cannot open for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_int_attribute(hid_t loc, const char* name, int64_t value) {
+  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+  H5Handle attr(
+      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
+  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+}
+
+// Writes the windows `rows` (their first tokens' indices / T) of `ids` to `path` through
+// a temporary file that is removed if anything fails.
+void write_windows(const std::string& path, const std::vector<int32_t>& ids,
+                   const std::vector<int64_t>& rows, const TextOptions& o,
+                   const std::vector<std::string>& vocabulary, const std::string& source) {
+  const std::string temp = path + ".tmp";
+  remove_temporary(temp);
+  try {
+    h5_quiet();
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    const int64_t width = o.seq_len + 1;
+    std::vector<int32_t> block(rows.size() * static_cast<size_t>(width));
+    for (size_t r = 0; r < rows.size(); ++r) {
+      std::copy_n(ids.begin() + rows[r] * o.seq_len, width,
+                  block.begin() + static_cast<std::ptrdiff_t>(r * width));
+    }
+    const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
+    H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "tokens", H5T_STD_I32LE, space.get(),
+                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                 H5Dclose);
+    HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()));
+    write_int_attribute(file.get(), "vocab_size", static_cast<int64_t>(vocabulary.size()));
+    write_int_attribute(file.get(), "seq_len", o.seq_len);
+    h5_write_strings(file.get(), "vocabulary", vocabulary, false);
+    h5_write_strings(file.get(), "level", {o.level}, true);
+    h5_write_strings(file.get(), "source", {source}, true);
+    HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+  } catch (const Error& e) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    throw Error(path + ": cannot write (" + std::strerror(err) + "): " + e.what());
+  }
+  commit_file(temp, path);
+}
+
+}  // namespace
+
+std::vector<std::string> split_tokens(const std::string& text, const std::string& level,
+                                      const std::string& what) {
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      throw UsageError(what + ": invalid UTF-8 at byte " + std::to_string(i) +
+                       " (convert the text to UTF-8 first, e.g. with iconv)");
+    }
+    pieces.push_back(text.substr(i, n));
+    i += n;
+  }
+  if (level == "char") return pieces;
+  std::vector<std::string> words;
+  std::string word;
+  for (const std::string& p : pieces) {
+    if (word_char(p)) {
+      word += p;
+      continue;
+    }
+    if (!word.empty()) words.push_back(std::move(word));
+    word.clear();
+    if (p == "\n" || std::isspace(static_cast<unsigned char>(p[0])) == 0) words.push_back(p);
+  }
+  if (!word.empty()) words.push_back(std::move(word));
+  return words;
+}
+
+TextReport convert_text(const TextOptions& o) {
+  if (o.files.empty()) throw UsageError("text: no input files given");
+  if (o.seq_len < 1) throw UsageError("text: --seq-len must be at least 1");
+  if (o.level != "char" && o.level != "word") {
+    throw UsageError("text: --level: expected char or word, got '" + o.level + "'");
+  }
+  if (o.vocab_size == 1 || o.vocab_size < 0) {
+    throw UsageError("text: --vocab-size must be at least 2 (or 0: every token)");
+  }
+  const bool split = o.val_fraction > 0 || o.test_fraction > 0;
+  if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
+    throw UsageError("text: --val-fraction and --test-fraction must be >= 0 with a sum below 1");
+  }
+
+  // 1. Tokens as provisional ids (order of first appearance), with their counts.
+  std::unordered_map<std::string, int32_t> provisional;
+  std::vector<std::string> seen;
+  std::vector<int64_t> counts;
+  std::vector<int32_t> ids;
+  for (const std::string& path : o.files) {
+    const std::string text = read_file(path);
+    if (text.empty()) throw UsageError(path + ": empty file");
+    for (std::string& t : split_tokens(text, o.level, path)) {
+      auto [it, added] = provisional.try_emplace(t, static_cast<int32_t>(seen.size()));
+      if (added) {
+        seen.push_back(std::move(t));
+        counts.push_back(0);
+      }
+      ++counts[static_cast<size_t>(it->second)];
+      ids.push_back(it->second);
+    }
+  }
+  const int64_t windows = (static_cast<int64_t>(ids.size()) - 1) / o.seq_len;
+  if (windows < 1) {
+    throw UsageError("text: " + std::to_string(ids.size()) + " tokens make no window of " +
+                     std::to_string(o.seq_len + 1) + " (--seq-len " + std::to_string(o.seq_len) +
+                     " + 1)");
+  }
+
+  // 2. The vocabulary: every token sorted (characters by code point, which UTF-8 byte order
+  // is; words by string); with a size, the V - 1 most frequent (ties by string) and <unk>.
+  std::vector<int32_t> order(seen.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
+  const bool limited = o.vocab_size > 0 && static_cast<int64_t>(seen.size()) >= o.vocab_size;
+  if (limited) {
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+      return counts[a] != counts[b] ? counts[a] > counts[b] : seen[a] < seen[b];
+    });
+    order.resize(static_cast<size_t>(o.vocab_size - 1));
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return seen[a] < seen[b]; });
+  std::vector<std::string> vocabulary;
+  if (limited) vocabulary.push_back(kUnknown);
+  std::vector<int32_t> final_id(seen.size(), 0);  // 0 is <unk> when limited
+  for (int32_t p : order) {
+    final_id[static_cast<size_t>(p)] = static_cast<int32_t>(vocabulary.size());
+    vocabulary.push_back(seen[static_cast<size_t>(p)]);
+  }
+  for (int32_t& id : ids) id = final_id[static_cast<size_t>(id)];
+
+  // 3. Windows into the splits: window i goes to test when frac(i g) < test_fraction, to val
+  // when below test_fraction + val_fraction (g the golden ratio's fraction: evenly spread
+  // over the whole text, whatever the fractions).
+  std::vector<int64_t> rows[3];
+  for (int64_t i = 0; i < windows; ++i) {
+    const double u = std::fmod(static_cast<double>(i) * 0.6180339887498949, 1.0);
+    const int k = u < o.test_fraction ? 2 : u < o.test_fraction + o.val_fraction ? 1 : 0;
+    rows[split ? k : 0].push_back(i);
+  }
+  std::string source =
+      "hpctrain-data text --level " + o.level + " --seq-len " + std::to_string(o.seq_len) + ":";
+  for (const std::string& f : o.files) {
+    source += ' ';
+    source += fs::path(f).filename().string();
+  }
+  TextReport report;
+  report.tokens = static_cast<int64_t>(ids.size());
+  report.vocab = static_cast<int64_t>(vocabulary.size());
+  if (!split) {
+    write_windows(o.out, ids, rows[0], o, vocabulary, source);
+    report.outputs = {o.out};
+    report.windows = {windows};
+    return report;
+  }
+  const char* names[3] = {"train.h5", "val.h5", "test.h5"};
+  const bool wanted[3] = {true, o.val_fraction > 0, o.test_fraction > 0};
+  for (int k = 0; k < 3; ++k) {
+    if (wanted[k] && rows[k].empty()) {
+      throw UsageError(std::string("text: the ") +
+                       (k == 0   ? "training"
+                        : k == 1 ? "val"
+                                 : "test") +
+                       " split gets no window of the " + std::to_string(windows) +
+                       ": change the fractions or give more text");
+    }
+  }
+  make_directories(o.out);
+  for (int k = 0; k < 3; ++k) {
+    if (!wanted[k]) continue;
+    const std::string path = (fs::path(o.out) / names[k]).string();
+    write_windows(path, ids, rows[k], o, vocabulary, source);
+    report.outputs.push_back(path);
+    report.windows.push_back(static_cast<int64_t>(rows[k].size()));
+  }
+  return report;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The text of Debian's fortunes package (scripts/install-deps.sh installs it) as character
+# windows for configs/fortunes_char_lstm.yaml: data/fortunes/{train,val,test}.h5, 100
+# steps per window, 5% of the windows each for validation and test, spread over the text.
+#   scripts/fortunes-data.sh [HPCTRAIN_DATA [OUT_DIR]]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tool="${1:-build/hpctrain-data}"
+out="${2:-data/fortunes}"
+dir=/usr/share/games/fortunes
+# The quotation files are the ones with an index (X.dat) beside them.
+mapfile -t files < <(find "$dir" -maxdepth 1 -name '*.dat' -printf '%p\n' 2>/dev/null |
+                     sed 's/\.dat$//' | LC_ALL=C sort)
+if [[ ${#files[@]} -eq 0 ]]; then
+  echo "fortunes-data: no fortune files in $dir (apt-get install fortunes)" >&2
+  exit 2
+fi
+echo "fortunes-data: ${#files[@]} files from $dir"
+"$tool" text "${files[@]}" --out "$out" --seq-len 100 --val-fraction 0.05 --test-fraction 0.05
