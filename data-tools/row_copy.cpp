@@ -23,6 +23,13 @@ std::string read_source_attribute(const std::string& path) {
   return joined;
 }
 
+void require_images(const DatasetFile& src) {
+  if (src.shape().tokens()) {
+    throw UsageError(src.path() + ": a token file; split and shard copy image files (hpctrain-" +
+                     "data text makes the splits of a text itself)");
+  }
+}
+
 DatasetWriterOptions derived_writer_options(const DatasetFile& src, const std::string& derivation,
                                             int deflate_level) {
   const DatasetShape& s = src.shape();

@@ -14,6 +14,9 @@ namespace hpctrain {
 // The source's `source` attribute, or "" if it has none.
 std::string read_source_attribute(const std::string& path);
 
+// Throws UsageError for a token file: these helpers copy /images and /labels.
+void require_images(const DatasetFile& src);
+
 // Options for a file derived from `src`: same type, shape, num_classes and class names; the
 // source attribute is the source's own followed by "; " and `derivation`.
 DatasetWriterOptions derived_writer_options(const DatasetFile& src, const std::string& derivation,

@@ -34,6 +34,7 @@ ShardReport shard_data_file(const std::string& input, const std::string& out_pre
                             int deflate_level) {
   if (parts < 1) throw UsageError(input + ": --parts must be at least 1");
   const DatasetFile src(input);
+  require_images(src);
   const int64_t n = src.shape().n;
   if (parts > n) {
     throw UsageError(input + ": " + std::to_string(parts) + " shards of " + std::to_string(n) +

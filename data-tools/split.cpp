@@ -127,6 +127,7 @@ SplitReport split_data_file(const std::string& input, const std::string& out_pre
   }
   check_outputs_differ(input, report.paths);
   const DatasetFile src(input);
+  require_images(src);
   const DatasetShape& shape = src.shape();
 
   // 1. Labels whole (small next to the images), then every row's part.
