@@ -56,14 +56,6 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-void write_int_attribute(hid_t loc, const char* name, int64_t value) {
-  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
-}
-
 // Writes the windows `rows` (their first tokens' indices / T) of `ids` to `path` through
 // a temporary file that is removed if anything fails.
 void write_windows(const std::string& path, const std::vector<int32_t>& ids,
@@ -87,8 +79,8 @@ void write_windows(const std::string& path, const std::vector<int32_t>& ids,
                                         H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
                  H5Dclose);
     HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()));
-    write_int_attribute(file.get(), "vocab_size", static_cast<int64_t>(vocabulary.size()));
-    write_int_attribute(file.get(), "seq_len", o.seq_len);
+    h5_write_int(file.get(), "vocab_size", static_cast<int64_t>(vocabulary.size()));
+    h5_write_int(file.get(), "seq_len", o.seq_len);
     h5_write_strings(file.get(), "vocabulary", vocabulary, false);
     h5_write_strings(file.get(), "level", {o.level}, true);
     h5_write_strings(file.get(), "source", {source}, true);

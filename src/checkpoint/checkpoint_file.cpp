@@ -26,14 +26,6 @@ constexpr const char* kFormatName = "hpctrain-checkpoint";
 
 uint32_t crc_of(const std::vector<float>& v) { return crc32c(v.data(), v.size() * sizeof(float)); }
 
-void write_int(hid_t loc, const char* name, int64_t value) {
-  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
-}
-
 int64_t read_int(hid_t loc, const char* name) {
   if (HT_CHECK_H5(H5Aexists(loc, name)) <= 0) {
     throw UsageError(std::string("attribute '") + name + "' is missing");
@@ -163,13 +155,13 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
                   H5Fclose);
     const hid_t root = file.get();
     h5_write_strings(root, "format", {kFormatName}, true);
-    write_int(root, "format_version", state.format_version);
-    write_int(root, "step", state.step);
-    write_int(root, "epoch", state.epoch);
-    write_int(root, "step_in_epoch", state.step_in_epoch);
-    write_int(root, "steps_per_epoch", state.steps_per_epoch);
-    write_int(root, "global_batch", state.global_batch);
-    write_int(root, "world_size", state.world_size);
+    h5_write_int(root, "format_version", state.format_version);
+    h5_write_int(root, "step", state.step);
+    h5_write_int(root, "epoch", state.epoch);
+    h5_write_int(root, "step_in_epoch", state.step_in_epoch);
+    h5_write_int(root, "steps_per_epoch", state.steps_per_epoch);
+    h5_write_int(root, "global_batch", state.global_batch);
+    h5_write_int(root, "world_size", state.world_size);
     h5_write_strings(root, "strategy", {state.strategy}, true);
     h5_write_strings(root, "config_yaml", {state.config_yaml}, true);
     h5_write_strings(root, "architecture", {state.architecture}, true);

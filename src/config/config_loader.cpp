@@ -243,6 +243,16 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
       origins.fail(v->path, v->mark, "nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
     }
   }
+  // run.name names a folder under runs/: one path component, so that it cannot reach
+  // outside (run.dir is the key for another place).
+  const std::string& name = config.run.name;
+  if (name == "." || name == ".." || name.find('/') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    const auto v = top.section("run").find("name");  // present: "run" has no such parts
+    origins.fail(v->path, v->mark,
+                 "expected a plain name (no '/', not '.' or '..'), got '" + name +
+                     "'; set run.dir to write elsewhere");
+  }
   if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name;
   if (config.checkpoint.dir.empty()) config.checkpoint.dir = config.run.dir + "/checkpoints";
 }

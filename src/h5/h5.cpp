@@ -90,6 +90,14 @@ std::vector<std::string> read_fixed_strings(hid_t attribute, hid_t file_type, si
 
 }  // namespace
 
+void h5_write_int(hid_t loc, const char* name, int64_t value) {
+  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+  H5Handle attr(
+      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      H5Aclose);
+  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+}
+
 void h5_write_strings(hid_t loc, const char* name, const std::vector<std::string>& values,
                       bool scalar) {
   // Variable-length UTF-8 strings, as h5py writes Python str, so h5py reads back str.

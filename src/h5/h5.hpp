@@ -5,6 +5,7 @@
 
 #include <hdf5.h>
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,9 @@ H5Handle h5_open_read_only(const std::string& path);
 
 // Whether the HDF5 library serialises calls from several threads itself.
 bool h5_threadsafe();
+
+// Writes attribute `name` on `loc` as a scalar little-endian int64.
+void h5_write_int(hid_t loc, const char* name, int64_t value);
 
 // Writes attribute `name` on `loc` as variable-length UTF-8 strings (as h5py writes
 // Python str): a scalar when `scalar` (values must hold one string), else 1-D.

@@ -179,6 +179,17 @@ TEST(ConfigErrors, RequiredTrainData) {
                "FILE:2: run.name: expected a non-empty string, got ''");
 }
 
+// run.name is a folder under runs/: it cannot climb out of it or reach elsewhere.
+TEST(ConfigErrors, RunNameIsAPlainName) {
+  const std::string up = "..";
+  for (const std::string& name :
+       {up + "/x", up, std::string("a/b"), std::string("/x"), std::string(".")}) {
+    expect_error("run:\n  name: '" + name + "'\ndata:\n  train: t.h5\n",
+                 "FILE:2: run.name: expected a plain name (no '/', not '.' or '..'), got '" + name +
+                     "'; set run.dir to write elsewhere");
+  }
+}
+
 TEST(ConfigErrors, ModelLayers) {
   const std::string head = "data:\n  train: t.h5\nmodel:\n";
   expect_error(head + "  preset: layers\n",

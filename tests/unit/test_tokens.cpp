@@ -62,13 +62,7 @@ void write_tokens(const std::string& path, const TokenFile& t) {
     HT_CHECK_H5(
         H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, t.labels.data()));
   }
-  if (t.vocab_size > 0) {
-    H5Handle scalar(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-    H5Handle attr(HT_CHECK_H5(H5Acreate2(file.get(), "vocab_size", H5T_STD_I64LE, scalar.get(),
-                                         H5P_DEFAULT, H5P_DEFAULT)),
-                  H5Aclose);
-    HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &t.vocab_size));
-  }
+  if (t.vocab_size > 0) h5_write_int(file.get(), "vocab_size", t.vocab_size);
   if (!t.vocabulary.empty()) h5_write_strings(file.get(), "vocabulary", t.vocabulary, false);
   if (!t.level.empty()) h5_write_strings(file.get(), "level", {t.level}, true);
 }
