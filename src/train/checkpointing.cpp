@@ -12,8 +12,14 @@
 //     samples consumed in it.
 #include "train/checkpointing.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -94,6 +100,40 @@ void TrainingCheckpoints::keep_array(const char* name, std::vector<float>* value
 bool TrainingCheckpoints::enabled() const {
   const CheckpointConfig& c = config_.checkpoint;
   return c.every_steps > 0 || c.every_seconds > 0 || c.at_epoch_end;
+}
+
+void TrainingCheckpoints::check_directory() const {
+  if (!enabled()) return;
+  const std::string& dir = config_.checkpoint.dir;
+  const std::string key = config_.source_file + ": checkpoint.dir: " + dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw UsageError(key + ": cannot create it: " + ec.message());
+  // Writable: a file can be created there (permissions, read-only mounts, quotas alike).
+  const std::string probe = dir + "/.hpctrain-write-test." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw UsageError(key + ": cannot write there: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  // The size of one checkpoint: the arrays save() captures.
+  const double copies = per_rank_state_ && world_size_ > 1 ? world_size_ : 1;
+  double floats = static_cast<double>(model_.param_count()) * copies +
+                  static_cast<double>(model_.state_count());
+  for (const OptimizerSlot& slot : slots_) {
+    floats += static_cast<double>(slot.size) * (slot.per_parameter ? copies : 1.0);
+  }
+  const double count = config_.checkpoint.keep + 1.0;
+  const double need = floats * sizeof(float) * count;
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  if (!ec && static_cast<double>(space.available) < need) {
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  ": %.1f MiB free, but checkpoint.keep + 1 = %.0f checkpoints of %.1f MiB need "
+                  "%.1f MiB",
+                  static_cast<double>(space.available) / (1 << 20), count,
+                  floats * sizeof(float) / (1 << 20), need / (1 << 20));
+    throw UsageError(key + line);
+  }
 }
 
 bool TrainingCheckpoints::due_by_steps(int64_t global_step) const {

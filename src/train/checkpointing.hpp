@@ -54,6 +54,11 @@ class TrainingCheckpoints {
   int64_t start_step() const { return start_step_; }
 
   bool enabled() const;
+  // Rank 0 at start-up, when checkpoints are on: checkpoint.dir can be created and written
+  // to and has room for checkpoint.keep + 1 checkpoints (those kept and one being written);
+  // throws UsageError naming the key and what is wrong, so a run does not find out at its
+  // first checkpoint.
+  void check_directory() const;
   // Whether the cadence (every_steps) asks for a checkpoint after `global_step`.
   bool due_by_steps(int64_t global_step) const;
   // Rank 0's clock: whether every_seconds have passed since the last checkpoint.

@@ -244,6 +244,7 @@ int Trainer::run() {
     global_step_ = checkpoints_->start_step();
     if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
+      if (rank_ == 0) checkpoints_->check_directory();
       create_loaders(global_step_, /*training=*/true);
       if (rank_ == 0) {
         write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));

@@ -85,3 +85,22 @@ def case_symlink_and_foreign_files():
     for name, text in foreign.items():
         with open(os.path.join(ckdir, name)) as f:
             check(f.read() == text, f"{name} changed")
+
+
+def case_checkpoint_dir_checked_at_start():
+    """A checkpoint directory that cannot be created, or without room for checkpoint.keep + 1
+    checkpoints, is found at start-up (exit 2 naming checkpoint.dir), not at the first
+    checkpoint."""
+    fresh("ckdir")
+    os.makedirs(run_dir("ckdir"))
+    blocker = os.path.join(run_dir("ckdir"), "a-file")
+    with open(blocker, "w") as f:
+        f.write("x\n")
+    base = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
+            "checkpoint.every_steps=1000"]
+    rc, _, err = train("ckdir", 2, base + [f"checkpoint.dir={blocker}/checkpoints"])
+    check(rc == 2, f"uncreatable checkpoint.dir: exit {rc}, expected 2")
+    one_error_line(err, "checkpoint.dir", "cannot create it")
+    rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000"])
+    check(rc == 2, f"no room for keep + 1 checkpoints: exit {rc}, expected 2")
+    one_error_line(err, "checkpoint.dir", "MiB free, but checkpoint.keep + 1 = 2000000001")
