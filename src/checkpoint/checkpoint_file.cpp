@@ -3,7 +3,9 @@
 //                     step, epoch, step_in_epoch, steps_per_epoch, global_batch,
 //                     world_size, strategy, config_yaml, architecture, created
 //   /arrays/<name>    float32 [n], attribute crc32c (CRC-32C of the bytes)
-// Arrays are stored contiguous (no chunking): one sequential write each.
+// Arrays are stored contiguous (no chunking): one sequential write each. From format
+// version 2 the file ends in a whole-file checksum (checkpoint_footer.hpp), verified before
+// the HDF5 library parses the file.
 #include "checkpoint/checkpoint_file.hpp"
 
 #include <unistd.h>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "checkpoint/checkpoint_footer.hpp"
 #include "core/crc32c.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -108,9 +111,18 @@ std::vector<std::string> array_names(hid_t file) {
   return names;
 }
 
-// Opens a checkpoint for reading; any HDF5 failure becomes a UsageError naming the file.
-H5Handle open_checkpoint(const std::string& path) {
+// Opens a checkpoint for reading after its whole-file checksum, if it has one, matched;
+// any HDF5 failure becomes a UsageError naming the file. *footer says which.
+H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
   if (!std::filesystem::exists(path)) throw UsageError(path + ": no such checkpoint");
+  try {
+    const Footer f = verify_checksum_footer(path);
+    if (footer != nullptr) *footer = f;
+  } catch (const UsageError&) {
+    throw;
+  } catch (const Error& e) {
+    throw UsageError(e.what());  // unreadable: bad input like any other corrupt file
+  }
   h5_quiet();
   hid_t id = H5I_INVALID_HID;
   {
@@ -144,18 +156,16 @@ size_t CheckpointState::bytes() const {
   return n;
 }
 
-void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
-  h5_quiet();
-  const std::string temp = path + ".tmp";
-  // Created exclusively (O_EXCL: a symbolic link at the path is not followed, the create
-  // fails) after removing what an interrupted write left there.
-  remove_temporary(temp);
-  try {
+namespace {
+
+// The HDF5 part of a checkpoint, at `temp` (created exclusively).
+void write_hdf5(const std::string& temp, const CheckpointState& state) {
+  {
     H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
                   H5Fclose);
     const hid_t root = file.get();
     h5_write_strings(root, "format", {kFormatName}, true);
-    h5_write_int(root, "format_version", state.format_version);
+    h5_write_int(root, "format_version", CheckpointState::kFormatVersion);
     h5_write_int(root, "step", state.step);
     h5_write_int(root, "epoch", state.epoch);
     h5_write_int(root, "step_in_epoch", state.step_in_epoch);
@@ -168,6 +178,20 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
     h5_write_strings(root, "created", {state.created}, true);
     for (const auto& [name, data] : state.arrays) write_array(root, name, data);
     HT_CHECK_H5(H5Fflush(root, H5F_SCOPE_GLOBAL));
+  }
+}
+
+}  // namespace
+
+void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
+  h5_quiet();
+  const std::string temp = path + ".tmp";
+  // Created exclusively (O_EXCL: a symbolic link at the path is not followed, the create
+  // fails) after removing what an interrupted write left there.
+  remove_temporary(temp);
+  try {
+    write_hdf5(temp, state);
+    append_checksum_footer(temp);
   } catch (const Error& e) {
     // A full disk or a failing file system: no partial file is left to trip a later
     // resume, and the message says which file and why.
@@ -180,7 +204,8 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
 
 CheckpointState read_checkpoint_file(const std::string& path) {
   try {
-    H5Handle file = open_checkpoint(path);
+    Footer footer = Footer::kAbsent;
+    H5Handle file = open_checkpoint(path, &footer);
     const hid_t root = file.get();
     CheckpointState s;
     s.format_version = static_cast<int>(read_int(root, "format_version"));
@@ -188,6 +213,10 @@ CheckpointState read_checkpoint_file(const std::string& path) {
       throw UsageError("format version " + std::to_string(s.format_version) +
                        " is newer than this hpctrain reads (" +
                        std::to_string(CheckpointState::kFormatVersion) + ")");
+    }
+    if (s.format_version >= 2 && footer != Footer::kValid) {
+      throw UsageError("format version " + std::to_string(s.format_version) +
+                       " without its whole-file checksum (corrupt)");
     }
     s.step = read_int(root, "step");
     s.epoch = read_int(root, "epoch");
@@ -229,9 +258,15 @@ bool is_checkpoint_file(const std::string& path) {
 }
 
 bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
-  H5Handle file = open_checkpoint(path);
+  Footer footer = Footer::kAbsent;
+  H5Handle file = open_checkpoint(path, &footer);
   const hid_t root = file.get();
-  out << path << ": hpctrain checkpoint, format version " << read_int(root, "format_version")
+  const int64_t version = read_int(root, "format_version");
+  out << path << ": hpctrain checkpoint, format version " << version << "\n";
+  out << "  whole-file checksum: "
+      << (footer == Footer::kValid ? "ok"
+          : version >= 2           ? "MISSING (corrupt)"
+                                   : "none (version 1)")
       << "\n";
   for (const char* key :
        {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
@@ -265,6 +300,7 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
       out << "    " << name << ": unreadable: " << e.what() << "\n";
     }
   }
+  ok = ok && (footer == Footer::kValid || version < 2);
   out << (ok ? "  checksums: all ok\n" : "  checksums: FAILED\n");
   return ok;
 }

@@ -31,7 +31,8 @@ inline constexpr const char* kLossScaleArray = "optimizer/loss_scale";
 std::string rank_array_name(int rank, const std::string& name);
 
 struct CheckpointState {
-  static constexpr int kFormatVersion = 1;
+  // 2: the file ends in a whole-file checksum (checkpoint_footer.hpp); 1: it does not.
+  static constexpr int kFormatVersion = 2;
   int format_version = kFormatVersion;
   int64_t step = 0;             // global optimizer steps completed
   int64_t epoch = 0;            // 0-based epoch the next step belongs to

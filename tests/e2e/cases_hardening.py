@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 from harness import ARGS, check, checkpoints, fresh, one_error_line, run_dir, train
 
@@ -104,3 +105,14 @@ def case_checkpoint_dir_checked_at_start():
     rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000"])
     check(rc == 2, f"no room for keep + 1 checkpoints: exit {rc}, expected 2")
     one_error_line(err, "checkpoint.dir", "MiB free, but checkpoint.keep + 1 = 2000000001")
+
+
+def case_checkpoint_flip_sample():
+    """tests/fuzz/checkpoint_flip_sweep.py on a sample: 200 single-byte flips of a checkpoint
+    are each refused by inspect (exit 2, within 5 s), and --resume auto from 2 of them falls
+    back to the previous checkpoint and ends with the uninterrupted parameters."""
+    p = subprocess.run([sys.executable, "tests/fuzz/checkpoint_flip_sweep.py", "--build",
+                        ARGS.build, "--data", ARGS.data, "--sample", "200", "--resumes", "2"],
+                       capture_output=True, text=True, timeout=800)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"flip sweep: exit {p.returncode}")
