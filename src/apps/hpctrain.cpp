@@ -31,6 +31,7 @@
 #include "train/backend_choice.hpp"
 #include "train/catalog.hpp"
 #include "train/model_data.hpp"
+#include "train/signals.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {
@@ -203,6 +204,9 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
   if (config_path.empty()) throw UsageError("train: no config file given (see --help)");
 
+  // Before any start-up work (MPI, data, resume): a stop signal that arrives then is kept
+  // and honoured at the first step, instead of killing the rank without a checkpoint.
+  install_stop_signals();
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
   const int code = set_up_trainer(

@@ -6,10 +6,14 @@ import csv
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
-from harness import ARGS, check, checkpoints, fresh, one_error_line, run_dir, train
+from harness import (
+    ARGS, check, checkpoints, fresh, newest_step, one_error_line, rank_pids, run_dir, train,
+    train_cmd)
 
 
 def case_nan_pixel():
@@ -116,3 +120,40 @@ def case_checkpoint_flip_sample():
                        capture_output=True, text=True, timeout=800)
     print(p.stdout, p.stderr)
     check(p.returncode == 0, f"flip sweep: exit {p.returncode}")
+
+
+def handles_sigusr1(pid):
+    """Whether process `pid` has installed a handler for SIGUSR1 (its SigCgt mask)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1)) != 0
+    except OSError:
+        pass
+    return False
+
+
+def case_signal_during_startup():
+    """SIGUSR1 to a rank during start-up (before MPI is up and the data is read): the rank
+    keeps it, training stops at its first step with a checkpoint and the STOPPED marker,
+    and exits 75, instead of dying without either."""
+    fresh("early_signal")
+    p = subprocess.Popen(train_cmd("early_signal", 2, ["train.epochs=1"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline, sent = time.time() + 60, False
+    while not sent and time.time() < deadline and p.poll() is None:
+        for pid in rank_pids(run_dir("early_signal")):
+            if handles_sigusr1(pid) and not os.path.exists(
+                    os.path.join(run_dir("early_signal"), "metrics.csv")):
+                os.kill(pid, signal.SIGUSR1)
+                sent = True
+                break
+        time.sleep(0.001)
+    out, _ = p.communicate(timeout=300)
+    print(out)
+    check(sent, "no rank to signal during start-up")
+    marker = os.path.join(run_dir("early_signal"), "STOPPED")
+    check(p.returncode in (0, 75) and os.path.exists(marker),
+          f"exit {p.returncode} after an early SIGUSR1 and no STOPPED marker")
+    check(newest_step("early_signal") >= 1, "no checkpoint of the stop")
