@@ -16,6 +16,7 @@
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "data-tools/text_tokens.hpp"
 #include "data/dataset_file.hpp"
 #include "nn/model.hpp"
 #include "train/catalog.hpp"
@@ -97,17 +98,9 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// Length of the UTF-8 sequence that starts with byte c (1 for anything unexpected, so that
-// malformed text still splits into tokens that fail the vocabulary lookup).
-size_t utf8_length(unsigned char c) {
-  if (c >= 0xF0 && c < 0xF8) return 4;
-  if (c >= 0xE0) return c < 0xF0 ? 3 : 1;
-  if (c >= 0xC0) return 2;
-  return 1;
-}
-
-// The prompt as ids: characters (UTF-8 code points) for a char model, whitespace-separated
-// words for a word model; unknown ones become <unk> where the vocabulary has it.
+// The prompt as ids, split as hpctrain-data text split the training text (characters or
+// its word rule; invalid UTF-8 is exit 2); unknown pieces become <unk> where the vocabulary
+// has it.
 std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
                             const std::string& file) {
   std::map<std::string, int32_t> ids;
@@ -115,24 +108,8 @@ std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
     ids.emplace(shape.vocabulary[i], static_cast<int32_t>(i));
   }
   const auto unk = ids.find("<unk>");
-  std::vector<std::string> pieces;
-  if (shape.level == "word") {
-    size_t start = 0;
-    while (start < text.size()) {
-      const size_t begin = text.find_first_not_of(" \t\r", start);
-      if (begin == std::string::npos) break;
-      size_t end = text.find_first_of(" \t\r", begin);
-      if (end == std::string::npos) end = text.size();
-      pieces.push_back(text.substr(begin, end - begin));
-      start = end;
-    }
-  } else {
-    for (size_t i = 0; i < text.size();) {
-      const size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
-      pieces.push_back(text.substr(i, n));
-      i += n;
-    }
-  }
+  const std::vector<std::string> pieces =
+      split_tokens(text, shape.level == "word" ? "word" : "char", "generate: --prompt");
   std::vector<int32_t> out;
   for (const std::string& p : pieces) {
     const auto it = ids.find(p);

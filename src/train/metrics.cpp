@@ -19,12 +19,6 @@ std::string num(double x, const char* missing = "null") {
   return buf;
 }
 
-}  // namespace
-
-std::string json_number(double x) { return num(x); }
-
-namespace {
-
 std::string opt_num(const std::optional<double>& x, const char* missing) {
   return x ? num(*x, missing) : std::string(missing);
 }
@@ -59,6 +53,8 @@ std::string json_string(const std::string& s) {
 }
 
 }  // namespace
+
+std::string json_number(double x) { return num(x); }
 
 MetricsCsv::MetricsCsv(const std::string& path, bool append) : path_(path) {
   std::ifstream existing(path);
