@@ -178,16 +178,24 @@ void DatasetWriter::append(int64_t count, const void* images, const int32_t* lab
   // The memory type equals the file type (no conversion): f16 is written as raw bits.
   const hsize_t row_dims[4] = {0, static_cast<hsize_t>(options_.c),
                                static_cast<hsize_t>(options_.h), static_cast<hsize_t>(options_.w)};
-  append_rows(images_.get(), image_type_.get(), 4, row_dims, rows_, count, images);
   const hsize_t label_dims[1] = {0};
-  append_rows(labels_.get(), H5T_NATIVE_INT32, 1, label_dims, rows_, count, labels);
+  try {
+    append_rows(images_.get(), image_type_.get(), 4, row_dims, rows_, count, images);
+    append_rows(labels_.get(), H5T_NATIVE_INT32, 1, label_dims, rows_, count, labels);
+  } catch (const Error& e) {  // a full disk, a failing file system: name the file
+    throw Error(path_ + ": cannot write: " + e.what());
+  }
   rows_ += count;
 }
 
 void DatasetWriter::close() {
   if (closed_) return;
   // 1. Flush through HDF5 while we can still see its errors (H5Handle ignores them).
-  HT_CHECK_H5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+  try {
+    HT_CHECK_H5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
+  } catch (const Error& e) {
+    throw Error(path_ + ": cannot write: " + e.what());
+  }
   images_.reset();
   labels_.reset();
   image_type_.reset();

@@ -574,9 +574,9 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const hpctrain::UsageError& e) {
     std::cerr << e.what() << "\n";
-    return hpctrain::kExitUsage;
+    hpctrain::exit_after_error(hpctrain::kExitUsage);
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
-    return hpctrain::kExitFailure;
+    hpctrain::exit_after_error(hpctrain::kExitFailure);
   }
 }

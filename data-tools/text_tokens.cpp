@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,9 +84,8 @@ void write_windows(const std::string& path, const std::vector<int32_t>& ids,
     h5_write_strings(file.get(), "source", {source}, true);
     HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
   } catch (const Error& e) {
-    const int err = errno;
     ::unlink(temp.c_str());
-    throw Error(path + ": cannot write (" + std::strerror(err) + "): " + e.what());
+    throw Error(path + ": cannot write: " + e.what());
   }
   commit_file(temp, path);
 }

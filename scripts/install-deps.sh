@@ -13,7 +13,7 @@ packages=(
   libyaml-cpp-dev
   libopenblas-dev
   libgtest-dev googletest
-  clang-format
+  clang-format clang libclang-rt-14-dev
   python3 python3-yaml python3-matplotlib python3-h5py
   dataset-fashion-mnist fortunes
   slurm-wlm munge

@@ -377,9 +377,9 @@ int main(int argc, char** argv) {
     return hpctrain::dispatch(&argc, &argv);
   } catch (const hpctrain::Error& e) {
     hpctrain::log_error(e.what());
-    return e.exit_code();
+    hpctrain::exit_after_error(e.exit_code());
   } catch (const std::exception& e) {
     hpctrain::log_error(e.what());
-    return hpctrain::kExitFailure;
+    hpctrain::exit_after_error(hpctrain::kExitFailure);
   }
 }

@@ -33,6 +33,12 @@ class UsageError : public Error {
   explicit UsageError(const std::string& what) : Error(what, kExitUsage) {}
 };
 
+// Ends the process with `code` once its error has been printed: flushes the C and C++
+// streams and exits without running atexit handlers. HDF5 tears itself down in one, and
+// that teardown crashes on a file whose close failed (a full disk), which would turn a clean
+// one-line error into a segmentation fault.
+[[noreturn]] void exit_after_error(int code);
+
 // Throws Error("file:line: message") for internal invariants that must hold in
 // release builds too (never use assert for these).
 [[noreturn]] void fail_at(const char* file, int line, const std::string& message);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -104,7 +105,13 @@ __attribute__((target("avx,f16c"))) inline void float_to_half_n_f16c(const float
 // Converts n floats to halves (16-bit activations on the CPU, float16 data files).
 inline void float_to_half_n(const float* src, uint16_t* dst, size_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool f16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  // AVX usable (the CPU and the OS) and CPUID leaf 1's F16C bit (ECX bit 29): Clang's
+  // __builtin_cpu_supports does not know "f16c".
+  static const bool f16c = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 &&
+           (ecx & (1u << 29)) != 0;
+  }();
   if (f16c) {
     float_to_half_n_f16c(src, dst, n);
     return;

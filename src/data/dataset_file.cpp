@@ -228,12 +228,15 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
   if (std::filesystem::is_directory(path, ec) || H5Fis_hdf5(path.c_str()) <= 0) {
     throw UsageError(path + ": not an HDF5 file");
   }
-  file_ = h5_open_read_only(path);
-  if (HT_CHECK_H5(H5Lexists(file_.get(), "tokens", H5P_DEFAULT)) > 0) {
-    open_tokens();
-  } else {
-    open_images();
-  }
+  // A file that passes H5Fis_hdf5 may still be damaged anywhere past its superblock.
+  h5_reading(path, [&] {
+    file_ = h5_open_read_only(path);
+    if (HT_CHECK_H5(H5Lexists(file_.get(), "tokens", H5P_DEFAULT)) > 0) {
+      open_tokens();
+    } else {
+      open_images();
+    }
+  });
 }
 
 void DatasetFile::open_images() {
@@ -368,61 +371,65 @@ void DatasetFile::check_labels(const int32_t* labels, int64_t count, int64_t sta
 }
 
 void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const {
-  HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
-             path_ + ": rows [" + std::to_string(start) + ", " + std::to_string(start + count) +
-                 ") outside [0, " + std::to_string(shape_.n) + ")");
-  if (count == 0) return;
-  HT_REQUIRE(images != nullptr && labels != nullptr, "read_rows: null output buffer");
-  if (shape_.tokens()) {
-    read_token_block(start, count, 0, static_cast<int32_t*>(images));
+  h5_reading(path_, [&] {
+    HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
+               path_ + ": rows [" + std::to_string(start) + ", " + std::to_string(start + count) +
+                   ") outside [0, " + std::to_string(shape_.n) + ")");
+    if (count == 0) return;
+    HT_REQUIRE(images != nullptr && labels != nullptr, "read_rows: null output buffer");
+    if (shape_.tokens()) {
+      read_token_block(start, count, 0, static_cast<int32_t*>(images));
+      read_labels(start, count, labels);
+      return;
+    }
+
+    // 1. Images: one hyperslab of whole samples, copied in the stored type.
+    H5Handle file_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
+    const hsize_t offset[4] = {static_cast<hsize_t>(start), 0, 0, 0};
+    const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape_.c),
+                             static_cast<hsize_t>(shape_.h), static_cast<hsize_t>(shape_.w)};
+    HT_CHECK_H5(
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
+    H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
+    const H5Handle mem_type = image_memory_type(shape_.type);
+    HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), mem_space.get(), file_space.get(),
+                        H5P_DEFAULT, images));
+    check_finite(images, count, start, nullptr);
+
+    // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
     read_labels(start, count, labels);
-    return;
-  }
-
-  // 1. Images: one hyperslab of whole samples, copied in the stored type.
-  H5Handle file_space(HT_CHECK_H5(H5Dget_space(images_.get())), H5Sclose);
-  const hsize_t offset[4] = {static_cast<hsize_t>(start), 0, 0, 0};
-  const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape_.c),
-                           static_cast<hsize_t>(shape_.h), static_cast<hsize_t>(shape_.w)};
-  HT_CHECK_H5(
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
-  H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-  const H5Handle mem_type = image_memory_type(shape_.type);
-  HT_CHECK_H5(H5Dread(images_.get(), mem_type.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
-                      images));
-  check_finite(images, count, start, nullptr);
-
-  // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
-  read_labels(start, count, labels);
+  });
 }
 
 void DatasetFile::read_row_set(const int64_t* rows, int64_t count, void* images,
                                int32_t* labels) const {
-  if (count == 0) return;
-  HT_REQUIRE(rows[0] >= 0 && rows[count - 1] < shape_.n, path_ + ": a row outside the file");
-  // One read per run of consecutive rows: HDF5 handles many small simple selections far
-  // faster than one union of them.
-  auto* out = static_cast<uint8_t*>(images);
-  const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
-  for (int64_t i = 0; i < count;) {
-    int64_t j = i + 1;
-    while (j < count && rows[j] == rows[j - 1] + 1) ++j;
-    HT_REQUIRE(j == count || rows[j] > rows[j - 1], "read_row_set: rows not increasing");
-    if (shape_.tokens()) {
-      read_token_block(
-          rows[i], j - i, 0,
-          reinterpret_cast<int32_t*>(out + static_cast<size_t>(i) * shape_.sample_bytes()));
-      read_labels(rows[i], j - i, labels + static_cast<size_t>(i) * per_sample);
-    } else {
-      read_image_run(rows[i], j - i, out + static_cast<size_t>(i) * shape_.sample_bytes(),
-                     labels + i);
+  h5_reading(path_, [&] {
+    if (count == 0) return;
+    HT_REQUIRE(rows[0] >= 0 && rows[count - 1] < shape_.n, path_ + ": a row outside the file");
+    // One read per run of consecutive rows: HDF5 handles many small simple selections far
+    // faster than one union of them.
+    auto* out = static_cast<uint8_t*>(images);
+    const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
+    for (int64_t i = 0; i < count;) {
+      int64_t j = i + 1;
+      while (j < count && rows[j] == rows[j - 1] + 1) ++j;
+      HT_REQUIRE(j == count || rows[j] > rows[j - 1], "read_row_set: rows not increasing");
+      if (shape_.tokens()) {
+        read_token_block(
+            rows[i], j - i, 0,
+            reinterpret_cast<int32_t*>(out + static_cast<size_t>(i) * shape_.sample_bytes()));
+        read_labels(rows[i], j - i, labels + static_cast<size_t>(i) * per_sample);
+      } else {
+        read_image_run(rows[i], j - i, out + static_cast<size_t>(i) * shape_.sample_bytes(),
+                       labels + i);
+      }
+      i = j;
     }
-    i = j;
-  }
-  if (!shape_.tokens()) {
-    check_finite(images, count, 0, rows);
-    check_labels(labels, count, 0, rows);
-  }
+    if (!shape_.tokens()) {
+      check_finite(images, count, 0, rows);
+      check_labels(labels, count, 0, rows);
+    }
+  });
 }
 
 void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,
@@ -446,17 +453,20 @@ void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,
 }
 
 void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) const {
-  HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
-             path_ + ": label rows [" + std::to_string(start) + ", " +
-                 std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) + ")");
-  if (count == 0) return;
-  HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
-  if (!labels_.valid()) {
-    read_token_block(start, count, 1, labels);  // the next tokens
-    return;
-  }
-  read_label_range(labels_.get(), start, count, labels);
-  check_labels(labels, count, start, nullptr);
+  h5_reading(path_, [&] {
+    HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
+               path_ + ": label rows [" + std::to_string(start) + ", " +
+                   std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) +
+                   ")");
+    if (count == 0) return;
+    HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
+    if (!labels_.valid()) {
+      read_token_block(start, count, 1, labels);  // the next tokens
+      return;
+    }
+    read_label_range(labels_.get(), start, count, labels);
+    check_labels(labels, count, start, nullptr);
+  });
 }
 
 }  // namespace hpctrain

@@ -8,7 +8,8 @@
 //                          next tokens, columns 1..T of the same row (no second copy)
 //   root attributes: vocab_size (required), vocabulary, level
 // A rank reads only its rows through HDF5 hyperslabs. Use one DatasetFile from one thread,
-// except read_row_set with a thread-safe HDF5 library.
+// except read_row_set with a thread-safe HDF5 library. Every HDF5 failure names the file: a
+// damaged or unsupported file is a UsageError (exit 2), an I/O error an Error (h5_reading).
 #pragma once
 
 #include <cstddef>

@@ -11,9 +11,39 @@
 
 namespace hpctrain {
 
+namespace {
+
+// The operating system's words for the failure, when HDF5's error stack records one: its
+// file drivers push "... errno = 28, error message = 'No space left on device' ...".
+std::string system_error_text() {
+  std::string text;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* entry, void* out) -> herr_t {
+        const std::string desc = entry->desc != nullptr ? entry->desc : "";
+        const std::string key = "error message = '";
+        const size_t begin = desc.find(key);
+        if (begin == std::string::npos) return 0;
+        const size_t end = desc.find('\'', begin + key.size());
+        *static_cast<std::string*>(out) = desc.substr(begin + key.size(), end - begin - key.size());
+        return 1;  // the innermost one is enough
+      },
+      &text);
+  return text;
+}
+
+}  // namespace
+
 void throw_h5_error(const char* call, const char* file, int line) {
-  throw Error("rank " + std::to_string(log_rank()) + ": HDF5 call failed: " + call + " (" +
-              std::filesystem::path(file).filename().string() + ":" + std::to_string(line) + ")");
+  const std::string os = system_error_text();
+  // The failure is ours to report now. A stack left behind on a thread that ends (the
+  // checkpoint writer's) keeps HDF5's error classes referenced, and the library's teardown
+  // at exit then loops ("HDF5: infinite loop closing library") and leaks.
+  H5Eclear2(H5E_DEFAULT);
+  throw H5Error("rank " + std::to_string(log_rank()) + ": HDF5 call failed: " + call + " (" +
+                    std::filesystem::path(file).filename().string() + ":" + std::to_string(line) +
+                    ")" + (os.empty() ? "" : ": " + os),
+                os);
 }
 
 void h5_quiet() {

@@ -10,10 +10,42 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace hpctrain {
 
-// Throws Error("rank R: HDF5 call failed: CALL (file:line)").
+// A failed HDF5 call: "rank R: HDF5 call failed: CALL (file:line)", followed by ": " and
+// the operating system's error text (e.g. "No space left on device") when HDF5 recorded
+// one, which os_error() also gives (empty when the failure was the library's own: a
+// damaged or unsupported file, for example).
+class H5Error : public Error {
+ public:
+  H5Error(const std::string& what, std::string os_error)
+      : Error(what), os_error_(std::move(os_error)) {}
+  const std::string& os_error() const { return os_error_; }
+
+ private:
+  std::string os_error_;
+};
+
+// Throws H5Error for CALL at file:line.
 [[noreturn]] void throw_h5_error(const char* call, const char* file, int line);
+
+// Runs `read`, which reads the file at `path` through HDF5, and gives its result. A failed
+// HDF5 call that the operating system did not cause means the file's contents are damaged
+// or unsupported: bad input, so UsageError naming the file (exit 2); one it did cause (an
+// I/O error) stays an Error (exit 1), also naming the file.
+template <typename Read>
+auto h5_reading(const std::string& path, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const H5Error& e) {
+    if (e.os_error().empty()) {
+      throw UsageError(path + ": damaged or unsupported HDF5 data (" + e.what() + ")");
+    }
+    throw Error(path + ": cannot read: " + e.what());
+  }
+}
 
 template <typename T>
 T check_h5(T result, const char* call, const char* file, int line) {

@@ -213,7 +213,6 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader) {
 }
 
 void Trainer::connect() {
-  watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "choice of collectives", 0);
   collectives_ = std::make_unique<ModelCollectives>(
       config_.source_file, config_.distributed.algorithm, *backend_, *comm_,
@@ -403,7 +402,6 @@ int Trainer::run() {
 }
 
 int Trainer::evaluate_checkpoint() {
-  watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   int code = 0;
   std::optional<int64_t> step;
   {

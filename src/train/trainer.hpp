@@ -102,8 +102,8 @@ class Trainer {
   std::optional<EnergySummary> finish_energy(double samples);
   // Samples of one optimizer update: the global batch, or under async one worker's batch.
   int64_t update_batch() const;
-  // Collective: the communicator, the watchdog, the collectives over model memory and the
-  // exchange strategy (training only).
+  // Collective: the collectives over model memory and the exchange strategy (training
+  // only). The watchdog is the constructor's, which watches opening the data files.
   void connect();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now, bool& diverged);

@@ -89,6 +89,9 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
       world_size_(env.size()),
       threads_(compute_threads(config, env)),
       local_rank_(env.local_rank()) {
+  // Opening the data files is watched too: HDF5 can loop forever on a damaged file.
+  watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
+  WatchdogScope w(*watchdog_, "start-up (opening the data files and the backend)", 0);
   // Data files and their agreement with each other; the backend.
   train_file_ = open_split(config_.data.train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();

@@ -157,3 +157,19 @@ def case_signal_during_startup():
     check(p.returncode in (0, 75) and os.path.exists(marker),
           f"exit {p.returncode} after an early SIGUSR1 and no STOPPED marker")
     check(newest_step("early_signal") >= 1, "no checkpoint of the stop")
+
+
+def case_damaged_data_hang_is_bounded():
+    """A data file that sends HDF5 1.10 into an endless loop (found by tests/fuzz/: a damaged
+    global heap under a string attribute) ends the run through the watchdog, which watches
+    opening the data files: a failure with the phase named, not a job hung until its limit."""
+    fresh("hang")
+    path = os.path.join("tests", "fuzz", "hdf5", "global-heap-loop.h5")
+    t0 = time.time()
+    rc, _, err = train("hang", 1, [f"data.train={path}", "data.val=", "data.test=",
+                                   "distributed.timeout_seconds=3"], timeout=300)
+    elapsed = time.time() - t0
+    # MPI_Abort(1): mpiexec reports a failure, not always as 1.
+    check(rc not in (0, 2, 75), f"exit {rc}, expected a failure")
+    check(elapsed < 120, f"the watchdog took {elapsed:.0f} s")
+    one_error_line(err, "start-up (opening the data files", "distributed.timeout_seconds")

@@ -487,6 +487,52 @@ TEST(DataFile, NonFiniteSampleIsReportedWithItsRow) {
   }
 }
 
+// A damaged file past its header (here a deflated chunk overwritten with zeros) is bad
+// input: exit 2 naming the file, not the raw HDF5 failure of an I/O error (exit 1).
+TEST(DataFile, DamagedChunkIsReportedAsBadInput) {
+  const std::string path = temp_path("damaged_chunk.h5");
+  DatasetWriterOptions o;
+  o.c = 1;
+  o.h = 8;
+  o.w = 8;
+  o.num_classes = 2;
+  o.deflate_level = 6;
+  const int64_t n = 16;
+  std::vector<uint8_t> images(static_cast<size_t>(n) * 64);
+  for (size_t i = 0; i < images.size(); ++i) images[i] = static_cast<uint8_t>(i * 7);
+  std::vector<int32_t> labels(n, 1);
+  {
+    DatasetWriter writer(path, o);
+    writer.append(n, images.data(), labels.data());
+    writer.close();
+  }
+  haddr_t address = 0;
+  hsize_t bytes = 0;
+  {
+    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)), H5Fclose);
+    H5Handle set(HT_CHECK_H5(H5Dopen2(file.get(), "images", H5P_DEFAULT)), H5Dclose);
+    unsigned mask = 0;
+    hsize_t offset[4] = {};
+    H5Handle space(HT_CHECK_H5(H5Dget_space(set.get())), H5Sclose);
+    HT_CHECK_H5(H5Dget_chunk_info(set.get(), space.get(), 0, offset, &mask, &address, &bytes));
+  }
+  ASSERT_GT(bytes, 4u);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(address));
+    const std::string zeros(bytes, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  const DatasetFile file(path);  // the header is intact
+  std::vector<uint8_t> out(images.size());
+  std::vector<int32_t> got(n);
+  expect_usage_error([&] { file.read_rows(0, n, out.data(), got.data()); },
+                     {path, "damaged or unsupported HDF5 data", "H5Dread"});
+  const int64_t rows[2] = {0, 1};
+  expect_usage_error([&] { file.read_row_set(rows, 2, out.data(), got.data()); },
+                     {path, "damaged or unsupported HDF5 data"});
+}
+
 TEST(DataFile, NumClassesFromLabelsWhenNoAttribute) {
   const std::string path = temp_path("scan.h5");
   write_raw(path, {{4, 1, 2, 2}}, {{4}, H5T_STD_I64BE}, {0, 4, 1, 2});

@@ -1,0 +1,151 @@
+"""A full disk, for real: a small tmpfs mounted in a mount namespace of the test's own
+(`unshare --mount`, or with `--user --map-root-user` where only that is allowed). A training
+run whose disk fills between checkpoints, and every `hpctrain-data` writer on a disk too
+small for its output, must end with one error line naming the file and "No space left on
+device", never crash, and leave no temporary file; the run's newest checkpoint stays loadable
+and the run resumes from it once there is room. Where no namespace can be made the cases
+exit 77 (ctest: skipped) and say why."""
+import glob
+import os
+import subprocess
+import sys
+import time
+
+from harness import ARGS, check, fresh, one_error_line, run_dir, train_cmd
+
+SKIP = 77
+
+
+def in_tmpfs(case, size):
+    """Runs e2e.py `case` with a tmpfs of `size` mounted on run_dir(case)/disk, in a mount
+    namespace of its own; exits with its code (77 when no namespace can be made)."""
+    fresh(case)
+    disk = os.path.join(run_dir(case), "disk")
+    os.makedirs(disk)
+    script = ('mount -t tmpfs -o size="$1" tmpfs "$2" || exit 77; shift 2; exec "$@"')
+    inner = [sys.executable, os.path.join(os.path.dirname(__file__), "e2e.py"), case + "_inner",
+             "--build", ARGS.build, "--data", ARGS.data]
+    for prefix in (["unshare", "--mount"], ["unshare", "--user", "--map-root-user", "--mount"]):
+        probe = subprocess.run(prefix + ["true"], capture_output=True)
+        if probe.returncode != 0:
+            continue
+        p = subprocess.run(prefix + ["sh", "-c", script, "sh", size, disk] + inner, timeout=850)
+        sys.exit(p.returncode)
+    print("SKIP: no mount namespace could be made here (unshare --mount and unshare --user "
+          "--map-root-user --mount both failed), so no tmpfs to fill")
+    sys.exit(SKIP)
+
+
+def no_temporaries(root):
+    left = [p for p in glob.glob(os.path.join(root, "**", "*"), recursive=True)
+            if p.endswith(".tmp")]
+    check(not left, f"temporary files left: {left}")
+
+
+def fill(path):
+    """Writes zeros to `path` until the file system is full."""
+    with open(path, "wb", buffering=0) as f:
+        block = bytes(4096)
+        try:
+            while True:
+                f.write(block)
+        except OSError:
+            pass
+
+
+def case_full_disk_checkpoints():
+    in_tmpfs("full_disk_checkpoints", "640k")
+
+
+def case_full_disk_checkpoints_inner():
+    name = "full_disk_checkpoints"
+    disk = os.path.join(run_dir(name), "disk")
+    run = os.path.join(disk, "run")
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", f"run.dir={run}",
+            "model.hidden=[8]", "train.epochs=3", "checkpoint.every_steps=20",
+            "checkpoint.keep=2"]
+    cmd = train_cmd(name, 2, sets)
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = os.path.join(run, "checkpoints", "ckpt-000000000020.h5")
+    deadline = time.time() + 300
+    while not os.path.exists(first) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.005)
+    filler = os.path.join(disk, "filler")
+    fill(filler)
+    out, err = p.communicate(timeout=600)
+    print(out)
+    print(err, file=sys.stderr)
+    check(p.returncode == 1, f"a run on a full disk: exit {p.returncode}, expected 1")
+    one_error_line(err, "No space left on device", os.path.join(run, "checkpoints", "ckpt-"))
+    no_temporaries(run)
+    kept = sorted(glob.glob(os.path.join(run, "checkpoints", "ckpt-*.h5")))
+    check(kept, "no checkpoint survived the full disk")
+    newest = int(os.path.basename(kept[-1])[5:17])
+    os.remove(filler)
+    for path in kept:
+        q = subprocess.run([os.path.join(ARGS.build, "hpctrain"), "inspect", path],
+                           capture_output=True, text=True, timeout=60)
+        check(q.returncode == 0, f"{path} does not verify after the full disk:\n{q.stdout}")
+    cmd = train_cmd(name, 2, sets, resume="auto")
+    q = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(q.stdout, q.stderr)
+    check(q.returncode == 0, f"resume after freeing the disk: exit {q.returncode}")
+    check(f"resuming at step {newest}" in q.stdout or f"(step {newest}," in q.stdout,
+          f"the resume did not start from the newest checkpoint (step {newest})")
+
+
+def case_full_disk_data_writers():
+    in_tmpfs("full_disk_data_writers", "96k")
+
+
+def writer_commands(disk, work):
+    """Each hpctrain-data command that writes files, with its outputs on `disk`."""
+    d = ARGS.data
+    src = "/usr/share/datasets/fashion-mnist"
+    text = os.path.join(work, "text.txt")
+    with open(text, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog\n" * 20000)
+    folder = os.path.join(work, "images")
+    for cls in ("a", "b"):
+        os.makedirs(os.path.join(folder, cls), exist_ok=True)
+        for i in range(40):
+            # A binary PPM (P6) image of 32x32 pixels, which stb_image decodes.
+            pixels = bytes((i * 37 + k * 11) % 256 for k in range(32 * 32 * 3))
+            with open(os.path.join(folder, cls, f"{i}.ppm"), "wb") as f:
+                f.write(b"P6 32 32 255\n" + pixels)
+    return {
+        "fashion-mnist": (["fashion-mnist", "--out", os.path.join(disk, "fm")], disk),
+        "idx": (["idx", "--images", f"{src}/t10k-images-idx3-ubyte.gz", "--labels",
+                 f"{src}/t10k-labels-idx1-ubyte.gz", "--out", os.path.join(disk, "idx.h5")],
+                os.path.join(disk, "idx.h5")),
+        "images": (["images", folder, "--out", os.path.join(disk, "img.h5"), "--size", "32x32"],
+                   os.path.join(disk, "img.h5")),
+        "synth": (["synth", "--out", os.path.join(disk, "s.h5"), "--n", "4000", "--shape",
+                   "1x28x28", "--classes", "3"], os.path.join(disk, "s.h5")),
+        "split": (["split", f"{d}/test.h5", "--ratios", "80,10,10", "--out-prefix",
+                   os.path.join(disk, "sp")], os.path.join(disk, "sp-train.h5")),
+        "shard": (["shard", f"{d}/test.h5", "--parts", "2", "--out-prefix",
+                   os.path.join(disk, "sh")], os.path.join(disk, "sh-00000-of-00002.h5")),
+        "text": (["text", text, "--out", os.path.join(disk, "t.h5"), "--seq-len", "16"],
+                 os.path.join(disk, "t.h5")),
+    }
+
+
+def case_full_disk_data_writers_inner():
+    name = "full_disk_data_writers"
+    disk = os.path.join(run_dir(name), "disk")
+    work = os.path.join(run_dir(name), "inputs")
+    os.makedirs(work, exist_ok=True)
+    for command, (args, named) in writer_commands(disk, work).items():
+        cmd = [os.path.join(ARGS.build, "hpctrain-data")] + args
+        print("+ " + " ".join(cmd), flush=True)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        print(p.stderr, file=sys.stderr)
+        check(p.returncode == 1, f"{command} on a full disk: exit {p.returncode}, expected 1")
+        lines = [line for line in p.stderr.splitlines() if line.strip()]
+        check(len(lines) == 1, f"{command}: expected one error line, got {lines}")
+        check(named in lines[0] and "No space left on device" in lines[0],
+              f"{command}: the line does not name {named} and the cause: {lines[0]}")
+        files = [os.path.join(r, f) for r, _, fs in os.walk(disk) for f in fs]
+        check(not files, f"{command} left files on the full disk: {files}")
