@@ -113,6 +113,10 @@ std::vector<std::string> array_names(hid_t file) {
 // any HDF5 failure becomes a UsageError naming the file. *footer says which.
 H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
   if (!std::filesystem::exists(path)) throw UsageError(path + ": no such checkpoint");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {  // a FIFO would block the read
+    throw UsageError(path + ": not a regular file");
+  }
   try {
     const Footer f = verify_checksum_footer(path);
     if (footer != nullptr) *footer = f;

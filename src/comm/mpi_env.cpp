@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "comm/mpi_check.hpp"
 #include "core/error.hpp"
@@ -55,6 +58,11 @@ void MpiEnv::abort(int code) {
   // inside MPI; should MPI_Abort itself hang there, SIGALRM ends this rank and
   // the launcher takes the rest of the job down.
   alarm(kAbortGraceSeconds);
+  // The error line is in the pipe to the launcher's proxy; MPI_Abort makes the launcher
+  // tear the job down, and a proxy killed before it forwarded the line loses it (seen once
+  // under load: exit 1 with nothing on stderr). A moment first, on this failing path only.
+  std::fflush(nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);  // MPI_Abort should not return; make sure this rank ends
 }

@@ -131,6 +131,11 @@ int64_t read_int_attribute(hid_t file, const char* name, const std::string& path
 
 // The class count: the num_classes attribute, else the class names, else one scan of the
 // labels.
+// A classifier over more classes than this is not a data set but a damaged header (a
+// header claiming 2^31 classes once made inspect print gigabytes); hpctrain-data's
+// converters have the same bound.
+constexpr int64_t kMaxClasses = 1000000;
+
 void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShape& shape) {
   if (HT_CHECK_H5(H5Aexists(file, "class_names")) > 0) {
     H5Handle attr(HT_CHECK_H5(H5Aopen(file, "class_names", H5P_DEFAULT)), H5Aclose);
@@ -138,9 +143,9 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
   }
   if (HT_CHECK_H5(H5Aexists(file, "num_classes")) > 0) {
     const int64_t k = read_int_attribute(file, "num_classes", path);
-    if (k < 1 || k > std::numeric_limits<int>::max()) {
+    if (k < 1 || k > kMaxClasses) {
       throw UsageError(path + ": attribute num_classes is " + std::to_string(k) +
-                       ", expected a positive number");
+                       ", expected 1 to " + std::to_string(kMaxClasses));
     }
     shape.num_classes = static_cast<int>(k);
     if (!shape.class_names.empty() &&
@@ -152,6 +157,11 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
     return;
   }
   if (!shape.class_names.empty()) {
+    if (static_cast<int64_t>(shape.class_names.size()) > kMaxClasses) {
+      throw UsageError(path + ": attribute class_names has " +
+                       std::to_string(shape.class_names.size()) + " names, more than " +
+                       std::to_string(kMaxClasses) + " classes");
+    }
     shape.num_classes = static_cast<int>(shape.class_names.size());
     return;
   }
@@ -169,11 +179,31 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
     }
   }
   // int64 so that a label of INT32_MAX cannot overflow; read_rows then rejects it.
-  shape.num_classes =
-      static_cast<int>(std::min<int64_t>(int64_t{max_label} + 1, std::numeric_limits<int>::max()));
+  if (int64_t{max_label} + 1 > kMaxClasses) {
+    throw UsageError(path + ": the largest label is " + std::to_string(max_label) + ", more than " +
+                     std::to_string(kMaxClasses) +
+                     " classes (without a num_classes attribute, labels count the classes)");
+  }
+  shape.num_classes = max_label + 1;
 }
 
 // /labels: rank 1, N rows (as many as `samples`, /images or /tokens), integer.
+// Refuses extents no real data set has and whose sizes would overflow the arithmetic of a
+// reader (a damaged or hostile header): a sample of more than 2^31 elements, or more than
+// 2^50 elements in all.
+void check_extent(const std::string& path, const char* name, const std::vector<hsize_t>& dims) {
+  long double sample = 1, total = static_cast<long double>(dims[0]);
+  for (size_t i = 1; i < dims.size(); ++i) sample *= static_cast<long double>(dims[i]);
+  total *= sample;
+  if (sample > static_cast<long double>(int64_t{1} << 31) ||
+      total > static_cast<long double>(int64_t{1} << 50)) {
+    std::string shape;
+    for (const hsize_t d : dims) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    throw UsageError(path + ": " + name + " claims the shape [" + shape +
+                     "], beyond what a data file can hold (damaged?)");
+  }
+}
+
 void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const char* samples) {
   const std::vector<hsize_t> label_dims = dataset_dims(labels);
   if (label_dims.size() != 1) {
@@ -223,6 +253,10 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
   h5_quiet();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
+  // Opening a FIFO would wait for a writer forever.
+  if (!std::filesystem::is_directory(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw UsageError(path + ": not a regular file (a FIFO, a device or a socket)");
+  }
   if (!std::ifstream(path, std::ios::binary)) throw UsageError(path + ": cannot open for reading");
   // H5Fis_hdf5 is negative for things it cannot even open (a directory): not HDF5 either.
   if (std::filesystem::is_directory(path, ec) || H5Fis_hdf5(path.c_str()) <= 0) {
@@ -257,6 +291,7 @@ void DatasetFile::open_images() {
                      std::to_string(image_dims[1]) + ", " + std::to_string(image_dims[2]) + ", " +
                      std::to_string(image_dims[3]) + "]");
   }
+  check_extent(path, "/images", image_dims);
   shape_.n = static_cast<int64_t>(image_dims[0]);
   shape_.c = static_cast<int64_t>(image_dims[1]);
   shape_.h = static_cast<int64_t>(image_dims[2]);
@@ -308,6 +343,7 @@ void DatasetFile::open_tokens() {
     }
     shape_.level = level[0];
   }
+  check_extent(path, "/tokens", dims);
   shape_.n = static_cast<int64_t>(dims[0]);
   shape_.c = shape_.h = 1;
   shape_.type = SampleType::kToken;

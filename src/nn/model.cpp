@@ -24,7 +24,7 @@ std::pair<int, int> channels_and_plane(const Dims& d) {
 }  // namespace
 
 Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const Dims& input_dims,
-             int64_t max_batch)
+             int64_t max_batch, const std::function<void(const ModelSize&)>& check)
     : backend_(backend),
       layers_(std::move(layers)),
       input_dims_(input_dims),
@@ -50,6 +50,15 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
       bn->fuse_relu();
       relu->absorb();
     }
+  }
+  if (check) {
+    ModelSize size{param_count_, state_count_, 0};
+    for (const Dims& d : dims_) {
+      size_t elems = static_cast<size_t>(max_batch_);
+      for (int64_t x : d) elems *= static_cast<size_t>(x);
+      size.activations += elems;
+    }
+    check(size);
   }
   // 2. One allocation for all parameters, one for all gradients.
   params_ = DeviceArray<float>(backend_, param_count_);

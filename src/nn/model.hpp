@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,12 +30,20 @@ class GradientListener {
   ~GradientListener() = default;
 };
 
+// What a model allocates, in elements, known from the shapes before anything is allocated.
+struct ModelSize {
+  size_t params = 0;       // parameters (and as many gradients)
+  size_t state = 0;        // BatchNorm statistics and the like
+  size_t activations = 0;  // layer outputs for the largest batch (and as many gradients)
+};
+
 class Model {
  public:
   // Shapes flow from `input_dims` through the layers; activations are sized for
-  // `max_batch` samples.
+  // `max_batch` samples. `check`, if given, sees the model's size once the shapes are known
+  // and before anything is allocated, and may throw to refuse a model that cannot fit.
   Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const Dims& input_dims,
-        int64_t max_batch);
+        int64_t max_batch, const std::function<void(const ModelSize&)>& check = {});
 
   Backend& backend() { return backend_; }
   const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }

@@ -102,6 +102,10 @@ class Trainer {
   std::optional<EnergySummary> finish_energy(double samples);
   // Samples of one optimizer update: the global batch, or under async one worker's batch.
   int64_t update_batch() const;
+  // Arrays of the parameters' size besides parameters and gradients (memory_check.hpp).
+  int optimizer_slots() const;
+  // Host memory of the prefetch buffers and the shards kept in memory (data.cache_mb).
+  double data_bytes(int64_t max_batch, bool async) const;
   // Collective: the collectives over model memory and the exchange strategy (training
   // only). The watchdog is the constructor's, which watches opening the data files.
   void connect();
@@ -146,6 +150,7 @@ class Trainer {
   std::unique_ptr<MetricsCsv> metrics_csv_;
   std::unique_ptr<EnergySampler> energy_;  // node-local rank 0, energy.interval_ms > 0
   int local_rank_ = 0;
+  int local_ranks_ = 1;                        // the ranks on this node, who share its memory
   std::unique_ptr<AsyncLayout> async_layout_;  // strategy async
   std::unique_ptr<AsyncSgd> async_;
   std::vector<std::vector<int64_t>> staleness_;  // async: per epoch of this run

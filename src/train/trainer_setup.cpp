@@ -15,6 +15,7 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/balance.hpp"
+#include "train/memory_check.hpp"
 #include "train/model_data.hpp"
 #include "train/run_plan.hpp"
 #include "train/trainer.hpp"
@@ -88,7 +89,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
       rank_(env.rank()),
       world_size_(env.size()),
       threads_(compute_threads(config, env)),
-      local_rank_(env.local_rank()) {
+      local_rank_(env.local_rank()),
+      local_ranks_(env.local_size()) {
   // Opening the data files is watched too: HDF5 can loop forever on a damaged file.
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "start-up (opening the data files and the backend)", 0);
@@ -141,11 +143,18 @@ void Trainer::prepare() {
                                 ? auto_batch_cap(micro_total, world_size_)
                                 : plan_.batch[rank_];
 
-  // 2. Model, optimizer.
+  // 2. Model, optimizer; refused before they allocate when they cannot fit.
   const Dims input_dims = {shape.c, shape.h, shape.w};
+  const auto fits = [&](const ModelSize& size) {
+    MemoryNeed need;
+    need.model_bytes = model_bytes(size, optimizer_slots(), dtype_size(backend_->act_type()));
+    need.data_bytes = data_bytes(max_batch, async);
+    check_memory_fits(config_.source_file, need, std::string(backend_->name()) == "cpu",
+                      available_memory_bytes(), local_ranks_);
+  };
   model_ = std::make_unique<Model>(
       *backend_, build_layers(config_.model, model_data(shape), input_dims, config_.source_file),
-      input_dims, max_batch);
+      input_dims, max_batch, fits);
   model_->init_params(config_.run.seed);
   if (!config_.model.init_from.empty() && rank_ == 0) {
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
@@ -199,6 +208,31 @@ void Trainer::prepare() {
 
   // 4. Run directory (rank 0).
   if (rank_ == 0) make_directories(config_.run.dir);
+}
+
+int Trainer::optimizer_slots() const {
+  const bool adam = config_.optimizer.name != "sgd";
+  const int state = adam ? 2 : (config_.optimizer.momentum > 0 ? 1 : 0);
+  // One more for the exchange's buffers, one for accumulated gradients.
+  return state + 1 + (plan_.accumulate > 1 ? 1 : 0);
+}
+
+double Trainer::data_bytes(int64_t max_batch, bool async) const {
+  const double cache = static_cast<double>(config_.data.cache_mb) * 1024.0 * 1024.0;
+  const auto cached = [&](const DatasetFile* file, bool training) {
+    if (file == nullptr) return 0.0;
+    const DatasetShape& s = file->shape();
+    const int64_t rows = training && async ? s.n : (s.n + world_size_ - 1) / world_size_;
+    const double bytes = static_cast<double>(rows) *
+                         (static_cast<double>(s.sample_bytes()) + 4.0 * s.labels_per_sample);
+    return bytes <= cache ? bytes : 0.0;  // above data.cache_mb the rows are read per batch
+  };
+  const DatasetShape& shape = train_file_->shape();
+  const double batch_bytes =
+      static_cast<double>(max_batch) *
+      (static_cast<double>(shape.sample_bytes()) + 4.0 * shape.labels_per_sample);
+  return batch_bytes * (config_.data.prefetch_depth + 2) + cached(train_file_.get(), true) +
+         cached(val_file_.get(), false) + cached(test_file_.get(), false);
 }
 
 LoaderOptions Trainer::loader_options() const {

@@ -173,3 +173,47 @@ def case_damaged_data_hang_is_bounded():
     check(rc not in (0, 2, 75), f"exit {rc}, expected a failure")
     check(elapsed < 120, f"the watchdog took {elapsed:.0f} s")
     one_error_line(err, "start-up (opening the data files", "distributed.timeout_seconds")
+
+
+def case_bounds_refused_at_start():
+    """A model or a prefetch queue that cannot fit in the node's memory, and absurd thread or
+    queue counts, are refused at start-up with exit 2 naming what to change, before anything
+    is allocated (no std::bad_alloc, no OOM killer, no long stall)."""
+    fresh("bounds")
+    base = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1"]
+    t0 = time.time()
+    rc, _, err = train("bounds", 2, base + ["model.hidden=[100000,100000]"])
+    check(rc == 2, f"a model of 10^10 parameters: exit {rc}, expected 2")
+    one_error_line(err, "needs at least", "GiB of memory per rank", "model", "train.batch_size")
+    check(time.time() - t0 < 60, "the refusal took more than a minute")
+    for key, value in (("run.threads", "100000"), ("data.prefetch_threads", "100000"),
+                       ("data.prefetch_depth", "100000")):
+        rc, _, err = train("bounds", 1, base + [f"{key}={value}"])
+        check(rc == 2, f"{key}={value}: exit {rc}, expected 2")
+        one_error_line(err, key)
+
+
+def case_fifo_data_and_checkpoint_refused():
+    """A FIFO given as a data file or a checkpoint is refused at once (exit 2): opening it
+    would wait for a writer forever. A FIFO named like a checkpoint is skipped by resume."""
+    fresh("fifo")
+    os.makedirs(run_dir("fifo"))
+    fifo = os.path.join(run_dir("fifo"), "data.h5")
+    os.mkfifo(fifo)
+    base = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1"]
+    rc, _, err = train("fifo", 1, base + [f"data.train={fifo}"], timeout=120)
+    check(rc == 2, f"a FIFO as data.train: exit {rc}, expected 2")
+    one_error_line(err, fifo, "not a regular file")
+    for tool in (["hpctrain", "inspect"], ["hpctrain-data", "inspect"]):
+        p = subprocess.run([os.path.join(ARGS.build, tool[0]), tool[1], fifo],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 2, f"{' '.join(tool)} on a FIFO: exit {p.returncode}, expected 2")
+        check("not a regular file" in p.stderr, f"{' '.join(tool)}: {p.stderr}")
+    rc, _, _ = train("fifo", 1, base + ["checkpoint.every_steps=50"])
+    check(rc == 0, f"exit {rc}")
+    ckdir = os.path.join(run_dir("fifo"), "checkpoints")
+    os.mkfifo(os.path.join(ckdir, "ckpt-000000099999.h5"))
+    rc, out, _ = train("fifo", 1, base + ["checkpoint.every_steps=50", "train.epochs=2"],
+                       resume="auto", timeout=120)
+    check(rc == 0, f"resume beside a FIFO named like a checkpoint: exit {rc}")
+    check("resuming at step" in out, "did not resume from the newest real checkpoint")

@@ -51,7 +51,7 @@ def innermost(stderr):
 
 
 def classify(fuzzer, artifact, env):
-    p = subprocess.run([fuzzer, "-timeout=10", "-rss_limit_mb=2048", artifact],
+    p = subprocess.run([fuzzer, "-timeout=5", "-rss_limit_mb=2048", artifact],
                        capture_output=True, text=True, env=env, timeout=600)
     if p.returncode == 0:
         return "not reproduced", ""
@@ -117,7 +117,8 @@ def main():
             "findings": findings,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ"),
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-            "command": "tests/fuzz/run_fuzz.py " + " ".join(sys.argv[1:])})
+            "command": "tests/fuzz/run_fuzz.py " + " ".join(
+                "SCRATCH" if a == args.work else a for a in sys.argv[1:])})
         record["runs"].sort(key=lambda r: r["target"])
         with open(args.record, "w") as f:
             json.dump(record, f, indent=2)

@@ -1,0 +1,34 @@
+// Refusing a run that cannot fit in the node's memory before it allocates (exit 2 naming
+// what to change), instead of std::bad_alloc or the kernel's OOM killer half-way into
+// set-up. The estimate is a lower bound: the model's parameters, gradients and optimizer
+// state, the activations and their gradients for the largest batch, the prefetch buffers
+// and the cached shards; a rank may need more (workspaces, libraries).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/model.hpp"
+
+namespace hpctrain {
+
+struct MemoryNeed {
+  double model_bytes = 0;  // on the device that runs the model (host memory for the CPU)
+  double data_bytes = 0;   // host memory: prefetch buffers and cached shards
+};
+
+// What the model needs: parameters and gradients, `optimizer_slots` more arrays of the
+// parameters' size (momentum, Adam's moments, accumulation and exchange buffers), and
+// activations with their gradients at `act_bytes` per element.
+double model_bytes(const ModelSize& size, int optimizer_slots, size_t act_bytes);
+
+// MemAvailable of /proc/meminfo in bytes; -1 where it cannot be read.
+int64_t available_memory_bytes();
+
+// Throws UsageError (`source` names the config) when `need`'s host part exceeds `available`
+// bytes shared by `local_ranks` ranks; model_on_host: the model counts as host memory (CPU
+// backend). Does nothing when `available` is negative (unknown).
+void check_memory_fits(const std::string& source, const MemoryNeed& need, bool model_on_host,
+                       int64_t available, int local_ranks);
+
+}  // namespace hpctrain
