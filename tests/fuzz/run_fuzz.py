@@ -27,7 +27,7 @@ import sys
 
 # Frames that belong to the machinery around a finding, not to where it happened.
 MACHINERY = ("__sanitizer", "__interceptor", "__asan", "__ubsan", "__lsan", "fuzzer::",
-             "libc.so", "pthread_kill", "raise", "abort", "LLVMFuzzerTestOneInput")
+             "libc.so", "sysdeps/", "pthread_kill", "raise", "abort", "LLVMFuzzerTestOneInput")
 # The C library functions the sanitizer intercepts: a frame of one of them is the call a
 # faulty caller made, so the caller is where it happened.
 INTERCEPTED = ("malloc", "calloc", "realloc", "free", "strdup", "strndup", "memcpy", "memmove",
@@ -91,6 +91,8 @@ def main():
                            timeout=args.seconds + 600)
     with open(log) as f:
         text = f.read()
+    for scratch in glob.glob(os.path.join(work, "hpctrain-fuzz-*")):  # each job's input file
+        os.remove(scratch)
     runs = [int(m) for m in re.findall(r"^#(\d+):", text, re.M)]
     executions = max(runs) if runs else None
     findings = []
