@@ -335,7 +335,7 @@ int cmd_idx(const std::vector<std::string>& argv) {
   const std::string images = require(args, cmd, "images");
   const std::string labels = require(args, cmd, "labels");
   const std::string out = require(args, cmd, "out");
-  const int classes = static_cast<int>(int_option(args, "classes", 0, 1, 1000000));
+  const int classes = static_cast<int>(int_option(args, "classes", 0, 1, hpctrain::kMaxClasses));
   const int deflate = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
 
   const double t0 = hpctrain::now_seconds();
@@ -424,7 +424,7 @@ int cmd_synth(const std::vector<std::string>& argv) {
   o.c = shape[0];
   o.h = shape[1];
   o.w = shape[2];
-  o.classes = static_cast<int>(int_option(args, "classes", 0, 2, 1000000));
+  o.classes = static_cast<int>(int_option(args, "classes", 0, 2, hpctrain::kMaxClasses));
   if (o.classes == 0) require(args, cmd, "classes");
   o.type = hpctrain::parse_sample_type(option_or(args, "dtype", "float16"), "--dtype");
   o.seed = static_cast<uint64_t>(int_option(args, "seed", 1, 0, INT64_MAX));

@@ -130,12 +130,7 @@ int64_t read_int_attribute(hid_t file, const char* name, const std::string& path
 }
 
 // The class count: the num_classes attribute, else the class names, else one scan of the
-// labels.
-// A classifier over more classes than this is not a data set but a damaged header (a
-// header claiming 2^31 classes once made inspect print gigabytes); hpctrain-data's
-// converters have the same bound.
-constexpr int64_t kMaxClasses = 1000000;
-
+// labels; at most kMaxClasses either way.
 void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShape& shape) {
   if (HT_CHECK_H5(H5Aexists(file, "class_names")) > 0) {
     H5Handle attr(HT_CHECK_H5(H5Aopen(file, "class_names", H5P_DEFAULT)), H5Aclose);
@@ -178,8 +173,7 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
       max_label = std::max(max_label, block[i]);
     }
   }
-  // int64 so that a label of INT32_MAX cannot overflow; read_rows then rejects it.
-  if (int64_t{max_label} + 1 > kMaxClasses) {
+  if (int64_t{max_label} + 1 > kMaxClasses) {  // int64: a label of INT32_MAX cannot overflow
     throw UsageError(path + ": the largest label is " + std::to_string(max_label) + ", more than " +
                      std::to_string(kMaxClasses) +
                      " classes (without a num_classes attribute, labels count the classes)");

@@ -22,6 +22,11 @@
 
 namespace hpctrain {
 
+// The most classes a data file may have: more is not a data set but a damaged header (one
+// claiming 2^31 classes once made inspect print gigabytes). hpctrain-data's --classes has
+// the same bound.
+inline constexpr int64_t kMaxClasses = 1000000;
+
 struct DatasetShape {
   int64_t n = 0, c = 0, h = 0, w = 0;
   SampleType type = SampleType::kU8;
