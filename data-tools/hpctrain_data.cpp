@@ -14,8 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/deadline.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
+#include "core/version.hpp"
 #include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/idx.hpp"
@@ -52,7 +54,8 @@ constexpr const char* kUsage =
     "  text FILES... --out OUT --seq-len T   text -> token windows (/tokens [N, T+1])\n"
     "  inspect FILE.h5             describe a data file\n"
     "\n"
-    "Run 'hpctrain-data COMMAND --help' for a command's options.\n";
+    "Run 'hpctrain-data COMMAND --help' for a command's options; --version prints the\n"
+    "version and git commit.\n";
 
 constexpr const char* kFashionUsage =
     "usage: hpctrain-data fashion-mnist --out DIR [--src DIR] [--val N] [--seed S] [--deflate L]\n"
@@ -187,10 +190,11 @@ constexpr const char* kTextUsage =
     "                     to val below the sum of both: spread over the whole text\n";
 
 constexpr const char* kInspectUsage =
-    "usage: hpctrain-data inspect FILE.h5\n"
+    "usage: hpctrain-data inspect FILE.h5 [--timeout SECONDS]\n"
     "\n"
     "Validates a data file and prints its shape, type, classes with a label histogram,\n"
-    "attributes and the pixel range of the first samples.\n";
+    "attributes and the pixel range of the first samples. Gives up with exit 1 after\n"
+    "--timeout seconds (default 60; 0: no limit): HDF5 loops on some damaged files.\n";
 
 const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
                                                   "Coat",        "Sandal",    "Shirt",    "Sneaker",
@@ -533,7 +537,7 @@ int cmd_text(const std::vector<std::string>& argv) {
 }
 
 int cmd_inspect(const std::vector<std::string>& argv) {
-  const Args args = parse_args("inspect", argv, {});
+  const Args args = parse_args("inspect", argv, {"timeout"});
   if (args.help) {
     std::cout << kInspectUsage;
     return 0;
@@ -541,7 +545,13 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (args.positional.size() != 1) {
     throw UsageError("inspect: expected one FILE.h5 (see hpctrain-data inspect --help)");
   }
-  hpctrain::inspect_data_file(args.positional[0], std::cout);
+  const std::string& path = args.positional[0];
+  const std::string timeout = option_or(args, "timeout", "");
+  const double seconds =
+      timeout.empty() ? hpctrain::kInspectSeconds : hpctrain::inspect_timeout(timeout);
+  const hpctrain::Deadline deadline(seconds, hpctrain::inspect_timeout_message(path, seconds),
+                                    hpctrain::kExitFailure);
+  hpctrain::inspect_data_file(path, std::cout);
   return 0;
 }
 
@@ -554,6 +564,11 @@ int run(int argc, char** argv) {
   const std::vector<std::string> rest(argv + 2, argv + argc);
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
+    return 0;
+  }
+  if (command == "--version") {
+    std::cout << "hpctrain-data " << hpctrain::version() << " (commit " << hpctrain::git_commit()
+              << ")\n";
     return 0;
   }
   if (command == "fashion-mnist") return cmd_fashion_mnist(rest);

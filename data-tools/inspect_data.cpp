@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -220,6 +222,29 @@ void inspect_data_file(const std::string& path, std::ostream& out) {
   const auto [lo, hi] = pixel_range(file.get(), shape, samples);
   out << "pixel range (first " << samples << " samples): min " << format_double(lo) << ", max "
       << format_double(hi) << "\n";
+}
+
+double inspect_timeout(const std::string& value) {
+  size_t used = 0;
+  double seconds = -1.0;
+  try {
+    seconds = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(seconds >= 0.0) || seconds > 1e9) {
+    throw UsageError("inspect: --timeout: expected seconds >= 0 (0: no limit), got '" + value +
+                     "'");
+  }
+  return seconds;
+}
+
+std::string inspect_timeout_message(const std::string& path, double seconds) {
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%g", seconds);
+  return "inspect: " + path + ": no answer after " + limit +
+         " s (HDF5 loops on some damaged files, and a stalled file system blocks as long); "
+         "--timeout SECONDS changes the limit";
 }
 
 }  // namespace hpctrain

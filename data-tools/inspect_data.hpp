@@ -12,4 +12,12 @@ namespace hpctrain {
 // Reads every label once, in blocks; reads only the first few samples' pixels.
 void inspect_data_file(const std::string& path, std::ostream& out);
 
+// How long `inspect` of a file may take (--timeout) before it gives up with exit 1: HDF5 1.10
+// loops forever on some damaged files, and a stalled file system blocks as long.
+constexpr double kInspectSeconds = 60.0;
+// The seconds of `--timeout VALUE` (>= 0; 0: no limit); throws UsageError naming the option.
+double inspect_timeout(const std::string& value);
+// The error line when the time ran out.
+std::string inspect_timeout_message(const std::string& path, double seconds);
+
 }  // namespace hpctrain

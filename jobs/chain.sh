@@ -20,7 +20,7 @@
 #   SBATCH_SCRIPT   default jobs/train_single_node.sbatch.
 # The jobs run with HPCTRAIN_REQUEUE=0: a job that stops on the warning signal exits 75
 # instead of requeuing itself, and the next link of the chain goes on. Prints the job
-# ids, one a line. Submit from the repository root (the batch scripts run there).
+# ids, one a line. Submit from the run directory (the batch scripts run there).
 set -euo pipefail
 
 count=3

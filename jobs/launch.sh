@@ -12,7 +12,8 @@
 #                     else "mpiexec -n ${HPCTRAIN_RANKS:-2}"). srun gets
 #                     --mpi=${HPCTRAIN_SRUN_MPI:-pmi2} (Debian's MPICH needs it) and
 #                     --wait=60 unless CMD sets them.
-#   --hpctrain PATH   the binary (default $HPCTRAIN, else build/hpctrain next to jobs/).
+#   --hpctrain PATH   the binary (default $HPCTRAIN, else hpctrain on PATH, else
+#                     build/hpctrain of the source tree this script is in).
 # The first run uses the given --resume (default auto); every restart uses --resume auto.
 #
 # Exit codes (hpctrain's, see docs/contracts.md):
@@ -34,7 +35,7 @@ usage() {
 
 max_restarts=3
 launcher=""
-hpctrain=${HPCTRAIN:-"$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/hpctrain"}
+hpctrain=${HPCTRAIN:-$(command -v hpctrain || echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/hpctrain")}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --max-restarts) [[ $# -ge 2 ]] || usage; max_restarts=$2; shift 2 ;;

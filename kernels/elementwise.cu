@@ -171,6 +171,15 @@ __global__ void update_loss_scale_kernel(float* state, float growth, float backo
   state[LossScaleState::kFoundInf] = 0.0f;
 }
 
+__global__ void merge_loss_stats_kernel(LossStats* into, LossStats* step, const float* skip) {
+  if (*skip == 0.0f) {
+    into->loss_sum += step->loss_sum;
+    into->correct += step->correct;
+    into->count += step->count;
+  }
+  *step = LossStats{};
+}
+
 template <typename Op>
 void binary(DType t, const void* a, const void* b, void* y, size_t n, const char* name,
             cudaStream_t stream) {
@@ -327,6 +336,11 @@ void update_loss_scale(float* state, float growth, float backoff, int interval,
                        cudaStream_t stream) {
   update_loss_scale_kernel<<<1, 1, 0, stream>>>(state, growth, backoff, interval);
   check_launch("update_loss_scale");
+}
+
+void merge_loss_stats(LossStats* into, LossStats* step, const float* skip, cudaStream_t stream) {
+  merge_loss_stats_kernel<<<1, 1, 0, stream>>>(into, step, skip);
+  check_launch("merge_loss_stats");
 }
 
 }  // namespace hpctrain::kernels

@@ -93,6 +93,8 @@ void count_step(float* counter, const float* skip, cudaStream_t stream);
 void unscale_grads(float* grads, size_t n, float* state, cudaStream_t stream);
 void update_loss_scale(float* state, float growth, float backoff, int interval,
                        cudaStream_t stream);
+// Backend::merge_loss_stats (one thread).
+void merge_loss_stats(LossStats* into, LossStats* step, const float* skip, cudaStream_t stream);
 
 // Reductions (reduce.cu); the sums are float32.
 void sum_rows(DType t, const void* dy, float* dbias, int rows, int cols, cudaStream_t stream);

@@ -18,6 +18,7 @@ packages=(
   dataset-fashion-mnist fortunes
   slurm-wlm munge
   libstb-dev
+  dpkg-dev file environment-modules
 )
 if [[ "${1:-}" == "--bench" ]]; then
   packages+=(python3-torch python3-numpy)

@@ -12,6 +12,7 @@
 
 #include "apps/bench_allreduce.hpp"
 #include "apps/generate.hpp"
+#include "apps/init.hpp"
 #include "apps/python_tools.hpp"
 #include "backend/blas_kernels.hpp"
 #include "backend/cpu_backend.hpp"
@@ -21,8 +22,10 @@
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
 #include "config/config_reference.hpp"
+#include "core/deadline.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/version.hpp"
 #include "data-tools/inspect_data.hpp"
 #include "data/dataset_file.hpp"
 #include "nn/layer_profile.hpp"
@@ -50,6 +53,7 @@ constexpr const char* kUsage =
     "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
     "  config --list | --markdown                    every config key: type, default, meaning\n"
+    "  init DIR [--config NAME]                      copy an example config and job script\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
     "  study STUDY.yaml [--out DIR] [--set ...]      a scaling study: variants x repeats,\n"
@@ -78,13 +82,14 @@ constexpr const char* kTrainUsage =
     "Exit codes: 0 done, 2 bad config or input, 75 stopped by a signal, 1 other failure.\n";
 
 constexpr const char* kInspectUsage =
-    "usage: hpctrain inspect FILE.h5\n"
+    "usage: hpctrain inspect FILE.h5 [--timeout SECONDS]\n"
     "       hpctrain inspect CONFIG.yaml [--set key.path=value]... [--input CxHxW --classes N]\n"
     "                                    [--time [--batch N]]\n"
     "\n"
     "Data file: prints the shape, element type, classes and class histogram.\n"
     "Checkpoint: prints the cursor, model and arrays, and verifies every checksum\n"
-    "(exit 2 if one fails).\n"
+    "(exit 2 if one fails). Either gives up with exit 1 after --timeout seconds (default\n"
+    "60; 0: no limit): HDF5 loops on some damaged files.\n"
     "Config (.yaml/.yml): prints the model it builds, one row per layer with output shape,\n"
     "parameters and forward MFLOPs per sample, then the totals. The input shape and class\n"
     "count come from data.train, or from --input and --classes (then no data is read).\n"
@@ -275,7 +280,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::cout << kInspectUsage;
     return kExitOk;
   }
-  std::string file, input, classes, batch;
+  std::string file, input, classes, batch, timeout;
   bool time = false;
   std::vector<std::string> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -290,6 +295,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
       input = args[++i];
     } else if (args[i] == "--classes" && has_value) {
       classes = args[++i];
+    } else if (args[i] == "--timeout" && has_value) {
+      timeout = args[++i];
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("inspect: unknown or incomplete option '" + args[i] + "' (see --help)");
     } else if (file.empty()) {
@@ -301,6 +308,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
   if (file.empty()) throw UsageError("inspect: expected FILE.h5 or CONFIG.yaml (see --help)");
   const std::string extension = std::filesystem::path(file).extension().string();
   if (extension == ".yaml" || extension == ".yml") {
+    if (!timeout.empty()) throw UsageError("inspect: --timeout applies to a FILE.h5 only");
     inspect_config(file, overrides, input, classes, time, batch);
     return kExitOk;
   }
@@ -309,6 +317,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
         "inspect: --set, --input, --classes, --time and --batch apply to a "
         "CONFIG.yaml only");
   }
+  const double seconds = timeout.empty() ? kInspectSeconds : inspect_timeout(timeout);
+  const Deadline deadline(seconds, inspect_timeout_message(file, seconds), kExitFailure);
   const std::string name = std::filesystem::path(file).filename().string();
   if (name.rfind("ckpt-", 0) == 0 || is_checkpoint_file(file)) {
     // A checkpoint that fails verification is bad input: exit 2.
@@ -348,7 +358,7 @@ int cmd_config(const std::vector<std::string>& args) {
 int dispatch(int* argc, char*** argv) {
   std::vector<std::string> args(*argv + 1, *argv + *argc);
   if (!args.empty() && args[0] == "--version") {
-    std::cout << "hpctrain " << HPCTRAIN_VERSION << " (backends: cpu"
+    std::cout << "hpctrain " << version() << " (commit " << git_commit() << "; backends: cpu"
               << (cuda_built() ? ", cuda" : "") << "; CUDA devices: " << cuda_device_count()
               << ")\nBLAS: " << blas_description() << "\n";
     return kExitOk;
@@ -364,6 +374,7 @@ int dispatch(int* argc, char*** argv) {
   if (command == "inspect") return cmd_inspect(args);
   if (command == "generate") return cmd_generate(args);
   if (command == "config") return cmd_config(args);
+  if (command == "init") return cmd_init(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
   if (is_python_tool(command)) exec_python_tool(command, args);
   throw UsageError("unknown command '" + command + "' (see hpctrain --help)");

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "apps/installation.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
@@ -16,28 +17,9 @@ bool is_python_tool(const std::string& command) {
   return command == "study" || command == "plot" || command == "scaling";
 }
 
-namespace {
-
-// The folder holding hpctrain_tools: share/hpctrain/python beside the program (a build
-// tree) or in the prefix above it (bin/hpctrain of an installation).
-fs::path tools_dir(const fs::path& self) {
-  const fs::path bin = self.parent_path();
-  const fs::path tools = "share/hpctrain/python";
-  for (const fs::path& p : {bin / tools, bin.parent_path() / tools}) {
-    std::error_code ec;
-    if (fs::is_regular_file(p / "hpctrain_tools/__main__.py", ec)) return p.lexically_normal();
-  }
-  throw UsageError("the Python tools (share/hpctrain/python/hpctrain_tools) are not beside " +
-                   self.string() + " or in the prefix above it: rebuild or reinstall hpctrain");
-}
-
-}  // namespace
-
 void exec_python_tool(const std::string& command, const std::vector<std::string>& args) {
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error("cannot tell where this program lies: /proc/self/exe: " + ec.message());
-  const fs::path dir = tools_dir(self);
+  const fs::path self = program_path();
+  const fs::path dir = share_dir("python/hpctrain_tools/__main__.py") / "python";
   const char* old = std::getenv("PYTHONPATH");
   const std::string path = dir.string() + (old && *old ? ":" + std::string(old) : "");
   setenv("PYTHONPATH", path.c_str(), 1);

@@ -50,6 +50,9 @@ class Backend {
   // snapshots and input batches then use it in place; otherwise they are staged through
   // host buffers with copy_to_host / copy_to_device.
   virtual bool host_accessible() const = 0;
+  // Free memory of the device this backend computes on, in bytes (a GPU's, as
+  // cudaMemGetInfo reports it now); -1 for a backend on host memory.
+  virtual int64_t device_free_bytes() const { return -1; }
   // The type of activations and of the weights' compute copy (see above).
   virtual DType act_type() const = 0;
   // Activations with channels are stored NHWC (see above).
@@ -272,6 +275,10 @@ class Backend {
   // it to pinned memory after the work enqueued so far and answers from the newest copy that
   // has landed (up to a few steps late; the epoch's end reads the sum itself).
   virtual bool loss_nonfinite(const LossStats* stats) { return !std::isfinite(stats->loss_sum); }
+  // *into += *step unless `skip` (device memory) is non-zero; then *step = {}. A step's
+  // loss statistics joining the epoch's only when the step was not skipped
+  // (train.on_nonfinite: skip_step), decided on the device.
+  virtual void merge_loss_stats(LossStats* into, LossStats* step, const float* skip) = 0;
 
   // Collectives on device memory across the ranks' backends (NCCL on the CUDA backend),
   // in stream order with the other operations. A backend without them (the CPU: its

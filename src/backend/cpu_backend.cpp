@@ -301,4 +301,13 @@ void CpuBackend::update_loss_scale(float* state, float growth, float backoff, in
   state[LossScaleState::kFoundInf] = 0.0f;
 }
 
+void CpuBackend::merge_loss_stats(LossStats* into, LossStats* step, const float* skip) {
+  if (*skip == 0.0f) {
+    into->loss_sum += step->loss_sum;
+    into->correct += step->correct;
+    into->count += step->count;
+  }
+  *step = LossStats{};
+}
+
 }  // namespace hpctrain

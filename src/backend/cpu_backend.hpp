@@ -109,6 +109,7 @@ class CpuBackend final : public Backend {
   void count_step(float* counter, const float* skip) override;
   void unscale_grads(float* grads, size_t n, float* state) override;
   void update_loss_scale(float* state, float growth, float backoff, int interval) override;
+  void merge_loss_stats(LossStats* into, LossStats* step, const float* skip) override;
   void sum_squares(const float* x, size_t n, float* acc) override;
   void clip_by_norm(float* x, size_t n, const float* acc, float max_norm) override;
   void scale(float* x, size_t n, float alpha) override;

@@ -1,6 +1,7 @@
 #include "train/loss_scaler.hpp"
 
 #include <cstdio>
+#include <string>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -9,10 +10,14 @@ namespace hpctrain {
 
 LossScaler::LossScaler(Backend& backend, const Options& options)
     : backend_(backend), options_(options), state_(backend, LossScaleState::kCount) {
-  HT_REQUIRE(options.initial_scale > 0.0f && options.growth >= 1.0f && options.backoff > 0.0f &&
-                 options.backoff < 1.0f && options.interval >= 1,
-             "loss scaler: bad options");
-  restore({options.initial_scale, 0.0f});
+  if (options_.fixed) {
+    options_.initial_scale = options_.growth = options_.backoff = 1.0f;
+  } else {
+    HT_REQUIRE(options.initial_scale > 0.0f && options.growth >= 1.0f && options.backoff > 0.0f &&
+                   options.backoff < 1.0f && options.interval >= 1,
+               "loss scaler: bad options");
+  }
+  restore({options_.initial_scale, 0.0f});
 }
 
 void LossScaler::update() {
@@ -44,6 +49,14 @@ int64_t LossScaler::take_skipped() {
 
 int64_t LossScaler::end_epoch(int64_t steps, bool warn) {
   const int64_t skipped = take_skipped();
+  if (options_.fixed) {
+    if (warn && skipped > 0) {
+      log_warn(std::to_string(skipped) + " of " + std::to_string(steps) +
+               " step(s) of this epoch skipped: their gradients were not finite "
+               "(train.on_nonfinite: skip_step)");
+    }
+    return skipped;
+  }
   char line[96];
   std::snprintf(line, sizeof(line), "loss scale %g, %lld step(s) skipped for overflow",
                 static_cast<double>(current_scale()), static_cast<long long>(skipped));

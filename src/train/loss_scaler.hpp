@@ -6,6 +6,8 @@
 // unscale_grads / update_loss_scale, and the optimizer's skip flag), so the step loop never
 // waits for the device. Ranks agree without communication: they unscale the same summed
 // gradients. Used from the training thread only.
+// With `fixed` the scale stays 1 and only the check and the skip remain: a step whose summed
+// gradients are not finite makes no update (train.on_nonfinite: skip_step, any precision).
 #pragma once
 
 #include <cstddef>
@@ -22,6 +24,7 @@ class LossScaler {
     float growth = 2.0f;
     float backoff = 0.5f;
     int interval = 2000;
+    bool fixed = false;  // scale 1, never changed: the check and the skip only
   };
   // What a checkpoint keeps.
   struct Saved {
@@ -31,9 +34,11 @@ class LossScaler {
 
   LossScaler(Backend& backend, const Options& options);
 
-  // Device pointers for the step: the factor softmax_xent multiplies the loss gradient by,
-  // and the flag the optimizer step skips on.
-  const float* scale() const { return state_.data() + LossScaleState::kScale; }
+  // Device pointers for the step: the factor softmax_xent multiplies the loss gradient by
+  // (null when fixed: 1), and the flag the optimizer step skips on.
+  const float* scale() const {
+    return options_.fixed ? nullptr : state_.data() + LossScaleState::kScale;
+  }
   const float* skip() const { return state_.data() + LossScaleState::kFoundInf; }
   // Unscales and checks n summed gradients (once per trainable range per step).
   void unscale(float* grads, size_t n) { backend_.unscale_grads(grads, n, state_.data()); }
@@ -46,9 +51,10 @@ class LossScaler {
   // Steps skipped since the last call.
   int64_t take_skipped();
   // After an epoch of `steps` steps: take_skipped(), logged with the scale (and, if
-  // `warn`, a warning when no step trained).
+  // `warn`, a warning when no step trained; when fixed, a warning when any was skipped).
   int64_t end_epoch(int64_t steps, bool warn);
   float current_scale() const { return save().scale; }
+  bool fixed() const { return options_.fixed; }
 
  private:
   Backend& backend_;

@@ -52,4 +52,16 @@ void check_memory_fits(const std::string& source, const MemoryNeed& need, bool m
                    "data.cache_mb or data.prefetch_depth");
 }
 
+void check_device_memory_fits(const std::string& source, double model_bytes, int64_t device_free,
+                              int ranks_per_device) {
+  if (device_free < 0) return;
+  const int ranks = ranks_per_device > 0 ? ranks_per_device : 1;
+  if (model_bytes <= static_cast<double>(device_free) / ranks) return;
+  throw UsageError(source + ": the model needs at least " + gib(model_bytes) +
+                   " of GPU memory per rank, but its GPU has " +
+                   gib(static_cast<double>(device_free)) + " free for " + std::to_string(ranks) +
+                   " rank(s): use a smaller model (model.*) or train.batch_size, precision "
+                   "bf16, or more GPUs");
+}
+
 }  // namespace hpctrain

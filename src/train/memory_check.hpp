@@ -2,7 +2,8 @@
 // what to change), instead of std::bad_alloc or the kernel's OOM killer half-way into
 // set-up. The estimate is a lower bound: the model's parameters, gradients and optimizer
 // state, the activations and their gradients for the largest batch, the prefetch buffers
-// and the cached shards; a rank may need more (workspaces, libraries).
+// and the cached shards; a rank may need more (workspaces, libraries). On a GPU the model
+// is checked against the device's free memory, the rest against the node's.
 #pragma once
 
 #include <cstdint>
@@ -30,5 +31,11 @@ int64_t available_memory_bytes();
 // backend). Does nothing when `available` is negative (unknown).
 void check_memory_fits(const std::string& source, const MemoryNeed& need, bool model_on_host,
                        int64_t available, int local_ranks);
+
+// Throws UsageError when the model (`model_bytes`) exceeds the `device_free` bytes of its
+// GPU (free at start-up) shared by `ranks_per_device` ranks. Does nothing when `device_free`
+// is negative (a CPU backend, or unknown).
+void check_device_memory_fits(const std::string& source, double model_bytes, int64_t device_free,
+                              int ranks_per_device);
 
 }  // namespace hpctrain

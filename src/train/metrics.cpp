@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace hpctrain {
 namespace {
@@ -186,7 +187,9 @@ std::string summary_to_json(const RunSummary& s) {
   }
   o << "  \"edp\": " << (total && s.energy ? num(*total * s.energy->seconds) : std::string("null"))
     << ",\n";
-  o << "  \"params_sha256\": " << json_string(s.params_sha256) << "\n";
+  o << "  \"params_sha256\": " << json_string(s.params_sha256) << ",\n";
+  o << "  \"version\": " << json_string(version()) << ",\n";
+  o << "  \"git_commit\": " << json_string(git_commit()) << "\n";
   o << "}\n";
   return o.str();
 }

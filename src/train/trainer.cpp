@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "comm/agreement.hpp"
@@ -61,9 +62,14 @@ double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
     const Tensor& logits =
         model_->forward(in.images, b.size, /*training=*/true,
                         mix_seed(config_.run.seed, rank_, global_step_ * k + micro));
+    if (micro == 0 && rank_ == 0 && !nonfinite_steps_.empty() &&
+        std::binary_search(nonfinite_steps_.begin(), nonfinite_steps_.end(), global_step_)) {
+      backend_->scale(static_cast<float*>(logits.data), 1, std::numeric_limits<float>::quiet_NaN());
+    }
     backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size * labels_per_sample_),
                            num_classes_, grad_scale / static_cast<float>(labels_per_sample_),
-                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(), stats_.data());
+                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
+                           skip_nonfinite_ ? step_stats_.data() : stats_.data());
     if (timing && last) backend_->phase_mark(1);
     // A strategy may exchange gradients while backward goes on; the exchange phase is then
     // what is left of it after backward (the exposed communication). Summed micro-batches
@@ -116,6 +122,9 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     checkpoints_->wait_snapshot();  // a checkpoint may still be copying the parameters
     optimizer_->step(model_->mutable_params(), model_->grads(), lr,
                      scaler_ ? scaler_->skip() : nullptr);
+    if (skip_nonfinite_) {
+      backend_->merge_loss_stats(stats_.data(), step_stats_.data(), scaler_->skip());
+    }
     if (scaler_) scaler_->update();
     if (timing) backend_->phase_mark(4);
     ++global_step_;
@@ -279,6 +288,17 @@ int Trainer::run() {
     const EpochEnd ended =
         async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
     diverged = ended == EpochEnd::kDiverged;
+    if (scaler_ && ended == EpochEnd::kCompleted) {
+      const int64_t steps = steps_per_epoch_ - first_step;
+      const int64_t skipped = scaler_->end_epoch(steps, rank_ == 0);
+      skipped_steps_ += skipped;
+      if (scaler_->fixed() && steps > 0 && skipped == steps) {
+        // Every update was left out: the parameters no longer give finite gradients.
+        diverged = true;
+        divergence_ = "every step of the epoch had gradients that were not finite and was skipped";
+        m.train_loss = m.train_accuracy = std::numeric_limits<double>::quiet_NaN();
+      }
+    }
     if (ended == EpochEnd::kStopped) {
       // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
       if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
@@ -331,7 +351,6 @@ int Trainer::run() {
                   m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
                   m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
     log_info(line);
-    if (scaler_) skipped_steps_ += scaler_->end_epoch(steps_per_epoch_ - first_step, rank_ == 0);
     if (metrics_csv_) metrics_csv_->append(m);
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
@@ -363,7 +382,7 @@ int Trainer::run() {
   summary.precision = to_string(config_.precision);
   summary.layout = backend_->channels_last() ? "nhwc" : "nchw";
   if (scaler_) {
-    summary.loss_scale = scaler_->current_scale();
+    if (!scaler_->fixed()) summary.loss_scale = scaler_->current_scale();
     summary.skipped_steps = skipped_steps_;
   }
   summary.world_size = world_size_;
@@ -391,10 +410,13 @@ int Trainer::run() {
     // before (the writer refuses parameters that are not finite).
     const std::string last = ck.last_path.empty() ? "none was written" : ck.last_path;
     if (rank_ == 0) {
-      log_error("training diverged: the loss is not finite by step " +
-                std::to_string(global_step_) + " (epoch " +
-                std::to_string(global_step_ / steps_per_epoch_ + 1) + "); the newest checkpoint: " +
-                last + "; lower optimizer.lr or set optimizer.clip_grad_norm");
+      if (divergence_.empty()) {
+        divergence_ = "the loss is not finite by step " + std::to_string(global_step_);
+      }
+      log_error("training diverged: " + divergence_ + " (epoch " +
+                std::to_string((global_step_ - 1) / steps_per_epoch_ + 1) +
+                "); the newest checkpoint: " + last +
+                "; lower optimizer.lr or set optimizer.clip_grad_norm");
     }
     return kExitFailure;
   }

@@ -124,9 +124,16 @@ class Trainer {
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<LossScaler> scaler_;    // precision fp16
+  // precision fp16, or fixed at 1 for train.on_nonfinite: skip_step
+  std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<GradClipper> clipper_;  // optimizer.clip_grad_norm
   int64_t skipped_steps_ = 0;             // by scaler_, in this run
+  // train.on_nonfinite: skip_step: a step's loss statistics go to step_stats_ and join
+  // stats_ after the optimizer step unless it was skipped.
+  bool skip_nonfinite_ = false;
+  DeviceArray<LossStats> step_stats_;
+  std::vector<int64_t> nonfinite_steps_;  // debug.nonfinite_steps, sorted
+  std::string divergence_;                // why the run diverged, for the last line
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ModelCollectives> collectives_;

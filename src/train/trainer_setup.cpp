@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
@@ -132,6 +133,20 @@ void Trainer::prepare() {
                 : plan_for_run(config_, shape.n, config_.data.train,
                                balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
+  if (async && config_.train.on_nonfinite == "skip_step") {
+    throw UsageError(config_.source_file +
+                     ": train.on_nonfinite: skip_step is not available with distributed.strategy "
+                     "async (the workers' gradients go to the servers unchecked); use stop");
+  }
+  const IntList& poisoned = config_.debug.nonfinite_steps;
+  if (!poisoned.empty() &&
+      (async || config_.precision == Precision::kBf16 || config_.precision == Precision::kFp16)) {
+    throw UsageError(config_.source_file +
+                     ": debug.nonfinite_steps: needs float32 logits (precision fp32 or tf32) and "
+                     "a strategy other than async");
+  }
+  nonfinite_steps_.assign(poisoned.begin(), poisoned.end());
+  std::sort(nonfinite_steps_.begin(), nonfinite_steps_.end());
   if (config_.debug.slow_rank.rank >= world_size_) {
     throw UsageError(config_.source_file +
                      ": debug.slow_rank.rank: " + std::to_string(config_.debug.slow_rank.rank) +
@@ -151,6 +166,12 @@ void Trainer::prepare() {
     need.data_bytes = data_bytes(max_batch, async);
     check_memory_fits(config_.source_file, need, std::string(backend_->name()) == "cpu",
                       available_memory_bytes(), local_ranks_);
+    const int64_t device_free = backend_->device_free_bytes();
+    if (device_free >= 0) {  // a GPU, shared by the node's ranks that compute on GPUs
+      const int gpus = std::max(1, cuda_device_count());
+      check_device_memory_fits(config_.source_file, need.model_bytes, device_free,
+                               (local_ranks_ + gpus - 1) / gpus);
+    }
   };
   model_ = std::make_unique<Model>(
       *backend_, build_layers(config_.model, model_data(shape), input_dims, config_.source_file),
@@ -172,11 +193,21 @@ void Trainer::prepare() {
     }
   }
   optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), updated);
+  skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
   if (config_.precision == Precision::kFp16) {
     LossScaler::Options o;
     o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
     o.interval = config_.train.loss_scale.growth_interval;
     scaler_ = std::make_unique<LossScaler>(*backend_, o);
+  } else if (skip_nonfinite_) {
+    LossScaler::Options o;
+    o.fixed = true;
+    scaler_ = std::make_unique<LossScaler>(*backend_, o);
+  }
+  if (skip_nonfinite_) {
+    step_stats_ = DeviceArray<LossStats>(*backend_, 1);
+    const LossStats zero;
+    backend_->copy_to_device(step_stats_.data(), &zero, sizeof(zero));
   }
   if (config_.optimizer.clip_grad_norm > 0) {
     clipper_ = std::make_unique<GradClipper>(*backend_,
@@ -197,8 +228,9 @@ void Trainer::prepare() {
   job.steps_per_epoch = steps_per_epoch_;
   job.global_batch = update_batch();
   job.one_stored_state = exchange_strategy(config_.distributed.strategy).decl.one_stored_state;
-  checkpoints_ =
-      std::make_unique<TrainingCheckpoints>(config_, *model_, *optimizer_, scaler_.get(), job);
+  // A fixed scaler has nothing to keep.
+  checkpoints_ = std::make_unique<TrainingCheckpoints>(
+      config_, *model_, *optimizer_, scaler_ && !scaler_->fixed() ? scaler_.get() : nullptr, job);
   if (config_.distributed.balance == "auto") {
     meter_ = std::make_unique<BalanceMeter>();
     batches_.assign(plan_.batch.begin(), plan_.batch.end());

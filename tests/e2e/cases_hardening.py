@@ -1,10 +1,12 @@
 """Non-finite values end to end: a NaN pixel in float32 data is exit 2 naming the file
 and row; a learning rate that makes the model diverge stops the run (exit 1, one line
 naming the step) with a summary.json that parses and no checkpoint of the diverged
-parameters."""
+parameters; with train.on_nonfinite: skip_step a step whose gradients are not finite is
+left out and the run goes on. Then the other hardening cases: files, signals, bounds."""
 import csv
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -51,6 +53,57 @@ def case_diverging_lr_stops():
     names = [os.path.basename(c) for c in checkpoints("diverge")]
     check(names == ["ckpt-000000000001.h5"], f"checkpoints: {names}")
     shutil.rmtree(run_dir("diverge"), ignore_errors=True)
+
+
+def case_nonfinite_skip_step():
+    """debug.nonfinite_steps makes rank 0's logits NaN at steps 3 and 10. With stop (the
+    default) the run ends at step 3 naming it, with the checkpoints from before. With
+    skip_step, on 2 ranks, both steps are left out on every rank (they check the same summed
+    gradients, so their parameters stay alike), the loss stays finite, and the run
+    finishes; a learning rate that leaves every step of an epoch non-finite still stops
+    it."""
+    base = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
+            "run.deterministic=true", "debug.nonfinite_steps=[3, 10]"]
+    fresh("nf_stop")
+    rc, _, err = train("nf_stop", 2, base + ["checkpoint.every_steps=1"])
+    check(rc == 1, f"stop: exit {rc}, expected 1")
+    one_error_line(err, "training diverged", "not finite by step 4 (epoch 1)")
+    names = [os.path.basename(c) for c in checkpoints("nf_stop")]
+    check(names[-1] == "ckpt-000000000003.h5", f"stop: checkpoints {names}")
+
+    fresh("nf_skip")
+    rc, out, err = train("nf_skip", 2, base + ["train.on_nonfinite=skip_step"])
+    check(rc == 0, f"skip_step: exit {rc}: {err}")
+    check(re.search(r"\b2 of \d+ step\(s\) of this epoch skipped", err + out),
+          f"skip_step: no warning: {err}")
+    with open(os.path.join(run_dir("nf_skip"), "summary.json")) as f:
+        s = json.load(f)
+    check(s["skipped_steps"] == 2, f"skipped_steps {s['skipped_steps']}, expected 2")
+    check(s["train_loss"] is not None and s["loss_scale"] is None,
+          f"train_loss {s['train_loss']}, loss_scale {s['loss_scale']}")
+    check(s["epochs_completed"] == 1, f"epochs_completed {s['epochs_completed']}")
+    # The same run without the poisoned steps trains on them: other parameters.
+    fresh("nf_clean")
+    clean = [a for a in base if not a.startswith("debug.")] + ["train.on_nonfinite=skip_step"]
+    rc, _, err = train("nf_clean", 2, clean)
+    check(rc == 0, f"clean: exit {rc}: {err}")
+    with open(os.path.join(run_dir("nf_clean"), "summary.json")) as f:
+        c = json.load(f)
+    check(c["skipped_steps"] == 0 and c["params_sha256"] != s["params_sha256"],
+          f"clean run: skipped {c['skipped_steps']}, same parameters as the skipping run")
+
+    fresh("nf_all")
+    rc, _, err = train("nf_all", 2, base[:-1] + ["train.on_nonfinite=skip_step",
+                                                 "optimizer.lr=1e20", "train.epochs=3"])
+    check(rc == 1, f"every step skipped: exit {rc}, expected 1")
+    one_error_line(err, "training diverged", "every step of the epoch", "skipped (epoch 2)")
+    with open(os.path.join(run_dir("nf_all"), "summary.json")) as f:
+        a = json.load(f)
+    check(a["epochs_completed"] == 1 and a["train_loss"] is None,
+          f"every step skipped: epochs_completed {a['epochs_completed']}, "
+          f"train_loss {a['train_loss']}")
+    for name in ("nf_stop", "nf_skip", "nf_clean", "nf_all"):
+        shutil.rmtree(run_dir(name), ignore_errors=True)
 
 
 def case_symlink_and_foreign_files():
@@ -162,7 +215,8 @@ def case_signal_during_startup():
 def case_damaged_data_hang_is_bounded():
     """A data file that sends HDF5 1.10 into an endless loop (found by tests/fuzz/: a damaged
     global heap under a string attribute) ends the run through the watchdog, which watches
-    opening the data files: a failure with the phase named, not a job hung until its limit."""
+    opening the data files: a failure with the phase named, not a job hung until its limit.
+    `inspect` of it (both programs) gives up at its --timeout."""
     fresh("hang")
     path = os.path.join("tests", "fuzz", "hdf5", "global-heap-loop.h5")
     t0 = time.time()
@@ -173,6 +227,15 @@ def case_damaged_data_hang_is_bounded():
     check(rc not in (0, 2, 75), f"exit {rc}, expected a failure")
     check(elapsed < 120, f"the watchdog took {elapsed:.0f} s")
     one_error_line(err, "start-up (opening the data files", "distributed.timeout_seconds")
+    # inspect has a deadline of its own (--timeout, 60 s by default).
+    for program in ("hpctrain", "hpctrain-data"):
+        t0 = time.time()
+        p = subprocess.run([os.path.join(ARGS.build, program), "inspect", path, "--timeout", "2"],
+                           capture_output=True, text=True, timeout=120)
+        elapsed = time.time() - t0
+        check(p.returncode == 1, f"{program} inspect: exit {p.returncode}, expected 1")
+        check(elapsed < 60, f"{program} inspect took {elapsed:.0f} s")
+        one_error_line(p.stderr, path, "no answer after 2 s", "--timeout")
 
 
 def case_bounds_refused_at_start():

@@ -158,6 +158,20 @@ TEST(EmuKernels, SgdAndLossScaling) {
   EXPECT_EQ(state[S::kScale], 1024.0f) << "halved once, doubled after 3 good steps";
 }
 
+// A step's loss statistics join the epoch's unless the step was skipped.
+TEST(EmuKernels, MergeLossStats) {
+  CpuBackend cpu_(1, CpuBackend::kDefaultConvChunkBytes, false, DType::kF32);
+  for (const float skip : {0.0f, 1.0f}) {
+    LossStats want{1.5, 2.0, 3.0}, got = want, step{0.25, 1.0, 4.0}, mine = step;
+    cpu_.merge_loss_stats(&want, &step, &skip);
+    kernels::merge_loss_stats(&got, &mine, &skip, kStream);
+    EXPECT_EQ(got.loss_sum, want.loss_sum);
+    EXPECT_EQ(got.correct, want.correct);
+    EXPECT_EQ(got.count, skip != 0.0f ? 3.0 : 7.0);
+    EXPECT_EQ(mine.loss_sum + mine.correct + mine.count, 0.0) << "the step's statistics cleared";
+  }
+}
+
 // Gradient accumulation and scaling of float32 arrays: bit for bit.
 TEST(EmuKernels, AccumulateAndScale) {
   CpuBackend cpu_(1, CpuBackend::kDefaultConvChunkBytes, false, DType::kF32);

@@ -140,8 +140,7 @@ model:
 }
 
 TEST(ConfigLoad, ShippedFashionMnistConfigIsValid) {
-  const fs::path file =
-      fs::path(__FILE__).parent_path() / ".." / ".." / "configs" / "fashion_mnist_mlp.yaml";
+  const fs::path file = fs::path(HT_SOURCE_DIR) / "configs" / "fashion_mnist_mlp.yaml";
   const Config c = load_config(file.string(), {}, catalog());
   EXPECT_EQ(c.run.name, "fashion_mnist_mlp");
   EXPECT_EQ(c.run.seed, 1u);

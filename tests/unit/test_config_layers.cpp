@@ -83,8 +83,7 @@ TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
   EXPECT_TRUE(c.model.hidden.empty());  // the mlp default is dropped
   EXPECT_TRUE(c.model.layers.empty());
   expect_round_trip(c);
-  const fs::path shipped_file =
-      fs::path(__FILE__).parent_path() / ".." / ".." / "configs" / "fashion_mnist_cnn.yaml";
+  const fs::path shipped_file = fs::path(HT_SOURCE_DIR) / "configs" / "fashion_mnist_cnn.yaml";
   const Config shipped = load_config(shipped_file.string(), {}, catalog());
   EXPECT_EQ(shipped.model.preset, "cnn");
   EXPECT_EQ(shipped.train.batch_size, 64);

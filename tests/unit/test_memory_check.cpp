@@ -30,6 +30,16 @@ TEST(MemoryCheck, RefusesWhatTheNodeCannotHoldAndSaysWhy) {
        "data 1.0 GiB", "12.0 GiB available for its 2", "train.batch_size", "data.cache_mb"});
 }
 
+TEST(MemoryCheck, RefusesAModelTheGpuCannotHold) {
+  const int64_t gib = int64_t{1} << 30;
+  check_device_memory_fits("a.yaml", 6.0 * gib, 80 * gib, 4);  // 6 GiB of 20 per rank
+  check_device_memory_fits("a.yaml", 1e15, -1, 1);             // host memory: not checked
+  test::expect_usage_error(
+      [&] { check_device_memory_fits("a.yaml", 30.0 * gib, 80 * gib, 4); },
+      {"a.yaml: the model needs at least 30.0 GiB of GPU memory per rank",
+       "its GPU has 80.0 GiB free for 4 rank(s)", "train.batch_size", "precision bf16"});
+}
+
 TEST(MemoryCheck, ReadsTheAvailableMemory) {
   EXPECT_GT(available_memory_bytes(), 0);  // Linux: /proc/meminfo has MemAvailable
 }

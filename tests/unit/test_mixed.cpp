@@ -332,5 +332,41 @@ TEST(LossScaler, ScalesUnscalesSkipsBacksOffAndGrows) {
   EXPECT_EQ(*other.scale(), 16.0f);
 }
 
+// train.on_nonfinite: skip_step: a fixed scaler leaves the gradients as they are, skips the
+// step whose gradients are not finite, and that step's loss stays out of the epoch's.
+TEST(LossScaler, FixedChecksAndSkipsWithoutScaling) {
+  CpuBackend be(1);
+  LossScaler::Options o;
+  o.fixed = true;
+  LossScaler scaler(be, o);
+  EXPECT_EQ(scaler.scale(), nullptr) << "softmax_xent then scales by 1";
+  OptimizerConfig oc;
+  oc.momentum = 0.0;
+  oc.weight_decay = 0.0;
+  Sgd sgd(be, oc, 2, {{0, 2}});
+  std::vector<float> params = {1, 1};
+  LossStats epoch, step;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::vector<float>> steps = {{2, 4}, {nan, 4}, {2, 4}};
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<float> grads = steps[i];
+    step = {i == 1 ? static_cast<double>(nan) : 0.5, 1.0, 2.0};
+    scaler.unscale(grads.data(), grads.size());
+    if (i != 1) {
+      EXPECT_EQ(grads, steps[i]) << "a scale of 1 leaves gradients as they are";
+    }
+    EXPECT_EQ(*scaler.skip(), i == 1 ? 1.0f : 0.0f);
+    sgd.step(params.data(), grads.data(), 0.25, scaler.skip());
+    be.merge_loss_stats(&epoch, &step, scaler.skip());
+    EXPECT_EQ(step.count, 0.0) << "the step's statistics are cleared";
+    scaler.update();
+  }
+  EXPECT_EQ(params, (std::vector<float>{0.0f, -1.0f})) << "two updates, the NaN step skipped";
+  EXPECT_EQ(epoch.loss_sum, 1.0);
+  EXPECT_EQ(epoch.count, 4.0);
+  EXPECT_EQ(scaler.take_skipped(), 1);
+  EXPECT_EQ(scaler.current_scale(), 1.0f) << "a fixed scale never moves";
+}
+
 }  // namespace
 }  // namespace hpctrain

@@ -102,6 +102,11 @@ class CudaBackend final : public Backend {
   }
   const char* name() const override { return "cuda"; }
   bool host_accessible() const override { return false; }
+  int64_t device_free_bytes() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return -1;
+    return static_cast<int64_t>(free);
+  }
   DType act_type() const override { return options_.act_type; }
   bool channels_last() const override { return options_.channels_last; }
   std::string device_id() const override {
@@ -473,6 +478,10 @@ class CudaBackend final : public Backend {
   void update_loss_scale(float* state, float growth, float backoff, int interval) override {
     kernels::update_loss_scale(state, growth, backoff, interval, stream_);
     done("update_loss_scale");
+  }
+  void merge_loss_stats(LossStats* into, LossStats* step, const float* skip) override {
+    kernels::merge_loss_stats(into, step, skip, stream_);
+    done("merge_loss_stats");
   }
   void scale(float* x, size_t n, float alpha) override {
     kernels::scale(x, n, alpha, stream_);

@@ -1,0 +1,32 @@
+#include "core/deadline.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "core/log.hpp"
+
+namespace hpctrain {
+
+Deadline::Deadline(double seconds, std::string message, int exit_code) {
+  if (seconds <= 0) return;
+  thread_ = std::thread([this, seconds, message = std::move(message), exit_code] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+      return;
+    }
+    log_error(message);
+    _exit(exit_code);
+  });
+}
+
+Deadline::~Deadline() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    done_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace hpctrain
