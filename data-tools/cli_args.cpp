@@ -72,6 +72,18 @@ int64_t int_option(const Args& args, const std::string& name, int64_t fallback, 
   return value;
 }
 
+std::optional<double> parse_number(const std::string& text) {
+  size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return value;
+}
+
 std::vector<std::string> positionals(const Args& args, const std::string& cmd, size_t expected,
                                      const std::string& what) {
   if (args.positional.size() != expected) {

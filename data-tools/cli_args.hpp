@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ std::string require(const Args& args, const std::string& command, const std::str
 // A whole decimal integer in [lo, hi]; anything else names the option.
 int64_t int_option(const Args& args, const std::string& name, int64_t fallback, int64_t lo,
                    int64_t hi);
+// The whole of `text` as a decimal number (std::stod's syntax); nullopt for anything else.
+std::optional<double> parse_number(const std::string& text);
 // Returns the positional arguments, which must be exactly `expected` (`what` says which).
 std::vector<std::string> positionals(const Args& args, const std::string& cmd, size_t expected,
                                      const std::string& what);

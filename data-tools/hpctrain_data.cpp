@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -496,17 +497,11 @@ int cmd_shard(const std::vector<std::string>& argv) {
 // A fraction in [0, 1) for --NAME; anything else names the option.
 double fraction_option(const Args& args, const std::string& name) {
   const std::string text = option_or(args, name, "0");
-  size_t used = 0;
-  double v = -1;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || !(v >= 0 && v < 1)) {
+  const std::optional<double> v = hpctrain::cli::parse_number(text);
+  if (!v || !(*v >= 0 && *v < 1)) {
     throw UsageError("text: --" + name + ": expected a number in [0, 1), got '" + text + "'");
   }
-  return v;
+  return *v;
 }
 
 int cmd_text(const std::vector<std::string>& argv) {

@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/half.hpp"
+#include "data-tools/cli_args.hpp"
 #include "data/dataset_file.hpp"
 #include "h5/h5.hpp"
 
@@ -225,18 +226,12 @@ void inspect_data_file(const std::string& path, std::ostream& out) {
 }
 
 double inspect_timeout(const std::string& value) {
-  size_t used = 0;
-  double seconds = -1.0;
-  try {
-    seconds = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || !(seconds >= 0.0) || seconds > 1e9) {
+  const std::optional<double> seconds = cli::parse_number(value);
+  if (!seconds || !(*seconds >= 0.0) || *seconds > 1e9) {
     throw UsageError("inspect: --timeout: expected seconds >= 0 (0: no limit), got '" + value +
                      "'");
   }
-  return seconds;
+  return *seconds;
 }
 
 std::string inspect_timeout_message(const std::string& path, double seconds) {
