@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -277,12 +278,18 @@ void CpuBackend::unscale_grads(float* grads, size_t n, float* state) {
   const float inv = 1.0f / state[LossScaleState::kScale];
   std::atomic<bool> overflow{false};
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    bool finite = true;
-    for (size_t i = lo; i < hi; ++i) {
-      grads[i] *= inv;
-      finite = finite && std::isfinite(grads[i]);
+    if (inv != 1.0f) {  // a fixed scale (train.on_nonfinite: skip_step) only checks
+      for (size_t i = lo; i < hi; ++i) grads[i] *= inv;
     }
-    if (!finite) overflow.store(true, std::memory_order_relaxed);
+    // All exponent bits set: an infinity or a NaN. An OR over integers vectorises, where
+    // a loop that stops at the first non-finite value does not.
+    uint32_t bad = 0;
+    for (size_t i = lo; i < hi; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, grads + i, sizeof(bits));
+      bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    if (bad != 0) overflow.store(true, std::memory_order_relaxed);
   });
   if (overflow.load()) state[LossScaleState::kFoundInf] = 1.0f;
 }
