@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/crash_note.hpp"
 #include "core/deadline.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
@@ -580,6 +581,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpctrain::install_crash_notes();
   try {
     return run(argc, argv);
   } catch (const hpctrain::UsageError& e) {

@@ -22,6 +22,7 @@
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
 #include "config/config_reference.hpp"
+#include "core/crash_note.hpp"
 #include "core/deadline.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -384,6 +385,7 @@ int dispatch(int* argc, char*** argv) {
 }  // namespace hpctrain
 
 int main(int argc, char** argv) {
+  hpctrain::install_crash_notes();
   try {
     return hpctrain::dispatch(&argc, &argv);
   } catch (const hpctrain::Error& e) {

@@ -204,6 +204,7 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
 }
 
 CheckpointState read_checkpoint_file(const std::string& path) {
+  const CrashNote note(path);
   try {
     Footer footer = Footer::kAbsent;
     H5Handle file = open_checkpoint(path, &footer);
@@ -250,6 +251,7 @@ CheckpointState read_checkpoint_file(const std::string& path) {
 }
 
 bool is_checkpoint_file(const std::string& path) {
+  const CrashNote note(path);
   try {
     open_checkpoint(path);
     return true;

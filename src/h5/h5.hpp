@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/crash_note.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
@@ -34,9 +35,11 @@ class H5Error : public Error {
 // Runs `read`, which reads the file at `path` through HDF5, and gives its result. A failed
 // HDF5 call that the operating system did not cause means the file's contents are damaged
 // or unsupported: bad input, so UsageError naming the file (exit 2); one it did cause (an
-// I/O error) stays an Error (exit 1), also naming the file.
+// I/O error) stays an Error (exit 1), also naming the file. A fatal signal meanwhile (HDF5
+// crashes on some damaged files) names the file too (core/crash_note.hpp).
 template <typename Read>
 auto h5_reading(const std::string& path, Read&& read) -> decltype(read()) {
+  const CrashNote note(path);
   try {
     return read();
   } catch (const H5Error& e) {

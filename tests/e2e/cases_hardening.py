@@ -238,6 +238,21 @@ def case_damaged_data_hang_is_bounded():
         one_error_line(p.stderr, path, "no answer after 2 s", "--timeout")
 
 
+def case_library_crash_names_the_file():
+    """A file on which HDF5 1.10 itself crashes (found by tests/fuzz/: a variable-length
+    string attribute whose global-heap entry is damaged; HDF5's memcpy faults): the process
+    still dies of the signal, but first prints one line naming the file."""
+    path = os.path.join("tests", "fuzz", "hdf5", "vlen-string-crash.h5")
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain"), "inspect", path],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode in (-signal.SIGSEGV, 128 + signal.SIGSEGV),
+          f"exit {p.returncode}: HDF5 no longer crashes on this file? {p.stderr[-500:]}")
+    # UCX (under MPICH) prints its backtrace after it: only the first line is ours.
+    lines = [l for l in p.stderr.splitlines() if l.startswith("error:")]
+    check(len(lines) == 1 and f"fatal signal SIGSEGV while reading {path} (a damaged file" in
+          lines[0], f"error lines: {lines}")
+
+
 def case_bounds_refused_at_start():
     """A model or a prefetch queue that cannot fit in the node's memory, and absurd thread or
     queue counts, are refused at start-up with exit 2 naming what to change, before anything

@@ -1,13 +1,17 @@
 // Core utilities: SHA-256 against FIPS 180-4 vectors, the portable Rng, atomic writes.
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/crash_note.hpp"
 #include "core/crc32c.hpp"
+#include "core/deadline.hpp"
 #include "core/files.hpp"
 #include "core/random.hpp"
 #include "core/sha256.hpp"
@@ -19,6 +23,49 @@ std::string sha_hex(const std::string& s) {
   Sha256 sha;
   sha.update(s.data(), s.size());
   return sha.finish_hex();
+}
+
+// The process still dies of the signal, after one line naming the file the thread was
+// reading; outside a note nothing is added. (The default actions first: libucs, loaded
+// with MPICH, and AddressSanitizer install handlers of their own, which would run next.)
+TEST(CrashNote, NamesTheFileBeingReadAndStillDies) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        signal(SIGSEGV, SIG_DFL);
+        install_crash_notes();
+        const std::string path = "/data/damaged.h5";
+        const CrashNote note(path);
+        raise(SIGSEGV);
+      },
+      ::testing::KilledBySignal(SIGSEGV),
+      "^error: fatal signal SIGSEGV while reading /data/damaged.h5 \\(a damaged file, or a "
+      "bug in the library reading it\\)\n$");
+  EXPECT_EXIT(
+      {
+        signal(SIGBUS, SIG_DFL);
+        install_crash_notes();
+        {
+          const std::string path = "/data/done.h5";
+          const CrashNote note(path);
+        }
+        std::fputs("last words\n", stderr);
+        raise(SIGBUS);
+      },
+      ::testing::KilledBySignal(SIGBUS), "^last words\n$");
+}
+
+// A Deadline that runs out ends the process with its line and code; one that is destroyed
+// in time does nothing.
+TEST(Deadline, EndsTheProcessOnlyWhenTheTimeRunsOut) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  { const Deadline in_time(30.0, "never printed", 3); }
+  EXPECT_EXIT(
+      {
+        const Deadline late(0.05, "inspect: x.h5: no answer", 3);
+        for (;;) pause();
+      },
+      ::testing::ExitedWithCode(3), "inspect: x.h5: no answer");
 }
 
 TEST(Sha256, KnownVectors) {
