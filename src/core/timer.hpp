@@ -4,12 +4,24 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <ctime>
+#include <string>
 
 namespace hpctrain {
 
 inline double now_seconds() {
   using Clock = std::chrono::steady_clock;
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+// The wall-clock time now, UTC, ISO 8601 to the second: 2026-11-26T00:47:00Z.
+inline std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 // CPU seconds (user + system) this process has used, all its threads together.

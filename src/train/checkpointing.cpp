@@ -20,7 +20,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 
 #include "checkpoint/checkpoint_file.hpp"
@@ -30,15 +29,6 @@
 
 namespace hpctrain {
 namespace {
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // First line where two architecture descriptions differ, for the error message.
 std::string first_difference(const std::string& stored, const std::string& current) {

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -189,9 +190,44 @@ std::string summary_to_json(const RunSummary& s) {
     << ",\n";
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << ",\n";
   o << "  \"version\": " << json_string(version()) << ",\n";
-  o << "  \"git_commit\": " << json_string(git_commit()) << "\n";
+  o << "  \"git_commit\": " << json_string(git_commit()) << ",\n";
+  o << "  \"hosts\": [";
+  for (size_t i = 0; i < s.hosts.size(); ++i) o << (i > 0 ? ", " : "") << json_string(s.hosts[i]);
+  o << "],\n";
+  o << "  \"slurm\": ";
+  if (s.slurm.empty()) {
+    o << "null,\n";
+  } else {
+    o << "{";
+    for (size_t i = 0; i < s.slurm.size(); ++i) {
+      const std::string& v = s.slurm[i].second;
+      const bool integer =
+          !v.empty() && v.size() < 18 && v.find_first_not_of("0123456789") == std::string::npos;
+      o << (i > 0 ? ", " : "") << json_string(s.slurm[i].first) << ": "
+        << (integer ? v : json_string(v));
+    }
+    o << "},\n";
+  }
+  o << "  \"start_time\": " << json_string(s.start_time) << ",\n";
+  o << "  \"end_time\": " << json_string(s.end_time) << "\n";
   o << "}\n";
   return o.str();
+}
+
+std::vector<std::pair<std::string, std::string>> slurm_ids() {
+  static const std::pair<const char*, const char*> kKeys[] = {
+      {"SLURM_JOB_ID", "job_id"},
+      {"SLURM_ARRAY_JOB_ID", "array_job_id"},
+      {"SLURM_ARRAY_TASK_ID", "array_task_id"},
+      {"SLURM_RESTART_COUNT", "restart_count"},
+      {"SLURM_JOB_NAME", "job_name"},
+      {"SLURM_CLUSTER_NAME", "cluster"}};
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (const auto& [variable, key] : kKeys) {
+    const char* value = std::getenv(variable);
+    if (value != nullptr && *value != '\0') ids.emplace_back(key, value);
+  }
+  return ids;
 }
 
 }  // namespace hpctrain

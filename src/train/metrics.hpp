@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hpctrain {
@@ -94,7 +95,18 @@ struct RunSummary {
   std::optional<int64_t> skipped_steps;
   std::optional<AsyncReport> async;     // strategy async
   std::optional<EnergySummary> energy;  // energy.interval_ms > 0
+  // Provenance: the job's nodes (each once, in rank order); the Slurm ids of the job
+  // (summary key -> value, only those Slurm set; empty outside Slurm); the run's wall-clock
+  // start and end (utc_now()).
+  std::vector<std::string> hosts;
+  std::vector<std::pair<std::string, std::string>> slurm;
+  std::string start_time, end_time;
 };
+
+// The Slurm ids of this process's job from its environment (SLURM_JOB_ID -> job_id,
+// SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID, SLURM_RESTART_COUNT, SLURM_JOB_NAME,
+// SLURM_CLUSTER_NAME), those that are set.
+std::vector<std::pair<std::string, std::string>> slurm_ids();
 
 std::string summary_to_json(const RunSummary& s);
 // x with enough digits to round-trip, or null when it is NaN or infinite.

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -41,6 +42,23 @@ namespace {
 
 // Steps of each epoch whose forward and backward balance auto times.
 constexpr int64_t kMeasuredSteps = 20;
+
+// The job's node names on rank 0, each once, in rank order (empty elsewhere). Collective.
+std::vector<std::string> job_hosts(MPI_Comm comm, int rank, int size) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  HT_CHECK_MPI(MPI_Get_processor_name(name, &length));
+  std::vector<char> all(rank == 0 ? static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME : 0);
+  HT_CHECK_MPI(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                          MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, comm));
+  std::vector<std::string> hosts;
+  for (size_t r = 0; rank == 0 && r < static_cast<size_t>(size); ++r) {
+    const char* h = all.data() + r * MPI_MAX_PROCESSOR_NAME;
+    std::string host(h, strnlen(h, MPI_MAX_PROCESSOR_NAME));
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+  }
+  return hosts;
+}
 
 }  // namespace
 
@@ -237,6 +255,7 @@ void Trainer::connect() {
 
 int Trainer::run() {
   const double run_t0 = now_seconds();
+  const std::string start_time = utc_now();
   connect();
   install_stop_signals();
   exchange_->start();
@@ -403,6 +422,13 @@ int Trainer::run() {
   summary.params_sha256 = model_->params_sha256();
   if (config_.train.step_timing && !async_) summary.step_phases_s = phase_totals_;
   if (async_) summary.async = async_report(total_samples);
+  {
+    WatchdogScope w(*watchdog_, "gathering the host names", global_step_);
+    summary.hosts = job_hosts(comm_->get(), rank_, world_size_);
+  }
+  summary.slurm = slurm_ids();
+  summary.start_time = start_time;
+  summary.end_time = utc_now();
   summary.time_total_s = now_seconds() - run_t0;
   if (rank_ == 0) write_summary(summary);
   if (diverged) {

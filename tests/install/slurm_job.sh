@@ -35,10 +35,12 @@ cat job.out
 [[ "$state" == COMPLETED ]] || fail "job $job ended $state"
 grep -q "^== job $job restart 0 .* with $b/bin/hpctrain$" job.out ||
   fail "the job did not run the installed hpctrain from PATH"
-/usr/bin/python3 - <<'PY' || fail "summary.json of the job's run"
-import json
+JOB=$job /usr/bin/python3 - <<'PY' || fail "summary.json of the job's run"
+import json, os
 s = json.load(open("runs/fashion_mnist_mlp/summary.json"))
 assert s["world_size"] == 2 and s["epochs_completed"] == 1, s
+assert s["slurm"] and s["slurm"]["job_id"] == int(os.environ["JOB"]), s["slurm"]
+assert s["slurm"].get("restart_count", 0) == 0 and s["git_commit"] and s["hosts"], s
 print("trained under Slurm: 2 ranks, test accuracy", s["test_accuracy"])
 PY
 echo PASS

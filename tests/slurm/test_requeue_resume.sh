@@ -141,6 +141,11 @@ if resumed.get("world_size") != 2:
 for name, s in (("resumed", resumed), ("reference", ref)):
     if s.get("epochs_completed") != epochs:
         errors.append(f"{name} run: epochs_completed {s.get('epochs_completed')}, expected {epochs}")
+slurm = resumed.get("slurm") or {}
+if slurm.get("restart_count") != 1 or not slurm.get("job_id"):
+    errors.append(f"resumed run: summary.json slurm {slurm}, expected the job id and restart_count 1")
+if ref.get("slurm") is not None:
+    errors.append(f"reference run (no Slurm): summary.json slurm {ref.get('slurm')}, expected null")
 if resumed.get("params_sha256") != ref.get("params_sha256"):
     errors.append(f"params_sha256 differs: resumed {resumed.get('params_sha256')} vs uninterrupted {ref.get('params_sha256')}")
 for e in errors:
