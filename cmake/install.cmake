@@ -5,7 +5,7 @@
 #   share/hpctrain/python/hpctrain_tools/  hpctrain study | plot | scaling
 #   share/hpctrain/configs/                example configs (hpctrain init copies from here)
 #   share/hpctrain/jobs/                   Slurm and mpiexec job scripts
-#   share/doc/hpctrain/                    README.md and docs/
+#   share/doc/hpctrain/                    README.md, LICENSE and docs/
 #   modulefiles/hpctrain/<version>         environment module (Tcl; Lmod reads it too)
 # The layout is fixed (not GNUInstallDirs' variables): the programs look for
 # share/hpctrain in the folder above bin/.
@@ -36,7 +36,8 @@ install(FILES ${HT_PYTHON_TOOLS} DESTINATION share/hpctrain/python/hpctrain_tool
 install(FILES ${HT_CONFIGS} DESTINATION share/hpctrain/configs)
 # Job scripts keep their mode (the .sh and .sbatch files are executable, the rest not).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/jobs/ DESTINATION share/hpctrain/jobs USE_SOURCE_PERMISSIONS)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${HT_DOCS} DESTINATION share/doc/hpctrain)
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE ${HT_DOCS}
+        DESTINATION share/doc/hpctrain)
 
 # The module file finds the prefix from its own path (modulefiles/hpctrain/<version>), so
 # it too survives a move. Not in the Debian package (component "modulefile"): there the
