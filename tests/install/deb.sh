@@ -35,7 +35,10 @@ for dep in libmpich12 libhdf5 libyaml-cpp libopenblas0 mpich python3-matplotlib 
 done
 if [[ $package == hpctrain-cuda ]]; then
   [[ "$(dpkg-deb -f "$deb" Provides)" == hpctrain ]] || fail "hpctrain-cuda must provide hpctrain"
-  dpkg-deb -f "$deb" Description | grep -q "cuDNN" || fail "hpctrain-cuda's description must name the CUDA libraries"
+  # Not `dpkg-deb | grep -q`: grep stops reading at its match, and under pipefail dpkg-deb's
+  # SIGPIPE would fail the test.
+  description=$(dpkg-deb -f "$deb" Description)
+  grep -q "cuDNN" <<<"$description" || fail "hpctrain-cuda's description must name the CUDA libraries"
 fi
 contents=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 for f in usr/bin/hpctrain usr/bin/hpctrain-data usr/share/hpctrain/jobs/train_single_node.sbatch; do

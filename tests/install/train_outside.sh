@@ -18,7 +18,7 @@ cd "$work"
 
 "$b/bin/hpctrain" --version | tee version.txt
 grep -Eq "^hpctrain [0-9.]+ \(commit [0-9a-f]{12}|unknown" version.txt || fail "--version names no commit"
-"$b/bin/hpctrain-data" --version | grep -q "^hpctrain-data " || fail "hpctrain-data --version"
+[[ "$("$b/bin/hpctrain-data" --version)" == "hpctrain-data "* ]] || fail "hpctrain-data --version"
 
 echo "== hpctrain-data fashion-mnist"
 "$b/bin/hpctrain-data" fashion-mnist --out data/fashion-mnist
