@@ -276,7 +276,12 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
         << "\n";
     for (const char* key :
          {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
-      out << "  " << key << ": " << read_int(root, key) << "\n";
+      const int64_t value = read_int(root, key);
+      out << "  " << key << ": " << value;
+      // The attribute counts from 0; the programs' messages (eval, resume, progress) say
+      // the 1-based epoch the next step belongs to.
+      if (std::string(key) == "epoch") out << " (epoch " << value + 1 << " in messages)";
+      out << "\n";
     }
     out << "  strategy: " << read_string(root, "strategy") << "\n";
     out << "  created: " << read_string(root, "created") << "\n";
