@@ -11,8 +11,10 @@ class Progress {
   Progress(bool enabled, double interval_seconds);
   // Cheap to call every step: prints only when the interval has passed.
   bool due(double now) const { return enabled_ && now >= next_; }
+  // `eta_seconds`: the training steps left in the run at the epoch's rate so far (negative:
+  // not known); validation and test come on top.
   void print(int epoch, int epochs, int64_t step, int64_t steps, double loss, double accuracy,
-             double samples_per_second, double now);
+             double samples_per_second, double eta_seconds, double now);
 
  private:
   bool enabled_;

@@ -169,9 +169,13 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       LossStats s;
       backend_->copy_to_host(&s, stats_.data(), sizeof(s));
       const double now = now_seconds();
+      const double done = static_cast<double>(step + 1 - first_step);
+      const double left = static_cast<double>(steps_per_epoch_ - step - 1 +
+                                              static_cast<int64_t>(config_.train.epochs - epoch) *
+                                                  steps_per_epoch_);
       progress.print(epoch, config_.train.epochs, step + 1, steps_per_epoch_, s.loss_sum / s.count,
-                     s.correct / s.count,
-                     static_cast<double>((step + 1 - first_step) * global_batch) / (now - t0), now);
+                     s.correct / s.count, done * static_cast<double>(global_batch) / (now - t0),
+                     (now - t0) / done * left, now);
     }
   }
   backend_->synchronize();

@@ -41,9 +41,13 @@ double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double
       backend_->copy_to_host(&s, stats_.data(), sizeof(s));
       const int64_t step = *batch - epoch_begin + 1;
       const int64_t done = *batch + 1 - begin;
+      const double elapsed = now_seconds() - t0;
+      const double left = static_cast<double>(steps_per_epoch_ - step +
+                                              static_cast<int64_t>(config_.train.epochs - epoch) *
+                                                  steps_per_epoch_);
       progress.print(epoch, config_.train.epochs, step, steps_per_epoch_, s.loss_sum / s.count,
-                     s.correct / s.count,
-                     static_cast<double>(done * plan_.batch[rank_]) / (now_seconds() - t0), t);
+                     s.correct / s.count, static_cast<double>(done * plan_.batch[rank_]) / elapsed,
+                     elapsed / static_cast<double>(done) * left, t);
     }
   }
   const double t = now_seconds();
