@@ -61,9 +61,12 @@ def case_full_disk_checkpoints_inner():
     name = "full_disk_checkpoints"
     disk = os.path.join(run_dir(name), "disk")
     run = os.path.join(disk, "run")
+    # Rank 0's steps are stretched (to about 1 ms), so that the run is still going when the
+    # disk fills after its first checkpoint: unstretched, its 234 steps took 0.07 s and could
+    # end before the filler did.
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", f"run.dir={run}",
-            "model.hidden=[8]", "train.epochs=3", "checkpoint.every_steps=20",
-            "checkpoint.keep=2"]
+            "model.hidden=[8]", "train.epochs=10", "checkpoint.every_steps=20",
+            "checkpoint.keep=2", "debug.slow_rank.rank=0", "debug.slow_rank.factor=10"]
     cmd = train_cmd(name, 2, sets)
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
