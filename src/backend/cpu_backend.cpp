@@ -277,17 +277,23 @@ void CpuBackend::accumulate(float* sum, const float* x, size_t n) {
 void CpuBackend::unscale_grads(float* grads, size_t n, float* state) {
   const float inv = 1.0f / state[LossScaleState::kScale];
   std::atomic<bool> overflow{false};
+  // All exponent bits set: an infinity or a NaN. An OR over integers vectorises, where a
+  // loop that stops at the first non-finite value does not.
+  const auto nonfinite = [](float g) {
+    uint32_t bits;
+    std::memcpy(&bits, &g, sizeof(bits));
+    return static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  };
   parallel(n, kElementGrain, [&](size_t lo, size_t hi) {
-    if (inv != 1.0f) {  // a fixed scale (train.on_nonfinite: skip_step) only checks
-      for (size_t i = lo; i < hi; ++i) grads[i] *= inv;
-    }
-    // All exponent bits set: an infinity or a NaN. An OR over integers vectorises, where
-    // a loop that stops at the first non-finite value does not.
     uint32_t bad = 0;
-    for (size_t i = lo; i < hi; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, grads + i, sizeof(bits));
-      bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    if (inv != 1.0f) {
+      for (size_t i = lo; i < hi; ++i) {
+        const float g = grads[i] * inv;
+        grads[i] = g;
+        bad |= nonfinite(g);
+      }
+    } else {  // a fixed scale (train.on_nonfinite: skip_step) only reads
+      for (size_t i = lo; i < hi; ++i) bad |= nonfinite(grads[i]);
     }
     if (bad != 0) overflow.store(true, std::memory_order_relaxed);
   });

@@ -199,8 +199,10 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   // same on every rank).
   if (!std::isfinite(sums[0])) end = EpochEnd::kDiverged;
   m.epoch = epoch;
-  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
+  // No sample counted (skip_step left out every step): no loss to report, null in the files.
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : none;
+  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : none;
   m.lr = lr;
   m.time_train_s = times[0];
   m.data_wait_s = times[1];
@@ -319,7 +321,6 @@ int Trainer::run() {
         // Every update was left out: the parameters no longer give finite gradients.
         diverged = true;
         divergence_ = "every step of the epoch had gradients that were not finite and was skipped";
-        m.train_loss = m.train_accuracy = std::numeric_limits<double>::quiet_NaN();
       }
     }
     if (ended == EpochEnd::kStopped) {

@@ -133,7 +133,8 @@ void Trainer::prepare() {
                 : plan_for_run(config_, shape.n, config_.data.train,
                                balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
-  if (async && config_.train.on_nonfinite == "skip_step") {
+  skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
+  if (async && skip_nonfinite_) {
     throw UsageError(config_.source_file +
                      ": train.on_nonfinite: skip_step is not available with distributed.strategy "
                      "async (the workers' gradients go to the servers unchecked); use stop");
@@ -193,7 +194,6 @@ void Trainer::prepare() {
     }
   }
   optimizer_ = make_optimizer(*backend_, config_.optimizer, model_->param_count(), updated);
-  skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
   if (config_.precision == Precision::kFp16) {
     LossScaler::Options o;
     o.initial_scale = static_cast<float>(config_.train.loss_scale.initial);
