@@ -46,7 +46,7 @@ def run(args, ranks, sets, work, name):
         rates = [float(r["samples_per_second"]) for r in csv.DictReader(f)]
     with open(os.path.join(run_dir, "summary.json")) as f:
         summary = json.load(f)
-    balance = [l for l in p.stdout.splitlines() if l.startswith("balance")]
+    balance = [l for l in p.stdout.splitlines() if " balance " in f" {l}"]
     return {"epoch_samples_per_second": rates, "steady": statistics.median(rates[2:]),
             "rank_batches": summary["rank_batches"], "balance_log": balance,
             "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"],

@@ -10,16 +10,18 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
+#include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_store.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/text_tokens.hpp"
 #include "data/dataset_file.hpp"
 #include "nn/model.hpp"
-#include "train/catalog.hpp"
 #include "train/model_data.hpp"
 #include "train/transfer.hpp"
 
@@ -27,17 +29,20 @@ namespace hpctrain {
 namespace {
 
 constexpr const char* kGenerateUsage =
-    "usage: hpctrain generate CONFIG.yaml --checkpoint PATH --prompt TEXT [--length N]\n"
+    "usage: hpctrain generate TARGET --prompt TEXT [--length N] [--checkpoint PATH]\n"
     "                         [--temperature T] [--seed S] [--set key.path=value]...\n"
     "\n"
-    "Prints TEXT and N (default 200) tokens sampled from the language model that CONFIG.yaml\n"
-    "trains (data.train: a next-token file with a vocabulary), with the parameters of the\n"
-    "checkpoint PATH. Each token is drawn from softmax(logits / T) (default 1; 0: always\n"
+    "Prints TEXT and N (default 200) tokens sampled from a language model (data.train: a\n"
+    "next-token file with a vocabulary). TARGET is a run directory (its config.yaml and\n"
+    "newest valid checkpoint), a checkpoint (with the config stored in it) or a config (the\n"
+    "newest valid checkpoint in its checkpoint.dir); --checkpoint PATH takes that\n"
+    "checkpoint's parameters instead. Each token is drawn from softmax(logits / T) (default 1; 0: "
+    "always\n"
     "the most likely), from random stream S (default 1): the same arguments print the same\n"
     "text. Runs on one CPU core, without MPI.\n";
 
 struct Options {
-  std::string config, checkpoint, prompt;
+  std::string target, checkpoint, prompt;
   std::vector<std::string> overrides;
   int64_t length = 200;
   double temperature = 1.0;
@@ -85,14 +90,14 @@ Options parse(const std::vector<std::string>& args) {
       o.seed = static_cast<uint64_t>(v);
     } else if (a.rfind("--", 0) == 0) {
       throw UsageError("generate: unknown or incomplete option '" + a + "' (see --help)");
-    } else if (o.config.empty()) {
-      o.config = a;
+    } else if (o.target.empty()) {
+      o.target = a;
     } else {
-      throw UsageError("generate: more than one config file given");
+      throw UsageError("generate: more than one run directory, checkpoint or config given");
     }
   }
-  if (o.config.empty() || o.checkpoint.empty() || !o.has_prompt) {
-    throw UsageError("generate: expected CONFIG.yaml --checkpoint PATH --prompt TEXT (see --help)");
+  if (o.target.empty() || !o.has_prompt) {
+    throw UsageError("generate: expected TARGET --prompt TEXT (see --help)");
   }
   if (o.prompt.empty()) throw UsageError("generate: --prompt: empty (give at least one token)");
   return o;
@@ -152,7 +157,17 @@ int cmd_generate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const Options o = parse(args);
-  const Config config = load_config(o.config, o.overrides, catalog());
+  const ModelTarget target = resolve_model_target(o.target, o.checkpoint, o.overrides);
+  const Config& config = target.config;
+  std::string checkpoint = target.checkpoint;
+  if (checkpoint == "auto") {
+    const std::optional<LoadedCheckpoint> newest = load_newest_valid(config.checkpoint.dir);
+    if (!newest) {
+      throw UsageError("generate: no valid checkpoint in " + config.checkpoint.dir +
+                       " (checkpoint.dir of " + config.source_file + ")");
+    }
+    checkpoint = newest->path;
+  }
   const DatasetFile data(config.data.train);
   const DatasetShape& shape = data.shape();
   if (shape.labels_per_sample <= 1) {
@@ -169,13 +184,14 @@ int cmd_generate(const std::vector<std::string>& args) {
 
   CpuBackend backend(1);
   const Dims dims = {shape.c, shape.h, shape.w};
-  Model model(backend, build_layers(config.model, model_data(shape), dims, o.config), dims, 1);
-  const CheckpointState stored = read_checkpoint_file(o.checkpoint);
+  Model model(backend, build_layers(config.model, model_data(shape), dims, config.source_file),
+              dims, 1);
+  const CheckpointState stored = read_checkpoint_file(checkpoint);
   if (stored.architecture != model.architecture()) {
-    throw UsageError(o.checkpoint + ": its model is not the one " + o.config +
+    throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
                      " builds (compare hpctrain inspect of both)");
   }
-  load_initial_params(o.checkpoint, model);
+  load_initial_params(checkpoint, model);
 
   const int64_t steps = shape.w, vocab = shape.num_classes;
   const bool words = shape.level == "word";

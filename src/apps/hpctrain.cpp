@@ -13,6 +13,7 @@
 #include "apps/bench_allreduce.hpp"
 #include "apps/generate.hpp"
 #include "apps/init.hpp"
+#include "apps/model_target.hpp"
 #include "apps/python_tools.hpp"
 #include "backend/blas_kernels.hpp"
 #include "backend/cpu_backend.hpp"
@@ -47,7 +48,7 @@ constexpr const char* kUsage =
     "commands:\n"
     "  train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
     "                                                train a model (run under mpirun/srun)\n"
-    "  eval CONFIG.yaml --checkpoint PATH            evaluate a checkpoint (val and test sets)\n"
+    "  eval RUN_DIR|CHECKPOINT.h5|CONFIG.yaml        evaluate the trained model (val and test)\n"
     "  generate CONFIG.yaml --checkpoint PATH --prompt TEXT [--length N]\n"
     "                                                text from a language model\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
@@ -232,18 +233,22 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
 }
 
 constexpr const char* kEvalUsage =
-    "usage: hpctrain eval CONFIG.yaml --checkpoint PATH [--set key.path=value]...\n"
+    "usage: hpctrain eval TARGET [--checkpoint PATH] [--set key.path=value]...\n"
     "\n"
-    "Loads the checkpoint into the model CONFIG.yaml describes and evaluates it on\n"
-    "data.val and data.test across all ranks; prints loss and accuracy and writes\n"
-    "run.dir/eval.json.\n";
+    "Evaluates a trained model on data.val and data.test across all ranks; prints loss and\n"
+    "accuracy and writes run.dir/eval.json. TARGET is one of\n"
+    "  RUN_DIR        a run directory: its config.yaml and its newest valid checkpoint\n"
+    "                 (training always checkpoints its final state there);\n"
+    "  CHECKPOINT.h5  a checkpoint, with the config stored in it;\n"
+    "  CONFIG.yaml    a config: the newest valid checkpoint in its checkpoint.dir.\n"
+    "--checkpoint PATH evaluates that checkpoint instead.\n";
 
 int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << kEvalUsage;
     return kExitOk;
   }
-  std::string config_path, checkpoint;
+  std::string target, checkpoint;
   std::vector<std::string> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
@@ -253,19 +258,26 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
       checkpoint = args[++i];
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("eval: unknown or incomplete option '" + args[i] + "' (see --help)");
-    } else if (config_path.empty()) {
-      config_path = args[i];
+    } else if (target.empty()) {
+      target = args[i];
     } else {
-      throw UsageError("eval: more than one config file given");
+      throw UsageError("eval: more than one run directory, checkpoint or config given");
     }
   }
-  if (config_path.empty() || checkpoint.empty()) {
-    throw UsageError("eval: expected CONFIG.yaml --checkpoint PATH (see --help)");
+  if (target.empty()) {
+    throw UsageError("eval: expected a run directory, a checkpoint or a config (see --help)");
   }
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
+  std::string resume = checkpoint.empty() ? "auto" : checkpoint;
   const int code = set_up_trainer(
-      env, [&] { return load_config(config_path, overrides, catalog()); }, checkpoint, trainer);
+      env,
+      [&] {
+        ModelTarget t = resolve_model_target(target, checkpoint, overrides);
+        resume = t.checkpoint;
+        return std::move(t.config);
+      },
+      resume, trainer);
   if (code != 0) return code;
   try {
     return trainer->evaluate_checkpoint();

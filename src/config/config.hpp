@@ -82,6 +82,9 @@ struct Config : ConfigKeys {
 // override).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
                    const Catalog& catalog);
+// The same from YAML text (the config a checkpoint stores); errors name `source`.
+Config load_config_text(const std::string& yaml, const std::string& source,
+                        const std::vector<std::string>& overrides, const Catalog& catalog);
 
 // The resolved config as YAML (every key that applies, defaults included); loads back to an
 // equal Config.

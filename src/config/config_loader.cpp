@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -31,29 +32,31 @@ std::string line_of(const std::string& file, const YAML::Mark& mark) {
   return mark.is_null() || mark.line < 0 ? file : file + ":" + std::to_string(mark.line + 1);
 }
 
-// The file's top-level map; every way of not getting one is a UsageError naming the file.
-YAML::Node load_root(const std::string& path) {
+// The document's top-level map; every way of not getting one is a UsageError naming
+// `source` (the file, or where the text came from). `text`: the YAML itself, else read from
+// the file `source`.
+YAML::Node load_root(const std::string& source, const std::optional<std::string>& text) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw UsageError(path + ": cannot open config file (it is a directory)");
+  if (!text && std::filesystem::is_directory(source, ec)) {
+    throw UsageError(source + ": cannot open config file (it is a directory)");
   }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    root = text ? YAML::Load(*text) : YAML::LoadFile(source);
   } catch (const YAML::BadFile&) {
-    throw UsageError(path + ": cannot open config file");
+    throw UsageError(source + ": cannot open config file");
   } catch (const YAML::ParserException& e) {
-    throw UsageError(line_of(path, e.mark) + ": YAML syntax error: " + e.msg);
+    throw UsageError(line_of(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
-    throw UsageError(line_of(path, e.mark) + ": YAML error: " + e.msg);
+    throw UsageError(line_of(source, e.mark) + ": YAML error: " + e.msg);
   }
   if (root.IsNull()) {
-    throw UsageError(path +
+    throw UsageError(source +
                      ": config file is empty; expected a map of sections (run, device, data, "
                      "model, optimizer, train, distributed)");
   }
   if (!root.IsMap()) {
-    throw UsageError(line_of(path, root.Mark()) +
+    throw UsageError(line_of(source, root.Mark()) +
                      ": expected a map of sections at the top level, got " +
                      config_reader::describe(root));
   }
@@ -257,22 +260,32 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
   if (config.checkpoint.dir.empty()) config.checkpoint.dir = config.run.dir + "/checkpoints";
 }
 
-}  // namespace
-
-Config load_config(const std::string& path, const std::vector<std::string>& overrides,
-                   const Catalog& catalog) {
-  YAML::Node root = load_root(path);
-  Origins origins(path);
+Config load_config_from(const std::string& source, const std::optional<std::string>& text,
+                        const std::vector<std::string>& overrides, const Catalog& catalog) {
+  YAML::Node root = load_root(source, text);
+  Origins origins(source);
   const KeyNames names(catalog);
   for (const std::string& o : overrides) apply_override(origins, names, root, o);
 
   Config config;
-  config.source_file = path;
+  config.source_file = source;
   const Section top(origins, names, Value{"", root, root.Mark()}, "");
   read_section({origins, catalog, names}, config_schema::root_section(), top,
                static_cast<ConfigKeys*>(&config));
   check_across_keys(origins, catalog, top, config);
   return config;
+}
+
+}  // namespace
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   const Catalog& catalog) {
+  return load_config_from(path, std::nullopt, overrides, catalog);
+}
+
+Config load_config_text(const std::string& yaml, const std::string& source,
+                        const std::vector<std::string>& overrides, const Catalog& catalog) {
+  return load_config_from(source, yaml, overrides, catalog);
 }
 
 }  // namespace hpctrain

@@ -1,8 +1,10 @@
-// Line-at-a-time logging with rank prefixes.
+// Line-at-a-time logging with rank prefixes and, for training, UTC timestamps.
 #include "core/log.hpp"
 
 #include <cstdio>
 #include <mutex>
+
+#include "core/timer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -10,13 +12,18 @@ namespace {
 std::mutex g_mutex;
 int g_rank = 0;
 int g_world_size = 1;
+bool g_timestamps = false;
+
+// Under g_mutex.
+std::string stamp() { return g_timestamps ? utc_now() + " " : std::string(); }
 
 void write_line(std::FILE* stream, const char* level, const std::string& message) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  const std::string time = stamp();
   if (g_world_size > 1) {
-    std::fprintf(stream, "[rank %d] %s%s\n", g_rank, level, message.c_str());
+    std::fprintf(stream, "%s[rank %d] %s%s\n", time.c_str(), g_rank, level, message.c_str());
   } else {
-    std::fprintf(stream, "%s%s\n", level, message.c_str());
+    std::fprintf(stream, "%s%s%s\n", time.c_str(), level, message.c_str());
   }
   std::fflush(stream);
 }
@@ -29,6 +36,11 @@ void set_log_rank(int rank, int world_size) {
   g_world_size = world_size;
 }
 
+void set_log_timestamps(bool on) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_timestamps = on;
+}
+
 int log_rank() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_rank;
@@ -37,7 +49,7 @@ int log_rank() {
 void log_info(const std::string& message) {
   if (log_rank() != 0) return;
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stdout, "%s\n", message.c_str());
+  std::fprintf(stdout, "%s%s\n", stamp().c_str(), message.c_str());
   std::fflush(stdout);
 }
 

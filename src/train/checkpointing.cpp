@@ -93,7 +93,6 @@ bool TrainingCheckpoints::enabled() const {
 }
 
 void TrainingCheckpoints::check_directory() const {
-  if (!enabled()) return;
   const std::string& dir = config_.checkpoint.dir;
   const std::string key = config_.source_file + ": checkpoint.dir: " + dir;
   std::error_code ec;
@@ -112,7 +111,9 @@ void TrainingCheckpoints::check_directory() const {
   for (const OptimizerSlot& slot : slots_) {
     floats += static_cast<double>(slot.size) * (slot.per_parameter ? copies : 1.0);
   }
-  const double count = config_.checkpoint.keep + 1.0;
+  // Without a cadence only the final checkpoint (or a stop's) is written: it and the one
+  // it replaces.
+  const double count = enabled() ? config_.checkpoint.keep + 1.0 : 2.0;
   const double need = floats * sizeof(float) * count;
   const std::filesystem::space_info space = std::filesystem::space(dir, ec);
   if (!ec && static_cast<double>(space.available) < need) {
@@ -279,9 +280,12 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   start_step_ = h.epoch * steps_per_epoch_ + step_in_epoch;
   last_saved_step_ = start_step_;
   if (rank_ == 0) {
-    log_info("loaded checkpoint " + resume_->path + " (step " + std::to_string(h.step) +
-             ", epoch " + std::to_string(h.epoch + 1) + ", written by " +
-             std::to_string(h.world_size) + " rank(s))");
+    // Epochs counted from 1, as in the log and metrics.csv.
+    const std::string where = h.step_in_epoch == 0 ? "end of epoch " + std::to_string(h.epoch)
+                                                   : "step " + std::to_string(h.step_in_epoch) +
+                                                         " of epoch " + std::to_string(h.epoch + 1);
+    log_info("loaded checkpoint " + resume_->path + " (step " + std::to_string(h.step) + ", " +
+             where + ", written by " + std::to_string(h.world_size) + " rank(s))");
     resume_.reset();
   }
   return h.step;

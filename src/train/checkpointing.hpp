@@ -53,9 +53,11 @@ class TrainingCheckpoints {
   // The global step training continues from (0 for a fresh start).
   int64_t start_step() const { return start_step_; }
 
+  // Whether a cadence asks for checkpoints during training (the final state and a stop's
+  // are checkpointed either way).
   bool enabled() const;
-  // Rank 0 at start-up, when checkpoints are on: checkpoint.dir can be created and written
-  // to and has room for checkpoint.keep + 1 checkpoints (those kept and one being written);
+  // Rank 0 at start-up: checkpoint.dir can be created and written to and has room for
+  // checkpoint.keep + 1 checkpoints (those kept and one being written; 2 without a cadence);
   // throws UsageError naming the key and what is wrong, so a run does not find out at its
   // first checkpoint.
   void check_directory() const;

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/version.hpp"
 
 namespace hpctrain {
@@ -58,15 +60,33 @@ std::string json_string(const std::string& s) {
 
 std::string json_number(double x) { return num(x); }
 
-MetricsCsv::MetricsCsv(const std::string& path, bool append) : path_(path) {
+MetricsCsv::MetricsCsv(const std::string& path, std::optional<int> completed_epochs) : path_(path) {
+  std::string kept =
+      "epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
+      "samples_per_second,data_wait_s,comm_s\n";
   std::ifstream existing(path);
-  const bool has_rows = append && existing.good();
-  out_.open(path, has_rows ? std::ios::app : std::ios::trunc);
-  if (!out_) throw Error(path + ": cannot create metrics file");
-  if (has_rows) return;
-  out_ << "epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
-          "samples_per_second,data_wait_s,comm_s\n";
-  out_.flush();
+  if (completed_epochs && existing) {
+    // Rows are whole lines written at epoch ends; a torn last line (no newline) is dropped.
+    std::string line, text((std::istreambuf_iterator<char>(existing)), {});
+    std::istringstream lines(text);
+    bool header = true;
+    while (std::getline(lines, line)) {
+      if (lines.eof()) break;  // the last line had no newline
+      if (header) {
+        header = false;
+        continue;
+      }
+      char* end = nullptr;
+      const long epoch = std::strtol(line.c_str(), &end, 10);
+      if (end != line.c_str() && *end == ',' && epoch >= 1 && epoch <= *completed_epochs) {
+        kept += line + '\n';
+      }
+    }
+  }
+  existing.close();
+  write_file_atomic(path, kept);
+  out_.open(path, std::ios::app);
+  if (!out_) throw Error(path + ": cannot open metrics file for appending");
 }
 
 void MetricsCsv::append(const EpochMetrics& m) {

@@ -25,8 +25,10 @@ struct EpochMetrics {
 
 class MetricsCsv {
  public:
-  // Starts a new file with a header, or appends rows to an existing one (resume).
-  MetricsCsv(const std::string& path, bool append);
+  // Starts a new file with a header; or, resuming after `completed_epochs` whole epochs,
+  // keeps the existing file's rows of those epochs only (a run killed after writing later
+  // rows repeats those epochs) and appends after them.
+  MetricsCsv(const std::string& path, std::optional<int> completed_epochs);
   void append(const EpochMetrics& m);  // one row, flushed
 
  private:

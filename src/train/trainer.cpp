@@ -275,14 +275,16 @@ int Trainer::run() {
     WatchdogScope w(*watchdog_, "start-up (resume and data loading)", 0);
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
+    if (already_complete()) return kExitOk;
     if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
       if (rank_ == 0) checkpoints_->check_directory();
       create_loaders(global_step_, /*training=*/true);
       if (rank_ == 0) {
         write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
-        metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv",
-                                                    /*append=*/summary.resumed_from.has_value());
+        std::optional<int> completed;
+        if (summary.resumed_from) completed = static_cast<int>(global_step_ / steps_per_epoch_);
+        metrics_csv_ = std::make_unique<MetricsCsv>(config_.run.dir + "/metrics.csv", completed);
       }
     });
   }
@@ -381,9 +383,9 @@ int Trainer::run() {
     if (!diverged) summary.epochs_completed = epoch;
   }
   summary.energy = finish_energy(total_samples);
-  // 4. The final state is checkpointed too when checkpoints are on (for eval
-  //    and model.init_from); then the test phase.
-  if (checkpoints_->enabled() && !diverged && checkpoints_->last_saved_step() != global_step_) {
+  // 4. The final state is always checkpointed (for eval, export, model.init_from and
+  //    already_complete()); then the test phase.
+  if (!diverged && checkpoints_->last_saved_step() != global_step_) {
     save_checkpoint(/*wait=*/false);
   }
   if (test_loader_ && !diverged) {
@@ -461,7 +463,10 @@ int Trainer::evaluate_checkpoint() {
     WatchdogScope w(*watchdog_, "start-up (checkpoint and data loading)", 0);
     step = checkpoints_->restore(*comm_);
     code = run_and_agree(comm_->get(), [&] {
-      if (!step) throw UsageError("eval: no checkpoint to evaluate");
+      if (!step) {
+        throw UsageError("eval: no valid checkpoint in " + config_.checkpoint.dir +
+                         " (checkpoint.dir of " + config_.source_file + ")");
+      }
       create_loaders(checkpoints_->start_step(), /*training=*/false);
     });
   }
@@ -481,6 +486,24 @@ int Trainer::evaluate_checkpoint() {
   json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
   if (rank_ == 0) write_file_atomic(config_.run.dir + "/eval.json", json);
   return kExitOk;
+}
+
+bool Trainer::already_complete() {
+  const int64_t total = static_cast<int64_t>(config_.train.epochs) * steps_per_epoch_;
+  const std::string summary_path = config_.run.dir + "/summary.json";
+  int complete = 0;
+  if (rank_ == 0) {
+    std::error_code ec;
+    complete = global_step_ >= total && std::filesystem::exists(summary_path, ec) ? 1 : 0;
+  }
+  comm_->broadcast(&complete, sizeof(complete), 0);
+  if (complete == 0) return false;
+  log_info("the run is already complete: its final checkpoint is at epoch " +
+           std::to_string(global_step_ / steps_per_epoch_) + " of " +
+           std::to_string(config_.train.epochs) + " (results in " + summary_path +
+           "); nothing to train. Raise train.epochs to train further, or give another run.dir "
+           "to train again");
+  return true;
 }
 
 bool Trainer::agree_on_control(bool& checkpoint_now, bool& diverged) {

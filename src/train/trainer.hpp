@@ -109,6 +109,9 @@ class Trainer {
   // Collective: the collectives over model memory and the exchange strategy (training
   // only). The watchdog is the constructor's, which watches opening the data files.
   void connect();
+  // Collective, after restore: whether the checkpoint resumed from is the end of training
+  // and the run wrote its summary, so there is nothing to do (says so on rank 0).
+  bool already_complete();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now, bool& diverged);
   void write_summary(const RunSummary& summary);

@@ -77,6 +77,7 @@ int compute_threads(const Config& config, const MpiEnv& env) {
 
 int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
                    const std::string& resume, std::unique_ptr<Trainer>& trainer) {
+  set_log_timestamps(true);
   int code = run_and_agree(MPI_COMM_WORLD,
                            [&] { trainer = std::make_unique<Trainer>(load(), env, resume); });
   if (code != 0) return code;

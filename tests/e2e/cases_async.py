@@ -74,7 +74,7 @@ def case_async_signal_stop_resume():
     p = subprocess.Popen(train_cmd("async_sig", 3, sets), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
-        if line.startswith("epoch 1/"):
+        if " epoch 1/" in line:
             break
     pids = {mpi_rank(pid): pid for pid in rank_pids(run_dir("async_sig"))}
     os.kill(pids[1], signal.SIGTERM)

@@ -114,7 +114,7 @@ def case_signal_stop_resume():
     p = subprocess.Popen(train_cmd("sigterm", 2, DET), stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
-        if line.startswith("epoch 1/"):
+        if " epoch 1/" in line:
             break
     os.kill(rank_pids(run_dir("sigterm"))[1], signal.SIGTERM)
     out = p.stdout.read()
@@ -195,7 +195,7 @@ def case_watchdog_hung_rank():
     lines = []
     for line in p.stdout:  # wait until training is under way
         lines.append(line)
-        if line.startswith("epoch 1/"):
+        if " epoch 1/" in line:
             break
     ranks = rank_pids(run_dir("hung"))
     check(len(ranks) == 2, f"expected 2 ranks, found {ranks}")

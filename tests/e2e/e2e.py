@@ -14,6 +14,7 @@ import cases_resume
 import cases_runs
 import cases_study
 import cases_text
+import cases_workflow
 import harness
 
 
@@ -26,7 +27,7 @@ def main():
     case = harness.ARGS.case
     fn = None
     for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
-                   cases_study, cases_text, cases_hardening, cases_disk):
+                   cases_study, cases_text, cases_hardening, cases_disk, cases_workflow):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

@@ -1,0 +1,43 @@
+#include "apps/model_target.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include "checkpoint/checkpoint_file.hpp"
+#include "core/error.hpp"
+#include "train/catalog.hpp"
+
+namespace hpctrain {
+
+ModelTarget resolve_model_target(const std::string& target, const std::string& checkpoint,
+                                 const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  ModelTarget t;
+  t.checkpoint = checkpoint.empty() ? "auto" : checkpoint;
+  if (fs::is_directory(target, ec)) {
+    const std::string config_path = target + "/config.yaml";
+    if (!fs::exists(config_path, ec)) {
+      throw UsageError(target + ": not a run directory (it has no config.yaml)");
+    }
+    t.config = load_config(config_path, overrides, catalog());
+    const std::string old_dir = t.config.run.dir;
+    if (!fs::equivalent(old_dir, target, ec)) {
+      t.config.run.dir = target;
+      const std::string inside = old_dir + "/";
+      if (t.config.checkpoint.dir.rfind(inside, 0) == 0) {
+        t.config.checkpoint.dir = target + "/" + t.config.checkpoint.dir.substr(inside.size());
+      }
+    }
+  } else if (is_checkpoint_file(target)) {
+    const CheckpointState stored = read_checkpoint_file(target);
+    t.config =
+        load_config_text(stored.config_yaml, target + " (its stored config)", overrides, catalog());
+    if (checkpoint.empty()) t.checkpoint = target;
+  } else {
+    t.config = load_config(target, overrides, catalog());
+  }
+  return t;
+}
+
+}  // namespace hpctrain

@@ -1,0 +1,170 @@
+"""A user's workflow across runs: the trained model is always left in the run directory
+and `eval RUN_DIR` reproduces the run's figures; running a finished run's command again
+does not train; metrics.csv has every epoch once after a kill and a resume.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import time
+
+from harness import (ARGS, check, checkpoints, fresh, hpctrain, metrics_rows, run_dir, summary,
+                     train, train_cmd)
+
+
+def eval_run(target, ranks=2, extra=()):
+    """`hpctrain eval TARGET` on `ranks` ranks; returns its eval.json (in run.dir)."""
+    cmd = ["mpiexec", "-n", str(ranks), hpctrain(), "eval", target, *extra]
+    print("+ " + " ".join(cmd), flush=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0, f"eval {target} failed with exit {p.returncode}")
+    return p.stdout
+
+
+def eval_json(name):
+    with open(os.path.join(run_dir(name), "eval.json")) as f:
+        return json.load(f)
+
+
+def synth(path, n, shape, classes):
+    if os.path.exists(path):
+        return
+    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "synth", "--out", path, "--n",
+                    str(n), "--shape", shape, "--classes", str(classes), "--threads", "1"],
+                   check=True, capture_output=True, timeout=300)
+
+
+def small_data(name, shape, classes):
+    """Small synthetic train/test files of `shape` in the run directory's sibling
+    folder (one per case: ctest -j runs cases side by side)."""
+    d = os.path.join(ARGS.build, "e2e-runs", name + "_data")
+    os.makedirs(d, exist_ok=True)
+    synth(os.path.join(d, "train.h5"), 96, shape, classes)
+    synth(os.path.join(d, "test.h5"), 40, shape, classes)
+    return d
+
+
+def text_windows(name):
+    d = os.path.join(ARGS.build, "e2e-runs", name + "_text")
+    if not os.path.exists(os.path.join(d, "test.h5")):
+        subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "text", "docs/contracts.md",
+                        "--out", d, "--seq-len", "32", "--val-fraction", "0.1",
+                        "--test-fraction", "0.1"], check=True, capture_output=True, timeout=300)
+    return d
+
+
+def case_final_model_every_config():
+    """Every shipped training config, with the checkpoint cadence off, ends
+    with its final model in the run directory, and `eval RUN_DIR` (on another number of
+    ranks) gives the run's test accuracy exactly."""
+    configs = sorted(c for c in glob.glob("configs/*.yaml")
+                     if not os.path.basename(c).startswith("study_"))
+    check(len(configs) >= 6, f"expected the shipped configs, found {configs}")
+    for config in configs:
+        base = os.path.basename(config)[:-5]
+        name = "final_" + base
+        fresh(name)
+        if "char" in base:
+            d = text_windows(name)
+        elif "seed" in base:
+            d = small_data(name, "1x148x197", 9)
+        else:
+            d = small_data(name, "1x28x28", 10)
+        sets = [f"data.train={d}/train.h5", "data.val=", f"data.test={d}/test.h5",
+                "train.epochs=1", "train.batch_size=8", "checkpoint.every_seconds=0",
+                "checkpoint.at_epoch_end=false"]
+        rc, _, err = train(name, 2, sets, config=config)
+        check(rc == 0, f"{config}: training failed with exit {rc}: {err[-2000:]}")
+        s = summary(name)
+        check(len(checkpoints(name)) == 1,
+              f"{config}: expected the final checkpoint alone, found {checkpoints(name)}")
+        eval_run(run_dir(name), ranks=3)
+        e = eval_json(name)
+        check(e["test_accuracy"] == s["test_accuracy"],
+              f"{config}: eval of the run directory gave test accuracy {e['test_accuracy']}, "
+              f"the run {s['test_accuracy']}")
+        check(e["params_sha256"] == s["params_sha256"],
+              f"{config}: eval loaded other parameters than the run ended with")
+        print(f"{config}: final checkpoint kept; eval test accuracy {e['test_accuracy']}")
+
+
+def case_rerun_finished_and_stopped():
+    """A run stopped by SIGUSR1 and resumed to the end leaves its final model, which
+    `eval RUN_DIR` and `eval CHECKPOINT` evaluate to the run's test accuracy; the same
+    command again exits 0 at once without training or touching metrics.csv; more epochs
+    continue from the final state, each epoch once in metrics.csv."""
+    name = "rerun"
+    fresh(name)
+    sets = ["train.epochs=3", "run.deterministic=true", "data.val="]
+    p = subprocess.Popen(train_cmd(name, 2, sets + ["debug.slow_rank.rank=1",
+                                                     "debug.slow_rank.factor=3"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if " epoch 1/" in line:
+            p.send_signal(signal.SIGUSR1)
+            break
+    out = p.stdout.read()
+    p.wait(timeout=300)
+    print(out)
+    check(os.path.exists(os.path.join(run_dir(name), "STOPPED")), "SIGUSR1 did not stop the run")
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "resuming at step" in out, f"resume failed (exit {rc})")
+    s = summary(name)
+    check([r["epoch"] for r in metrics_rows(name)] == ["1", "2", "3"],
+          f"metrics.csv epochs after stop and resume: {[r['epoch'] for r in metrics_rows(name)]}")
+    eval_run(run_dir(name), ranks=1)
+    check(eval_json(name)["test_accuracy"] == s["test_accuracy"],
+          f"eval RUN_DIR {eval_json(name)['test_accuracy']} != run {s['test_accuracy']}")
+    final = checkpoints(name)[-1]
+    eval_run(final, ranks=3, extra=["--set", f"run.dir={run_dir(name)}"])
+    check(eval_json(name)["test_accuracy"] == s["test_accuracy"], "eval CHECKPOINT differs")
+
+    with open(os.path.join(run_dir(name), "metrics.csv")) as f:
+        metrics_before = f.read()
+    t0 = time.time()
+    rc, out, _ = train(name, 2, sets)
+    took = time.time() - t0
+    check(rc == 0 and "already complete" in out, f"re-run of a finished run: exit {rc}")
+    check(" epoch 1/" not in out and "epoch 3/" not in out, "the finished run trained again")
+    check(took < 20, f"the finished run's re-run took {took:.1f} s")
+    with open(os.path.join(run_dir(name), "metrics.csv")) as f:
+        check(f.read() == metrics_before, "the re-run changed metrics.csv")
+    check(summary(name) == s, "the re-run changed summary.json")
+
+    rc, out, _ = train(name, 2, ["train.epochs=4", "run.deterministic=true", "data.val="])
+    check(rc == 0 and "epoch 4/4" in out and "epoch 3/4" not in out,
+          f"train.epochs=4 after a finished 3-epoch run: exit {rc}")
+    epochs = [r["epoch"] for r in metrics_rows(name)]
+    check(epochs == ["1", "2", "3", "4"], f"metrics.csv epochs after one more: {epochs}")
+
+
+def case_metrics_once_after_kill():
+    """kill -9 after an epoch's row was written but before that epoch's checkpoint:
+    the resumed run repeats the epoch, and metrics.csv still has each epoch once."""
+    name = "metrics_kill"
+    fresh(name)
+    # A checkpoint every 600 steps (429 per epoch on 2 ranks): the first, at step 600, is
+    # in epoch 2; the kill comes after epoch 2's row (step 858), before step 1200.
+    sets = ["train.epochs=3", "run.deterministic=true", "data.val=", "data.test=",
+            "checkpoint.every_steps=600"]
+    p = subprocess.Popen(train_cmd(name, 2, sets + ["debug.slow_rank.rank=1",
+                                                     "debug.slow_rank.factor=3"]),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    deadline = time.time() + 300
+    while p.poll() is None and time.time() < deadline:
+        if os.path.exists(os.path.join(run_dir(name), "metrics.csv")) and \
+                len(metrics_rows(name)) >= 2:
+            os.killpg(p.pid, signal.SIGKILL)
+            break
+        time.sleep(0.005)
+    p.wait(timeout=120)
+    rows = [r["epoch"] for r in metrics_rows(name)]
+    check(rows == ["1", "2"], f"before the resume metrics.csv has epochs {rows}")
+    check(len(checkpoints(name)) == 1, f"expected the step-600 checkpoint, {checkpoints(name)}")
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "resuming at step 171 of epoch 2" in out, f"resume: exit {rc}")
+    rows = [r["epoch"] for r in metrics_rows(name)]
+    check(rows == ["1", "2", "3"], f"metrics.csv epochs after kill -9 and resume: {rows}")

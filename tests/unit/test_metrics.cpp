@@ -1,0 +1,86 @@
+// metrics.csv across resumes: the rows of the epochs a checkpoint completed are kept, later
+// and torn rows are dropped, and a fresh start truncates.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "train/metrics.hpp"
+
+namespace hpctrain {
+namespace {
+
+std::string read_all(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string first_column(const std::string& csv) {
+  std::istringstream lines(csv);
+  std::string line, out;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) out += line.substr(0, line.find(',')) + " ";
+  return out;
+}
+
+EpochMetrics epoch(int e) {
+  EpochMetrics m;
+  m.epoch = e;
+  m.train_loss = 1.0 / e;
+  return m;
+}
+
+class MetricsCsvTest : public ::testing::Test {
+ protected:
+  std::string path_ = ::testing::TempDir() + "/metrics_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
+  void TearDown() override { std::filesystem::remove(path_); }
+};
+
+TEST_F(MetricsCsvTest, FreshStartTruncatesAndWritesHeader) {
+  { std::ofstream(path_) << "old\n1,2\n"; }
+  MetricsCsv csv(path_, std::nullopt);
+  csv.append(epoch(1));
+  const std::string text = read_all(path_);
+  EXPECT_EQ(text.rfind("epoch,train_loss,", 0), 0u) << text;
+  EXPECT_EQ(first_column(text), "1 ");
+}
+
+TEST_F(MetricsCsvTest, ResumeKeepsCompletedEpochsOnly) {
+  {
+    MetricsCsv csv(path_, std::nullopt);
+    for (int e = 1; e <= 4; ++e) csv.append(epoch(e));
+  }
+  {
+    // The checkpoint resumed from completed epoch 2: rows 3 and 4 are trained again.
+    MetricsCsv csv(path_, 2);
+    EXPECT_EQ(first_column(read_all(path_)), "1 2 ");
+    csv.append(epoch(3));
+  }
+  EXPECT_EQ(first_column(read_all(path_)), "1 2 3 ");
+}
+
+TEST_F(MetricsCsvTest, ResumeDropsATornLastLineAndForeignRows) {
+  {
+    MetricsCsv csv(path_, std::nullopt);
+    csv.append(epoch(1));
+  }
+  { std::ofstream(path_, std::ios::app) << "garbage\n2,0.5,0.7"; }  // torn: no newline
+  MetricsCsv csv(path_, 5);
+  EXPECT_EQ(first_column(read_all(path_)), "1 ");
+}
+
+TEST_F(MetricsCsvTest, ResumeWithoutAFileStartsOne) {
+  MetricsCsv csv(path_, 3);
+  csv.append(epoch(4));
+  const std::string text = read_all(path_);
+  EXPECT_EQ(text.rfind("epoch,", 0), 0u);
+  EXPECT_EQ(first_column(text), "4 ");
+}
+
+}  // namespace
+}  // namespace hpctrain
