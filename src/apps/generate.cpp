@@ -20,7 +20,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/text_tokens.hpp"
-#include "data/dataset_file.hpp"
+#include "data/dataset_files.hpp"
 #include "nn/model.hpp"
 #include "train/model_data.hpp"
 #include "train/transfer.hpp"
@@ -168,19 +168,20 @@ int cmd_generate(const std::vector<std::string>& args) {
     }
     checkpoint = newest->path;
   }
-  const DatasetFile data(config.data.train);
-  const DatasetShape& shape = data.shape();
+  const std::unique_ptr<DataSource> data =
+      open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+  const DatasetShape& shape = data->shape();
   if (shape.labels_per_sample <= 1) {
-    throw UsageError(config.data.train +
+    throw UsageError(data->path() +
                      ": data.train is not a next-token file (/tokens [N, T + 1] "
                      "without /labels): its model does not generate text");
   }
   if (shape.vocabulary.empty()) {
-    throw UsageError(config.data.train +
+    throw UsageError(data->path() +
                      ": attribute vocabulary is missing: ids cannot be "
                      "turned into text");
   }
-  const std::vector<int32_t> prompt = encode(o.prompt, shape, config.data.train);
+  const std::vector<int32_t> prompt = encode(o.prompt, shape, data->path());
 
   CpuBackend backend(1);
   const Dims dims = {shape.c, shape.h, shape.w};

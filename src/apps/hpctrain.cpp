@@ -29,7 +29,7 @@
 #include "core/log.hpp"
 #include "core/version.hpp"
 #include "data-tools/inspect_data.hpp"
-#include "data/dataset_file.hpp"
+#include "data/dataset_files.hpp"
 #include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
@@ -141,10 +141,12 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     data.num_classes = std::stoi(classes);
     source = "--input/--classes";
   } else {
-    const DatasetShape shape = DatasetFile(config.data.train).shape();
+    const std::unique_ptr<DataSource> train =
+        open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+    const DatasetShape& shape = train->shape();
     dims = {shape.c, shape.h, shape.w};
     data = model_data(shape);
-    source = config.data.train;
+    source = train->path();
   }
   int64_t batch = config.train.batch_size;
   if (!batch_text.empty()) {

@@ -156,7 +156,10 @@ void read_section(const config_schema::ReadContext& c, const SectionDecl& decl, 
     const auto v = yaml.find(k.name);
     const std::string path =
         yaml.path().empty() ? std::string(k.name) : yaml.path() + "." + std::string(k.name);
-    if (k.rule.nonempty && k.text(object).empty()) {
+    // A path list's neutral value is the empty list; a string's text is itself.
+    const bool empty =
+        k.rule.kind == ValueKind::kPathList ? k.neutral(object) : k.text(object).empty();
+    if (k.rule.nonempty && empty) {
       c.origins.fail(path, YAML::Mark::null_mark(), "required key is missing");
     }
     if (k.rule.used_with.empty()) continue;

@@ -68,6 +68,23 @@ void read_value(const ReadContext& c, const KeyRule& r, const Value& v, IntList&
 
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, NameList& out) {
   out.clear();
+  if (r.kind == ValueKind::kPathList) {
+    // One path as a plain string (empty: none), or a list of non-empty paths.
+    if (!v.node.IsSequence()) {
+      std::string path = config_reader::read_string(c.origins, v);
+      if (path.empty() && r.nonempty) {
+        c.origins.fail(v.path, v.mark, "expected a path or a list of paths, got ''");
+      }
+      if (!path.empty()) out.push_back(std::move(path));
+      return;
+    }
+    for (const Value& e : config_reader::read_list(c.origins, v, "a list of paths")) {
+      out.push_back(config_reader::read_string(c.origins, e));
+      if (out.back().empty()) c.origins.fail(e.path, e.mark, "expected a path, got ''");
+    }
+    if (out.empty() && r.nonempty) c.origins.fail(v.path, v.mark, "expected at least one path");
+    return;
+  }
   const std::string expected = "a list of " + std::string(r.list_noun);
   for (const Value& e : config_reader::read_list(c.origins, v, expected.c_str())) {
     out.push_back(config_reader::read_string(c.origins, e));
@@ -155,8 +172,16 @@ KeyDecl key_decl(std::string_view name, T S::*field, const KeyRule& rule, std::s
   k.read = [field, rule](const ReadContext& c, const Value& v, void* s) {
     read_value(c, rule, v, static_cast<S*>(s)->*field);
   };
-  k.emit = [field](YAML::Emitter& out, const void* s) {
-    emit_value(out, static_cast<const S*>(s)->*field);
+  k.emit = [field, rule](YAML::Emitter& out, const void* s) {
+    const T& value = static_cast<const S*>(s)->*field;
+    if constexpr (std::is_same_v<T, NameList>) {
+      // A path list of at most one path reads back from a plain string ("": none).
+      if (rule.kind == ValueKind::kPathList && value.size() <= 1) {
+        out << (value.empty() ? std::string() : value.front());
+        return;
+      }
+    }
+    emit_value(out, value);
   };
   k.text = [field](const void* s) { return value_text(static_cast<const S*>(s)->*field); };
   k.neutral = [field](const void* s) {

@@ -80,6 +80,8 @@ std::string KeyRule::type_text() const {
       return "list of integers";
     case ValueKind::kNameList:
       return "list of strings";
+    case ValueKind::kPathList:
+      return "path or list of paths (globs allowed)";
     case ValueKind::kLayerList:
       return "list of layers";
   }
@@ -172,6 +174,13 @@ KeyRule name_list(std::string_view noun) {
   KeyRule r;
   r.kind = ValueKind::kNameList;
   r.list_noun = noun;
+  return r;
+}
+
+KeyRule path_list(bool required) {
+  KeyRule r;
+  r.kind = ValueKind::kPathList;
+  r.nonempty = required;
   return r;
 }
 

@@ -43,6 +43,7 @@ enum class ValueKind {
   kStrategy,  // one of the catalog's exchange strategies
   kIntList,   // a list of integers in [min, max]
   kNameList,  // a list of strings
+  kPathList,  // a file path or glob, or a list of them (NameList; an empty string: none)
   kLayerList  // a list of layers, each checked against its type in the catalog
 };
 
@@ -100,6 +101,8 @@ KeyRule choice_of() {
 KeyRule strategy_choice();
 KeyRule int_list(int64_t min);
 KeyRule name_list(std::string_view noun);
+// `required`: at least one path.
+KeyRule path_list(bool required);
 KeyRule layer_list();
 
 // "allreduce, average": the list an error message offers.

@@ -46,27 +46,41 @@ struct DatasetShape {
   }
 };
 
-class DatasetFile {
+// The rows of a data set: one file (DatasetFile) or several read as one (DatasetFiles).
+class DataSource {
  public:
-  // Opens and validates; throws UsageError naming the file and what is wrong
-  // (missing file or dataset, wrong rank, unsupported type, N mismatch).
-  explicit DatasetFile(const std::string& path);
-
-  const std::string& path() const { return path_; }
-  const DatasetShape& shape() const { return shape_; }
+  virtual ~DataSource() = default;
+  // The file, or the files, for messages.
+  virtual const std::string& path() const = 0;
+  virtual const DatasetShape& shape() const = 0;
 
   // Reads rows [start, start + count) in the stored element type into `images`
   // (count * sample_bytes()) and the labels as int32 (count * labels_per_sample). Throws
   // UsageError if a label is outside [0, num_classes), a token outside [0, vocab_size) or
   // a float sample value is NaN or infinite.
-  void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const;
+  virtual void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const = 0;
   // Reads only the labels of rows [start, start + count), checked the same way
   // (labels_per_sample each).
-  void read_labels(int64_t start, int64_t count, int32_t* labels) const;
+  virtual void read_labels(int64_t start, int64_t count, int32_t* labels) const = 0;
   // Reads the `count` rows listed in `rows` (strictly increasing), in that order: one read
   // per run of consecutive rows. Safe from several threads at once when the HDF5 library
   // is thread-safe (h5_threadsafe()).
-  void read_row_set(const int64_t* rows, int64_t count, void* images, int32_t* labels) const;
+  virtual void read_row_set(const int64_t* rows, int64_t count, void* images,
+                            int32_t* labels) const = 0;
+};
+
+class DatasetFile final : public DataSource {
+ public:
+  // Opens and validates; throws UsageError naming the file and what is wrong
+  // (missing file or dataset, wrong rank, unsupported type, N mismatch).
+  explicit DatasetFile(const std::string& path);
+
+  const std::string& path() const override { return path_; }
+  const DatasetShape& shape() const override { return shape_; }
+  void read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const override;
+  void read_labels(int64_t start, int64_t count, int32_t* labels) const override;
+  void read_row_set(const int64_t* rows, int64_t count, void* images,
+                    int32_t* labels) const override;
 
  private:
   void open_images();

@@ -10,7 +10,7 @@
 
 namespace hpctrain {
 
-Loader::Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options)
+Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options)
     : file_(file),
       shape_(file.shape()),
       raw_(options.raw),

@@ -47,7 +47,7 @@ class Loader {
   // than options.cache_bytes) reads each batch's rows on the reader threads; `file` then
   // outlives the loader. Throws UsageError when that needs a thread-safe HDF5 library
   // and this one is not.
-  Loader(const DatasetFile& file, Shard shard, const LoaderOptions& options);
+  Loader(const DataSource& file, Shard shard, const LoaderOptions& options);
 
   ~Loader();
   Loader(const Loader&) = delete;
@@ -77,7 +77,7 @@ class Loader {
   // on_request: the batch of the queue's k-th slot, once requested; -1 once closing.
   int64_t requested(int64_t k);
 
-  const DatasetFile& file_;
+  const DataSource& file_;
   DatasetShape shape_;
   bool raw_;
   bool streaming_;  // rows read per batch, not cached

@@ -15,7 +15,7 @@
 #include "comm/model_collectives.hpp"
 #include "config/config.hpp"
 #include "data/batch_plan.hpp"
-#include "data/dataset_file.hpp"
+#include "data/dataset_files.hpp"
 #include "data/loader.hpp"
 #include "nn/model.hpp"
 #include "optim/grad_clip.hpp"
@@ -123,7 +123,7 @@ class Trainer {
   int rank_, world_size_, threads_;
   std::vector<std::string> devices_;  // every rank's backend name (meet())
   std::unique_ptr<Backend> backend_;
-  std::unique_ptr<DatasetFile> train_file_, val_file_, test_file_;
+  std::unique_ptr<DataSource> train_file_, val_file_, test_file_;
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Optimizer> optimizer_;

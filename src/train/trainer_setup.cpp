@@ -33,10 +33,14 @@ std::string data_kind(const DatasetShape& s) {
          ", vocab_size " + std::to_string(s.vocab_size);
 }
 
-std::unique_ptr<DatasetFile> open_split(const std::string& path, const char* key,
-                                        const DatasetShape* train) {
-  if (path.empty()) return nullptr;
-  auto file = std::make_unique<DatasetFile>(path);
+// The files of data.`key` as one data source (null for none), checked against the training
+// set's shape (`train`; null for the training set itself).
+std::unique_ptr<DataSource> open_split(const Config& config, const NameList& entries,
+                                       const char* key, const DatasetShape* train) {
+  auto file =
+      open_data(expand_data_paths(entries, config.source_file + ": data." + std::string(key)));
+  if (file == nullptr) return nullptr;
+  const std::string& path = file->path();
   if (train != nullptr) {
     const DatasetShape& s = file->shape();
     if (s.c != train->c || s.h != train->h || s.w != train->w) {
@@ -97,10 +101,10 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "start-up (opening the data files and the backend)", 0);
   // Data files and their agreement with each other; the backend.
-  train_file_ = open_split(config_.data.train, "train", nullptr);
+  train_file_ = open_split(config_, config_.data.train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();
-  val_file_ = open_split(config_.data.val, "val", &shape);
-  test_file_ = open_split(config_.data.test, "test", &shape);
+  val_file_ = open_split(config_, config_.data.val, "val", &shape);
+  test_file_ = open_split(config_, config_.data.test, "test", &shape);
   num_classes_ = shape.num_classes;
   labels_per_sample_ = shape.labels_per_sample;
   for (int r : config_.cpu_ranks) {
@@ -130,8 +134,8 @@ void Trainer::prepare() {
   // 1. How the ranks share the batch.
   const DatasetShape& shape = train_file_->shape();
   const bool async = !exchange_strategy(config_.distributed.strategy).decl.lockstep;
-  plan_ = async ? plan_for_async(config_, world_size_, shape.n, config_.data.train)
-                : plan_for_run(config_, shape.n, config_.data.train,
+  plan_ = async ? plan_for_async(config_, world_size_, shape.n, train_file_->path())
+                : plan_for_run(config_, shape.n, train_file_->path(),
                                balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
   skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
@@ -252,7 +256,7 @@ int Trainer::optimizer_slots() const {
 
 double Trainer::data_bytes(int64_t max_batch, bool async) const {
   const double cache = static_cast<double>(config_.data.cache_mb) * 1024.0 * 1024.0;
-  const auto cached = [&](const DatasetFile* file, bool training) {
+  const auto cached = [&](const DataSource* file, bool training) {
     if (file == nullptr) return 0.0;
     const DatasetShape& s = file->shape();
     const int64_t rows = training && async ? s.n : (s.n + world_size_ - 1) / world_size_;

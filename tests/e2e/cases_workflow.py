@@ -168,3 +168,39 @@ def case_metrics_once_after_kill():
     check(rc == 0 and "resuming at step 171 of epoch 2" in out, f"resume: exit {rc}")
     rows = [r["epoch"] for r in metrics_rows(name)]
     check(rows == ["1", "2", "3"], f"metrics.csv epochs after kill -9 and resume: {rows}")
+
+
+def case_sharded_data_same_params():
+    """Training on the 3 shards `hpctrain-data shard` cut from the training file (a glob)
+    gives the parameters of training on the file itself, on 3 ranks whose shards cross the
+    file boundaries; a file of another shape among them is exit 2 naming it."""
+    d = os.path.join(ARGS.build, "e2e-runs", "shards_data")
+    os.makedirs(d, exist_ok=True)
+    prefix = os.path.join(d, "train")
+    if not os.path.exists(prefix + "-00002-of-00003.h5"):
+        subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "shard",
+                        f"{ARGS.data}/train.h5", "--parts", "3", "--out-prefix", prefix],
+                       check=True, capture_output=True, timeout=300)
+    sets = ["run.deterministic=true", "train.epochs=2", "data.val=", "train.batch_size=50"]
+    fresh("shards_whole")
+    rc, _, _ = train("shards_whole", 3, sets)
+    check(rc == 0, f"training on the whole file: exit {rc}")
+    fresh("shards_glob")
+    rc, out, _ = train("shards_glob", 3, sets + [f"data.train={prefix}-*-of-00003.h5"])
+    check(rc == 0, f"training on the shards: exit {rc}")
+    whole, shards = summary("shards_whole"), summary("shards_glob")
+    check(whole["params_sha256"] == shards["params_sha256"],
+          "the shards gave other parameters than the file they were cut from")
+    check(whole["test_accuracy"] == shards["test_accuracy"], "other test accuracy")
+    print(f"3 shards, 3 ranks: params_sha256 {shards['params_sha256'][:16]}... as the whole file")
+
+    odd = os.path.join(d, "odd.h5")
+    synth(odd, 8, "1x14x14", 10)
+    fresh("shards_odd")
+    listed = f"data.train=[{prefix}-00000-of-00003.h5, {odd}]"
+    rc, _, err = train("shards_odd", 2, sets + [listed])
+    check(rc == 2, f"a file of another shape among the training files: exit {rc}, expected 2")
+    check(f"{odd}: not part of the same data set" in err and err.count("error:") == 1,
+          f"expected one error line naming {odd}:\n{err}")
+    rc, _, err = train("shards_odd", 2, sets + [f"data.train={d}/nothing-*.h5"])
+    check(rc == 2 and "matches no file" in err, f"a glob matching nothing: exit {rc}\n{err}")

@@ -65,9 +65,16 @@ show_job() {
   ls -la "$w/slurm/checkpoints" >&2 2>/dev/null
 }
 
-say "== submitting $script ${layout[*]} ($epochs epochs)"
-job=$(HPCTRAIN=$hpctrain sbatch --parsable "${layout[@]}" --cpus-per-task=1 -o "$w/job.out" \
-  "$script" "$config" "${opts[@]}" --set "run.dir=$w/slurm") ||
+# As a user does: submitted from a directory of their own, outside the source tree, by the
+# script's full path. When the build is the tree's build/ and no hpctrain is on PATH, the
+# script must find it through its own path (HPCTRAIN unset).
+submit_env=(HPCTRAIN="$hpctrain")
+if [[ "$build" == "$repo/build" ]] && ! command -v hpctrain >/dev/null; then
+  submit_env=(-u HPCTRAIN)
+fi
+say "== submitting $repo/$script ${layout[*]} ($epochs epochs) from $w (env ${submit_env[*]})"
+job=$(cd "$w" && env "${submit_env[@]}" sbatch --parsable "${layout[@]}" --cpus-per-task=1 \
+  -o "$w/job.out" "$repo/$script" "$repo/$config" "${opts[@]}" --set "run.dir=$w/slurm") ||
   fail "sbatch refused $script"
 say "job $job"
 
@@ -130,10 +137,14 @@ if [[ $ref_rc -ne 0 ]]; then
 fi
 
 # 4. Same parameters as the uninterrupted run, and the summary says it resumed.
-python3 - "$w/slurm/summary.json" "$w/ref/summary.json" "$epochs" <<'EOF' || { show_job "$job"; fail "summary check failed"; }
+commit=$("$hpctrain" --version | sed -n 's/.*(commit \([^;]*\);.*/\1/p')
+python3 - "$w/slurm/summary.json" "$w/ref/summary.json" "$epochs" "$job" "$commit" <<'EOF' || { show_job "$job"; fail "summary check failed"; }
 import json, sys
 resumed, ref, epochs = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+job, commit = sys.argv[4], sys.argv[5]
 errors = []
+if not commit or resumed.get("git_commit") != commit:
+    errors.append(f"resumed run: git_commit {resumed.get('git_commit')}, the binary's {commit}")
 if resumed.get("resumed_from") is None:
     errors.append("resumed run: resumed_from is null")
 if resumed.get("world_size") != 2:
@@ -142,7 +153,7 @@ for name, s in (("resumed", resumed), ("reference", ref)):
     if s.get("epochs_completed") != epochs:
         errors.append(f"{name} run: epochs_completed {s.get('epochs_completed')}, expected {epochs}")
 slurm = resumed.get("slurm") or {}
-if slurm.get("restart_count") != 1 or not slurm.get("job_id"):
+if slurm.get("restart_count") != 1 or str(slurm.get("job_id")) != job:
     errors.append(f"resumed run: summary.json slurm {slurm}, expected the job id and restart_count 1")
 if ref.get("slurm") is not None:
     errors.append(f"reference run (no Slurm): summary.json slurm {ref.get('slurm')}, expected null")

@@ -36,9 +36,9 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_EQ(c.device, Device::kCuda);
   EXPECT_EQ(c.precision, Precision::kTf32);
   EXPECT_EQ(c.layout, Layout::kNchw);
-  EXPECT_EQ(c.data.train, "a/train.h5");
-  EXPECT_EQ(c.data.val, "a/val.h5");
-  EXPECT_EQ(c.data.test, "a/test.h5");
+  EXPECT_EQ(c.data.train, NameList{"a/train.h5"});
+  EXPECT_EQ(c.data.val, NameList{"a/val.h5"});
+  EXPECT_EQ(c.data.test, NameList{"a/test.h5"});
   EXPECT_EQ(c.data.prefetch_threads, 3);
   EXPECT_EQ(c.data.prefetch_depth, 7);
   EXPECT_FALSE(c.data.shuffle);
@@ -83,9 +83,9 @@ TEST(ConfigLoad, MinimalFileTakesDefaults) {
   EXPECT_FALSE(c.train.step_timing);
   EXPECT_EQ(c.train.loss_scale.initial, 65536.0);
   EXPECT_EQ(c.train.loss_scale.growth_interval, 2000);
-  EXPECT_EQ(c.data.train, "train.h5");
-  EXPECT_EQ(c.data.val, "");
-  EXPECT_EQ(c.data.test, "");
+  EXPECT_EQ(c.data.train, NameList{"train.h5"});
+  EXPECT_TRUE(c.data.val.empty());
+  EXPECT_TRUE(c.data.test.empty());
   EXPECT_EQ(c.data.prefetch_threads, d.data.prefetch_threads);
   EXPECT_EQ(c.data.prefetch_depth, d.data.prefetch_depth);
   EXPECT_EQ(c.data.shuffle, d.data.shuffle);
@@ -114,7 +114,7 @@ TEST(ConfigLoad, RunDirDefaultsToRunsSlashName) {
 TEST(ConfigLoad, EmptySectionsAndOptionalPathsAreAccepted) {
   const Config c =
       load_config(write_yaml("run:\ntrain:\ndata:\n  train: t.h5\n  val:\n"), {}, catalog());
-  EXPECT_EQ(c.data.val, "");
+  EXPECT_TRUE(c.data.val.empty());
   EXPECT_EQ(c.train.epochs, TrainConfig{}.epochs);
 }
 
@@ -144,9 +144,9 @@ TEST(ConfigLoad, ShippedFashionMnistConfigIsValid) {
   const Config c = load_config(file.string(), {}, catalog());
   EXPECT_EQ(c.run.name, "fashion_mnist_mlp");
   EXPECT_EQ(c.run.seed, 1u);
-  EXPECT_EQ(c.data.train, "data/fashion-mnist/train.h5");
-  EXPECT_EQ(c.data.val, "data/fashion-mnist/val.h5");
-  EXPECT_EQ(c.data.test, "data/fashion-mnist/test.h5");
+  EXPECT_EQ(c.data.train, NameList{"data/fashion-mnist/train.h5"});
+  EXPECT_EQ(c.data.val, NameList{"data/fashion-mnist/val.h5"});
+  EXPECT_EQ(c.data.test, NameList{"data/fashion-mnist/test.h5"});
   EXPECT_EQ(c.model.preset, "mlp");
   EXPECT_EQ(c.model.hidden, std::vector<int>{192});
   EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.05);
@@ -203,8 +203,21 @@ TEST(ConfigOverride, ReplacesLayerList) {
 TEST(ConfigOverride, EmptyValueClearsAnOptionalPath) {
   const Config c = load_config(write_yaml("data:\n  train: t.h5\n  val: v.h5\n"),
                                {"data.val=", "run.dir="}, catalog());
-  EXPECT_EQ(c.data.val, "");
+  EXPECT_TRUE(c.data.val.empty());
   EXPECT_EQ(c.run.dir, "runs/run");
+}
+
+TEST(ConfigDataFiles, OnePathOrAListOfPathsAndGlobs) {
+  const Config c =
+      load_config(write_yaml("data:\n  train: [p-00000.h5, 'p-0000[12].h5']\n  val: v.h5\n"),
+                  {"data.test=[t1.h5, 't*.h5']"}, catalog());
+  EXPECT_EQ(c.data.train, (NameList{"p-00000.h5", "p-0000[12].h5"}));
+  EXPECT_EQ(c.data.val, NameList{"v.h5"});
+  EXPECT_EQ(c.data.test, (NameList{"t1.h5", "t*.h5"}));
+  // config.yaml writes the lists back, and they load to the same config.
+  const Config again = load_config(write_yaml(config_to_yaml(c)), {}, catalog());
+  EXPECT_EQ(again.data.train, c.data.train);
+  EXPECT_EQ(again.data.test, c.data.test);
 }
 
 void expect_same_config(const Config& a, const Config& b) {
@@ -313,7 +326,7 @@ TEST(ConfigToYaml, RoundTripsLayersAndAwkwardValues) {
        "optimizer.schedule.gamma=0.3333333333333333", "run.seed=0"},
       catalog());
   EXPECT_EQ(c.run.name, "true");
-  EXPECT_EQ(c.data.val, "null");
+  EXPECT_EQ(c.data.val, NameList{"null"});
   EXPECT_EQ(c.model.layers[1].name, "a: #b");
   expect_round_trip(c);
 }

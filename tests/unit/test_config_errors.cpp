@@ -174,7 +174,11 @@ TEST(ConfigErrors, BadEnumValues) {
 TEST(ConfigErrors, RequiredTrainData) {
   expect_error("train:\n  epochs: 2\n", "FILE: data.train: required key is missing");
   expect_error("data:\n  val: v.h5\n", "FILE: data.train: required key is missing");
-  expect_error("data:\n  train: ''\n", "FILE:2: data.train: expected a non-empty string, got ''");
+  expect_error("data:\n  train: ''\n",
+               "FILE:2: data.train: expected a path or a list of paths, got ''");
+  expect_error("data:\n  train: []\n", "FILE:2: data.train: expected at least one path");
+  expect_error("data:\n  train: [a.h5, '']\n", "FILE:2: data.train[1]: expected a path, got ''");
+  expect_error("data:\n  train: {a: 1}\n", "FILE:2: data.train: expected a string, got a map");
   expect_error("run:\n  name: ''\ndata:\n  train: t.h5\n",
                "FILE:2: run.name: expected a non-empty string, got ''");
 }
@@ -313,7 +317,8 @@ TEST(ConfigOverrideErrors, BadValuesAreReportedAtSet) {
                {"distributed.strategy=foo"});
   expect_error(kMinimal, "--set optimizer.schedule.gama: unknown key (did you mean 'gamma'?)",
                {"optimizer.schedule={type: step, gama: 0.5}"});
-  expect_error(kMinimal, "--set data.train: expected a non-empty string, got ''", {"data.train="});
+  expect_error(kMinimal, "--set data.train: expected a path or a list of paths, got ''",
+               {"data.train="});
   const std::string syntax = load_error(kMinimal, {"model.hidden=[1,2"});
   EXPECT_EQ(syntax.rfind("--set model.hidden: YAML syntax error in value: ", 0), 0u) << syntax;
 }
