@@ -16,18 +16,15 @@
 #include <vector>
 
 #include "core/crash_note.hpp"
-#include "core/deadline.hpp"
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "core/version.hpp"
 #include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "data-tools/file_commands.hpp"
 #include "data-tools/idx.hpp"
 #include "data-tools/image_folder.hpp"
-#include "data-tools/inspect_data.hpp"
 #include "data-tools/sample_codec.hpp"
-#include "data-tools/shard.hpp"
-#include "data-tools/split.hpp"
 #include "data-tools/synth.hpp"
 #include "data-tools/text_tokens.hpp"
 
@@ -53,6 +50,7 @@ constexpr const char* kUsage =
     "  synth --out FILE --n N --shape CxHxW --classes K   synthetic learnable images\n"
     "  split FILE --ratios 85,2,13 --out-prefix P   stratified P-train/val/test.h5\n"
     "  shard FILE --parts N --out-prefix P  contiguous P-00000-of-0000N.h5 ...\n"
+    "  stats FILES... [--dry-run]  per-channel mean and std, stored for data.normalize: auto\n"
     "  text FILES... --out OUT --seq-len T   text -> token windows (/tokens [N, T+1])\n"
     "  inspect FILE.h5             describe a data file\n"
     "\n"
@@ -95,8 +93,8 @@ constexpr const char* kIdxUsage =
 
 constexpr const char* kImagesUsage =
     "usage: hpctrain-data images DIR --out FILE.h5 --size WxH [--gray|--rgb]\n"
-    "                            [--dtype uint8|float16|float32] [--seed S] [--threads T]\n"
-    "                            [--deflate L]\n"
+    "                            [--resize stretch|crop|pad] [--dtype uint8|float16|float32]\n"
+    "                            [--seed S] [--threads T] [--deflate L]\n"
     "\n"
     "Converts an image folder, DIR/CLASS/.../IMAGE, into FILE.h5 as [N, C, H, W]. Classes are\n"
     "the sub-folders of DIR in sorted (byte) order, stored as the class_names attribute;\n"
@@ -112,6 +110,9 @@ constexpr const char* kImagesUsage =
     "  --size WxH     sample width and height in pixels, e.g. 197x148\n"
     "  --gray         one channel, ITU-R 601 luma (default)\n"
     "  --rgb          three channels\n"
+    "  --resize M     an image of another aspect ratio: stretch (default) scales each side\n"
+    "                 to WxH; crop keeps the aspect ratio, covers WxH and keeps the middle;\n"
+    "                 pad keeps the aspect ratio, fits inside WxH and fills with zeros\n"
     "  --dtype T      uint8 (default; 0-255), float16 or float32 (value / 255, in [0, 1])\n"
     "  --seed S       store the rows in a random order seeded with S (default: sorted)\n"
     "  --threads T    decoding threads (default: up to 8; the output does not depend on it)\n"
@@ -138,37 +139,6 @@ constexpr const char* kSynthUsage =
     "  --threads T    generating threads (default: up to 8; the output does not depend on it)\n"
     "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
 
-constexpr const char* kSplitUsage =
-    "usage: hpctrain-data split FILE.h5 --ratios R1,R2[,R3...] --out-prefix P [--seed S]\n"
-    "                           [--names A,B[,C...]] [--deflate L]\n"
-    "\n"
-    "Splits FILE.h5 into P-NAME.h5, one file per ratio, stratified by class: every class is\n"
-    "divided by the ratios (rounded by largest remainder, so counts add up) after a\n"
-    "permutation seeded with S. Rows keep their order within each file; the sample type,\n"
-    "class names and source (extended by how the part was made) carry over. Names default\n"
-    "to train,test for 2 ratios, train,val,test for 3, else part0, part1, ...\n"
-    "Example: --ratios 85,2,13 --out-prefix data/set writes data/set-train.h5,\n"
-    "data/set-val.h5 and data/set-test.h5.\n"
-    "\n"
-    "options:\n"
-    "  --ratios R     comma-separated positive integer weights (need not add to 100)\n"
-    "  --out-prefix P output path prefix\n"
-    "  --seed S       seed of the permutation (default 1)\n"
-    "  --names N      comma-separated part names, one per ratio\n"
-    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
-
-constexpr const char* kShardUsage =
-    "usage: hpctrain-data shard FILE.h5 --parts N --out-prefix P [--deflate L]\n"
-    "\n"
-    "Splits FILE.h5 into N files of contiguous row ranges, P-00000-of-0000N.h5 ... (shard\n"
-    "numbers from 0, at least five digits), whose sizes differ by at most one row (the\n"
-    "first shards hold the extra rows). Type, class names and source carry over.\n"
-    "\n"
-    "options:\n"
-    "  --parts N      number of shards (1 to the number of rows)\n"
-    "  --out-prefix P output path prefix\n"
-    "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
-
 constexpr const char* kTextUsage =
     "usage: hpctrain-data text FILES... --out OUT --seq-len T [--level char|word]\n"
     "                          [--vocab-size V] [--val-fraction F --test-fraction F]\n"
@@ -190,13 +160,6 @@ constexpr const char* kTextUsage =
     "  --val-fraction F   the share of windows for val.h5, --test-fraction for test.h5;\n"
     "                     window i goes to test when frac(0.618.. i) < the test fraction,\n"
     "                     to val below the sum of both: spread over the whole text\n";
-
-constexpr const char* kInspectUsage =
-    "usage: hpctrain-data inspect FILE.h5 [--timeout SECONDS]\n"
-    "\n"
-    "Validates a data file and prints its shape, type, classes with a label histogram,\n"
-    "attributes and the pixel range of the first samples. Gives up with exit 1 after\n"
-    "--timeout seconds (default 60; 0: no limit): HDF5 loops on some damaged files.\n";
 
 const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
                                                   "Coat",        "Sandal",    "Shirt",    "Sneaker",
@@ -372,8 +335,8 @@ int cmd_images(std::vector<std::string> argv) {
   for (std::string& a : argv) {
     if (a == "--gray" || a == "--rgb") a = "--color=" + a.substr(2);
   }
-  const Args args =
-      parse_args(cmd, argv, {"out", "size", "color", "dtype", "seed", "threads", "deflate"});
+  const Args args = parse_args(
+      cmd, argv, {"out", "size", "color", "resize", "dtype", "seed", "threads", "deflate"});
   if (args.help) {
     std::cout << kImagesUsage;
     return 0;
@@ -390,6 +353,13 @@ int cmd_images(std::vector<std::string> argv) {
     throw UsageError("--color: expected gray or rgb, got '" + color + "'");
   }
   o.color = color == "rgb" ? hpctrain::ColorMode::kRgb : hpctrain::ColorMode::kGray;
+  const std::string resize = option_or(args, "resize", "stretch");
+  if (resize != "stretch" && resize != "crop" && resize != "pad") {
+    throw UsageError("--resize: expected stretch, crop or pad, got '" + resize + "'");
+  }
+  o.resize = resize == "crop"  ? hpctrain::ResizeMode::kCrop
+             : resize == "pad" ? hpctrain::ResizeMode::kPad
+                               : hpctrain::ResizeMode::kStretch;
   o.type = hpctrain::parse_sample_type(option_or(args, "dtype", "uint8"), "--dtype");
   o.shuffle = args.options.count("seed") > 0;
   o.seed = static_cast<uint64_t>(int_option(args, "seed", 0, 0, INT64_MAX));
@@ -446,55 +416,6 @@ int cmd_synth(const std::vector<std::string>& argv) {
   return 0;
 }
 
-int cmd_split(const std::vector<std::string>& argv) {
-  const std::string cmd = "split";
-  const Args args = parse_args(cmd, argv, {"ratios", "out-prefix", "seed", "names", "deflate"});
-  if (args.help) {
-    std::cout << kSplitUsage;
-    return 0;
-  }
-  const std::string input = positionals(args, cmd, 1, "one input FILE.h5")[0];
-  hpctrain::SplitOptions o;
-  o.weights = hpctrain::parse_split_weights(require(args, cmd, "ratios"), "--ratios");
-  const std::string prefix = require(args, cmd, "out-prefix");
-  o.names = args.options.count("names") > 0
-                ? hpctrain::parse_split_names(args.options.at("names"), o.weights.size(), "--names")
-                : hpctrain::default_split_names(o.weights.size());
-  o.seed = static_cast<uint64_t>(int_option(args, "seed", 1, 0, INT64_MAX));
-  o.deflate_level = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
-
-  const double t0 = hpctrain::now_seconds();
-  const hpctrain::SplitReport r = hpctrain::split_data_file(input, prefix, o);
-  for (size_t p = 0; p < r.paths.size(); ++p) {
-    std::printf("wrote %s: %lld samples\n", r.paths[p].c_str(), static_cast<long long>(r.rows[p]));
-  }
-  std::printf("split %s in %.2f s\n", input.c_str(), hpctrain::now_seconds() - t0);
-  return 0;
-}
-
-int cmd_shard(const std::vector<std::string>& argv) {
-  const std::string cmd = "shard";
-  const Args args = parse_args(cmd, argv, {"parts", "out-prefix", "deflate"});
-  if (args.help) {
-    std::cout << kShardUsage;
-    return 0;
-  }
-  const std::string input = positionals(args, cmd, 1, "one input FILE.h5")[0];
-  const int64_t parts = int_option(args, "parts", 0, 1, 1000000);
-  if (parts == 0) require(args, cmd, "parts");
-  const std::string prefix = require(args, cmd, "out-prefix");
-  const int deflate = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
-
-  const double t0 = hpctrain::now_seconds();
-  const hpctrain::ShardReport r = hpctrain::shard_data_file(input, prefix, parts, deflate);
-  for (size_t i = 0; i < r.paths.size(); ++i) {
-    std::printf("wrote %s: rows [%lld, %lld)\n", r.paths[i].c_str(),
-                static_cast<long long>(r.bounds[i]), static_cast<long long>(r.bounds[i + 1]));
-  }
-  std::printf("sharded %s in %.2f s\n", input.c_str(), hpctrain::now_seconds() - t0);
-  return 0;
-}
-
 // A fraction in [0, 1) for --NAME; anything else names the option.
 double fraction_option(const Args& args, const std::string& name) {
   const std::string text = option_or(args, name, "0");
@@ -532,25 +453,6 @@ int cmd_text(const std::vector<std::string>& argv) {
   return 0;
 }
 
-int cmd_inspect(const std::vector<std::string>& argv) {
-  const Args args = parse_args("inspect", argv, {"timeout"});
-  if (args.help) {
-    std::cout << kInspectUsage;
-    return 0;
-  }
-  if (args.positional.size() != 1) {
-    throw UsageError("inspect: expected one FILE.h5 (see hpctrain-data inspect --help)");
-  }
-  const std::string& path = args.positional[0];
-  const std::string timeout = option_or(args, "timeout", "");
-  const double seconds =
-      timeout.empty() ? hpctrain::kInspectSeconds : hpctrain::inspect_timeout(timeout);
-  const hpctrain::Deadline deadline(seconds, hpctrain::inspect_timeout_message(path, seconds),
-                                    hpctrain::kExitFailure);
-  hpctrain::inspect_data_file(path, std::cout);
-  return 0;
-}
-
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kUsage;
@@ -571,10 +473,11 @@ int run(int argc, char** argv) {
   if (command == "idx") return cmd_idx(rest);
   if (command == "images") return cmd_images(rest);
   if (command == "synth") return cmd_synth(rest);
-  if (command == "split") return cmd_split(rest);
-  if (command == "shard") return cmd_shard(rest);
+  if (command == "split") return hpctrain::data_cli::cmd_split(rest);
+  if (command == "shard") return hpctrain::data_cli::cmd_shard(rest);
+  if (command == "stats") return hpctrain::data_cli::cmd_stats(rest);
   if (command == "text") return cmd_text(rest);
-  if (command == "inspect") return cmd_inspect(rest);
+  if (command == "inspect") return hpctrain::data_cli::cmd_inspect(rest);
   throw UsageError("unknown command '" + command + "' (see hpctrain-data --help)");
 }
 

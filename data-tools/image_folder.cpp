@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <memory>
@@ -92,8 +93,8 @@ ImageFolderListing list_image_folder(const std::string& dir) {
   return listing;
 }
 
-bool decode_image(const std::string& path, ColorMode color, int64_t width, int64_t height,
-                  uint8_t* chw, std::string* why) {
+bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
+                  int64_t height, uint8_t* chw, std::string* why) {
   // 1. Decode to 8-bit RGB (stb expands grey and palettes, drops alpha, narrows 16-bit).
   int iw = 0, ih = 0, channels_in_file = 0;
   std::unique_ptr<stbi_uc, StbiFree> rgb(stbi_load(path.c_str(), &iw, &ih, &channels_in_file, 3));
@@ -119,24 +120,51 @@ bool decode_image(const std::string& path, ColorMode color, int64_t width, int64
     rgb.reset();
   }
 
-  // 3. Resize (Mitchell filter down, Catmull-Rom up) unless the size already fits; both
-  // stay in 8 bits, as the data are 8-bit anyway, so a huge input costs no float copy.
-  const size_t out_pixels = static_cast<size_t>(width * height);
+  // 3. The size to resize to: WxH (stretch), or the aspect ratio kept, covering WxH (crop)
+  // or inside it (pad), at least one pixel a side.
+  int64_t rw = width, rh = height;
+  if (resize != ResizeMode::kStretch) {
+    const double sx = static_cast<double>(width) / iw, sy = static_cast<double>(height) / ih;
+    const double scale = resize == ResizeMode::kCrop ? std::max(sx, sy) : std::min(sx, sy);
+    rw = std::max<int64_t>(1, std::llround(iw * scale));
+    rh = std::max<int64_t>(1, std::llround(ih * scale));
+    if (resize == ResizeMode::kCrop) {
+      rw = std::max(rw, width);
+      rh = std::max(rh, height);
+    } else {
+      rw = std::min(rw, width);
+      rh = std::min(rh, height);
+    }
+  }
+  // Resize (Mitchell filter down, Catmull-Rom up) unless the size already fits; both stay
+  // in 8 bits, as the data are 8-bit anyway, so a huge input costs no float copy.
   std::vector<uint8_t> resized;
-  if (iw != width || ih != height) {
-    resized.resize(out_pixels * static_cast<size_t>(c));
-    if (stbir_resize_uint8(src, iw, ih, 0, resized.data(), static_cast<int>(width),
-                           static_cast<int>(height), 0, c) != 1) {
+  if (iw != rw || ih != rh) {
+    resized.resize(static_cast<size_t>(rw * rh) * static_cast<size_t>(c));
+    if (stbir_resize_uint8(src, iw, ih, 0, resized.data(), static_cast<int>(rw),
+                           static_cast<int>(rh), 0, c) != 1) {
       throw Error(path + ": stbir_resize_uint8 failed (out of memory?) resizing " +
                   std::to_string(iw) + "x" + std::to_string(ih));
     }
     src = resized.data();
   }
 
-  // 4. Interleaved [H, W, C] -> planar [C, H, W].
+  // 4. Interleaved [rh, rw, C] -> planar [C, H, W]: the middle of a larger image (crop),
+  // or the image in the middle of zeros (pad).
+  const size_t out_pixels = static_cast<size_t>(width * height);
+  std::fill_n(chw, out_pixels * static_cast<size_t>(c), uint8_t{0});
+  const int64_t cx = (rw - width) / 2, cy = (rh - height) / 2;  // crop: where the cut starts
   for (int ch = 0; ch < c; ++ch) {
     uint8_t* plane = chw + static_cast<size_t>(ch) * out_pixels;
-    for (size_t i = 0; i < out_pixels; ++i) plane[i] = src[i * static_cast<size_t>(c) + ch];
+    for (int64_t y = 0; y < height; ++y) {
+      const int64_t sy = y + cy;  // pad: cy <= 0, so rows above and below are outside
+      if (sy < 0 || sy >= rh) continue;
+      for (int64_t x = 0; x < width; ++x) {
+        const int64_t sx = x + cx;
+        if (sx < 0 || sx >= rw) continue;
+        plane[y * width + x] = src[static_cast<size_t>((sy * rw + sx) * c + ch)];
+      }
+    }
   }
   return true;
 }
@@ -176,6 +204,9 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
               " (one sub-folder per class), converted by hpctrain-data: " +
               (c == 1 ? "ITU-R 601 luma" : "RGB") + " resized to " + std::to_string(options.width) +
               "x" + std::to_string(options.height) +
+              (options.resize == ResizeMode::kCrop  ? " (aspect kept, middle cropped)"
+               : options.resize == ResizeMode::kPad ? " (aspect kept, zero-padded)"
+                                                    : "") +
               (options.type == SampleType::kU8 ? "" : ", values / 255") +
               (options.shuffle ? "; rows shuffled with seed " + std::to_string(options.seed)
                                : "; rows sorted by class, then file path");
@@ -205,7 +236,7 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
         const auto slot = static_cast<size_t>(i);
         try {
           ok[slot] = decode_image(listing.files[static_cast<size_t>(order[start + i])],
-                                  options.color, options.width, options.height,
+                                  options.color, options.resize, options.width, options.height,
                                   pixels.data() + slot * static_cast<size_t>(elems), &why[slot]);
         } catch (...) {
           if (!failed.exchange(true)) failure = std::current_exception();

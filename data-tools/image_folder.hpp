@@ -13,10 +13,15 @@
 namespace hpctrain {
 
 enum class ColorMode { kGray, kRgb };
+// How an image of another aspect ratio becomes WxH: kStretch scales each side to fit (the
+// shape changes); kCrop scales it to cover WxH and cuts the middle out; kPad scales it to
+// fit inside WxH and fills the rest with zeros, the image in the middle.
+enum class ResizeMode { kStretch, kCrop, kPad };
 
 struct ImageFolderOptions {
   int64_t width = 0, height = 0;  // every sample is resized to this (required, > 0)
   ColorMode color = ColorMode::kGray;
+  ResizeMode resize = ResizeMode::kStretch;
   SampleType type = SampleType::kU8;  // uint8 as decoded, float16/float32 as value / 255
   int deflate_level = 0;
   bool shuffle = false;  // rows in a permutation seeded with `seed`, else sorted order
@@ -39,11 +44,12 @@ struct ImageFolderListing {
 ImageFolderListing list_image_folder(const std::string& dir);
 
 // Decodes the image at `path` into `chw` (channels * height * width bytes, [C, H, W],
-// C = 1 for kGray, 3 for kRgb), resizing it if its size differs. Returns false and sets
+// C = 1 for kGray, 3 for kRgb), resizing it as `resize` says if its size differs. Returns
+// false and sets
 // `why` if the file cannot be read as an image (what stb_image reads: PNG, JPEG, BMP,
 // GIF, TGA, PSD, HDR, PIC, PNM). Alpha is dropped, not composited. Thread-safe.
-bool decode_image(const std::string& path, ColorMode color, int64_t width, int64_t height,
-                  uint8_t* chw, std::string* why);
+bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
+                  int64_t height, uint8_t* chw, std::string* why);
 
 struct ImageFolderReport {
   std::vector<std::string> class_names;

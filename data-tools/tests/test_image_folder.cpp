@@ -217,8 +217,45 @@ TEST(DataToolsImages, ErrorsNameTheFolderAndLeaveNoFile) {
   expect_usage_error([&] { convert_image_folder(root, out, o, log); }, "image size 0x4");
   std::string why;
   uint8_t px[16];
-  EXPECT_FALSE(decode_image(root + "/c/junk.png", ColorMode::kGray, 4, 4, px, &why));
+  EXPECT_FALSE(
+      decode_image(root + "/c/junk.png", ColorMode::kGray, ResizeMode::kStretch, 4, 4, px, &why));
   EXPECT_FALSE(why.empty());
+}
+
+TEST(DataToolsImages, ResizeModesKeepOrChangeTheAspectRatio) {
+  // A grey 8x4 image with a distinct value per pixel, made square: crop keeps its middle
+  // 4x4 (no scaling needed), pad places it in the middle rows of 8x8 with zeros around.
+  const fs::path dir = fs::path(::testing::TempDir()) / "ht_resize_modes";
+  std::vector<uint8_t> px(8 * 4);
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 8; ++x)
+      px[static_cast<size_t>(y * 8 + x)] = static_cast<uint8_t>(10 + y * 8 + x);
+  }
+  write_png(dir / "wide.png", 8, 4, 1, px);
+  const std::string path = (dir / "wide.png").string();
+  std::string why;
+  std::vector<uint8_t> out(64, 0xEE);
+  ASSERT_TRUE(decode_image(path, ColorMode::kGray, ResizeMode::kCrop, 4, 4, out.data(), &why));
+  for (int y = 0; y < 4; ++y) {
+    for (int x = 0; x < 4; ++x) EXPECT_EQ(out[y * 4 + x], px[y * 8 + x + 2]) << y << "," << x;
+  }
+  ASSERT_TRUE(decode_image(path, ColorMode::kGray, ResizeMode::kPad, 8, 8, out.data(), &why));
+  for (int y = 0; y < 8; ++y) {
+    for (int x = 0; x < 8; ++x) {
+      EXPECT_EQ(out[y * 8 + x], y >= 2 && y < 6 ? px[(y - 2) * 8 + x] : 0) << y << "," << x;
+    }
+  }
+  // Scaled: pad to 4x4 halves it to 4x2 in rows 1-2; crop to 2x2 scales it to 4x2 and keeps
+  // columns 1-2. Stretch fills 4x4 from edge to edge.
+  ASSERT_TRUE(decode_image(path, ColorMode::kGray, ResizeMode::kPad, 4, 4, out.data(), &why));
+  for (int x = 0; x < 4; ++x) {
+    EXPECT_EQ(out[x], 0);
+    EXPECT_EQ(out[12 + x], 0);
+    EXPECT_GT(out[4 + x], 0);
+  }
+  ASSERT_TRUE(decode_image(path, ColorMode::kGray, ResizeMode::kStretch, 4, 4, out.data(), &why));
+  for (int i = 0; i < 16; ++i) EXPECT_GT(out[i], 0);
+  fs::remove_all(dir);
 }
 
 TEST(DataToolsImages, ParsesSizesAndTypes) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "apps/bench_allreduce.hpp"
+#include "apps/export_model.hpp"
 #include "apps/generate.hpp"
 #include "apps/init.hpp"
 #include "apps/model_target.hpp"
@@ -51,6 +52,7 @@ constexpr const char* kUsage =
     "  eval RUN_DIR|CHECKPOINT.h5|CONFIG.yaml        evaluate the trained model (val and test)\n"
     "  generate CONFIG.yaml --checkpoint PATH --prompt TEXT [--length N]\n"
     "                                                text from a language model\n"
+    "  export TARGET --format F --out FILE           the weights for PyTorch, ONNX, HDF5\n"
     "  inspect FILE.h5                               describe a data file or a checkpoint\n"
     "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
@@ -388,6 +390,7 @@ int dispatch(int* argc, char*** argv) {
   if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "inspect") return cmd_inspect(args);
   if (command == "generate") return cmd_generate(args);
+  if (command == "export") return cmd_export(args);
   if (command == "config") return cmd_config(args);
   if (command == "init") return cmd_init(args);
   if (command == "bench") return cmd_bench(argc, argv, args);

@@ -1,6 +1,8 @@
 #include "apps/model_target.hpp"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include "checkpoint/checkpoint_file.hpp"
@@ -8,6 +10,17 @@
 #include "train/catalog.hpp"
 
 namespace hpctrain {
+namespace {
+
+// Whether `path` starts with the HDF5 signature (at offset 0, where hpctrain's files have it).
+bool is_hdf5(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char signature[8] = {};
+  return in.read(signature, sizeof(signature)) &&
+         std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof(signature)) == 0;
+}
+
+}  // namespace
 
 ModelTarget resolve_model_target(const std::string& target, const std::string& checkpoint,
                                  const std::vector<std::string>& overrides) {
@@ -29,7 +42,9 @@ ModelTarget resolve_model_target(const std::string& target, const std::string& c
         t.config.checkpoint.dir = target + "/" + t.config.checkpoint.dir.substr(inside.size());
       }
     }
-  } else if (is_checkpoint_file(target)) {
+  } else if (is_hdf5(target)) {
+    // Any HDF5 file is taken for a checkpoint, so that a damaged one is reported as such
+    // (read_checkpoint_file names what is wrong), not as a config that is not YAML.
     const CheckpointState stored = read_checkpoint_file(target);
     t.config =
         load_config_text(stored.config_yaml, target + " (its stored config)", overrides, catalog());

@@ -19,7 +19,7 @@ struct ModelTarget {
 //   a directory   a run directory: its config.yaml, with run.dir (and a checkpoint.dir
 //                 inside the old run.dir) moved to `target`, so a run directory that was
 //                 moved or is named from elsewhere still finds its checkpoints;
-//   a checkpoint  the config stored in it, and that checkpoint;
+//   an HDF5 file  a checkpoint: the config stored in it, and that checkpoint;
 //   else          a config file.
 // `checkpoint` (may be empty) overrides the checkpoint chosen. `overrides` apply to the
 // config. Throws UsageError naming the file.

@@ -274,13 +274,18 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
             : version >= 2           ? "MISSING (corrupt)"
                                      : "none (version 1)")
         << "\n";
+    const int64_t epoch = read_int(root, "epoch"), in_epoch = read_int(root, "step_in_epoch");
     for (const char* key :
          {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
       const int64_t value = read_int(root, key);
       out << "  " << key << ": " << value;
-      // The attribute counts from 0; the programs' messages (eval, resume, progress) say
-      // the 1-based epoch the next step belongs to.
-      if (std::string(key) == "epoch") out << " (epoch " << value + 1 << " in messages)";
+      // The attribute is the epochs completed; messages (the log, metrics.csv, eval)
+      // count epochs from 1, as the loaded-checkpoint line does.
+      if (std::string(key) == "epoch") {
+        out << (in_epoch == 0 ? " (the end of epoch " + std::to_string(epoch) + ")"
+                              : " (step " + std::to_string(in_epoch) + " of epoch " +
+                                    std::to_string(epoch + 1) + ")");
+      }
       out << "\n";
     }
     out << "  strategy: " << read_string(root, "strategy") << "\n";

@@ -54,6 +54,7 @@ struct Catalog;
 
 // The value types of keys that are lists.
 using IntList = std::vector<int>;
+using NumberList = std::vector<double>;
 using NameList = std::vector<std::string>;
 using LayerList = std::vector<LayerSpec>;
 

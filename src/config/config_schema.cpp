@@ -66,6 +66,13 @@ void read_value(const ReadContext& c, const KeyRule& r, const Value& v, IntList&
   }
 }
 
+void read_value(const ReadContext& c, const KeyRule& r, const Value& v, NumberList& out) {
+  out.clear();
+  for (const Value& e : config_reader::read_list(c.origins, v, "a list of numbers")) {
+    out.push_back(config_reader::read_number(c.origins, e, r.range));
+  }
+}
+
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, NameList& out) {
   out.clear();
   if (r.kind == ValueKind::kPathList) {

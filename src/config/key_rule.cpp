@@ -78,6 +78,8 @@ std::string KeyRule::type_text() const {
       return "one of the exchange strategies";
     case ValueKind::kIntList:
       return "list of integers";
+    case ValueKind::kNumberList:
+      return "list of numbers";
     case ValueKind::kNameList:
       return "list of strings";
     case ValueKind::kPathList:
@@ -105,6 +107,9 @@ std::string KeyRule::limits_text(std::string_view section) const {
     if (!bounds.empty()) parts.push_back(kind == ValueKind::kIntList ? "each " + bounds : bounds);
   }
   if (kind == ValueKind::kNumber && !range.text().empty()) parts.push_back(range.text());
+  if (kind == ValueKind::kNumberList && !range.text().empty()) {
+    parts.push_back("each " + range.text());
+  }
   if (!used_with.empty()) {
     const std::string key = section.empty() ? std::string(used_with)
                                             : std::string(section) + "." + std::string(used_with);
@@ -167,6 +172,12 @@ KeyRule strategy_choice() {
 KeyRule int_list(int64_t min) {
   KeyRule r = integer(min);
   r.kind = ValueKind::kIntList;
+  return r;
+}
+
+KeyRule number_list(const NumberRange& range) {
+  KeyRule r = number(range);
+  r.kind = ValueKind::kNumberList;
   return r;
 }
 

@@ -34,17 +34,18 @@ struct NumberRange {
 };
 
 enum class ValueKind {
-  kText,      // a string
-  kFlag,      // true or false
-  kInt,       // a decimal integer in [min, max]
-  kUint64,    // a decimal integer in [0, 2^64)
-  kNumber,    // a finite number in `range`
-  kChoice,    // one of `choices`
-  kStrategy,  // one of the catalog's exchange strategies
-  kIntList,   // a list of integers in [min, max]
-  kNameList,  // a list of strings
-  kPathList,  // a file path or glob, or a list of them (NameList; an empty string: none)
-  kLayerList  // a list of layers, each checked against its type in the catalog
+  kText,        // a string
+  kFlag,        // true or false
+  kInt,         // a decimal integer in [min, max]
+  kUint64,      // a decimal integer in [0, 2^64)
+  kNumber,      // a finite number in `range`
+  kChoice,      // one of `choices`
+  kStrategy,    // one of the catalog's exchange strategies
+  kIntList,     // a list of integers in [min, max]
+  kNumberList,  // a list of numbers in `range`
+  kNameList,    // a list of strings
+  kPathList,    // a file path or glob, or a list of them (NameList; an empty string: none)
+  kLayerList    // a list of layers, each checked against its type in the catalog
 };
 
 struct KeyRule {
@@ -100,6 +101,7 @@ KeyRule choice_of() {
 }
 KeyRule strategy_choice();
 KeyRule int_list(int64_t min);
+KeyRule number_list(const NumberRange& range);
 KeyRule name_list(std::string_view noun);
 // `required`: at least one path.
 KeyRule path_list(bool required);

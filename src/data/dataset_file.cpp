@@ -129,6 +129,31 @@ int64_t read_int_attribute(hid_t file, const char* name, const std::string& path
   return value;
 }
 
+// The per-channel attributes mean and std (both or neither): numbers, one per channel.
+void read_normalisation(hid_t file, const std::string& path, DatasetShape& shape) {
+  const bool has_mean = HT_CHECK_H5(H5Aexists(file, "mean")) > 0;
+  if (has_mean != (HT_CHECK_H5(H5Aexists(file, "std")) > 0)) {
+    throw UsageError(path + ": has attribute " + (has_mean ? "mean" : "std") + " without " +
+                     (has_mean ? "std" : "mean"));
+  }
+  if (!has_mean) return;
+  for (const auto& [name, out] :
+       {std::pair<const char*, std::vector<double>*>{"mean", &shape.mean},
+        std::pair<const char*, std::vector<double>*>{"std", &shape.stddev}}) {
+    H5Handle attr(HT_CHECK_H5(H5Aopen(file, name, H5P_DEFAULT)), H5Aclose);
+    H5Handle type(HT_CHECK_H5(H5Aget_type(attr.get())), H5Tclose);
+    H5Handle space(HT_CHECK_H5(H5Aget_space(attr.get())), H5Sclose);
+    const hssize_t n = HT_CHECK_H5(H5Sget_simple_extent_npoints(space.get()));
+    if (HT_CHECK_H5(H5Tget_class(type.get())) != H5T_FLOAT || n != shape.c) {
+      throw UsageError(path + ": attribute " + name + " must hold " + std::to_string(shape.c) +
+                       " float value(s), one per channel (found " + std::to_string(n) + " " +
+                       describe_type(type.get()) + ")");
+    }
+    out->resize(static_cast<size_t>(n));
+    HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, out->data()));
+  }
+}
+
 // The class count: the num_classes attribute, else the class names, else one scan of the
 // labels; at most kMaxClasses either way.
 void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShape& shape) {
@@ -294,6 +319,7 @@ void DatasetFile::open_images() {
   // 2. Element types: images u8/f16/f32; labels any integer type (read as int32).
   shape_.type = image_type(images_.get(), path);
   read_classes(file_.get(), labels_.get(), path, shape_);
+  read_normalisation(file_.get(), path, shape_);
 }
 
 void DatasetFile::open_tokens() {

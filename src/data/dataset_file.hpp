@@ -37,6 +37,9 @@ struct DatasetShape {
   int64_t vocab_size = 0;
   std::vector<std::string> vocabulary;
   std::string level;
+  // Root attributes mean and std (float, one per channel, of the samples as the network
+  // gets them; `hpctrain-data stats` stores them); empty when absent.
+  std::vector<double> mean, stddev;
   // Labels per sample: 1, or T for a language-model file (one target per step).
   int64_t labels_per_sample = 1;
   bool tokens() const { return type == SampleType::kToken; }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/random.hpp"
 #include "h5/h5.hpp"
 
 namespace hpctrain {
@@ -13,13 +14,25 @@ namespace hpctrain {
 Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options)
     : file_(file),
       shape_(file.shape()),
+      out_shape_(file.shape()),
       raw_(options.raw),
+      preprocess_(options.preprocess),
+      seed_(options.seed),
+      rank_(options.rank),
       streaming_(static_cast<int64_t>(shard.count * shape_.sample_bytes()) > options.cache_bytes),
       shard_(shard),
       sampler_(shard.count, options.batch,
                options.batches_per_epoch > 0 ? options.batches_per_epoch
                                              : (shard.count + options.batch - 1) / options.batch,
                options.shuffle, options.seed, options.rank) {
+  if (preprocess_.active()) {
+    HT_REQUIRE(!shape_.tokens(), "preprocessing applies to images only");
+    HT_REQUIRE(
+        preprocess_.mean.empty() || (preprocess_.mean.size() == static_cast<size_t>(shape_.c) &&
+                                     preprocess_.inv_std.size() == preprocess_.mean.size()),
+        "normalisation needs one mean and std per channel");
+    out_shape_.type = SampleType::kF32;
+  }
   if (streaming_ && !h5_threadsafe()) {
     throw UsageError(file.path() + ": its " + std::to_string(shard.count) +
                      " rows exceed data.cache_mb, and this HDF5 library cannot read them per "
@@ -84,18 +97,59 @@ std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {
   return order;
 }
 
-void Loader::place(const uint8_t* src, int64_t i, BatchBuffer& buffer) const {
+void Loader::place(const uint8_t* src, int64_t seq, int64_t i, BatchBuffer& buffer) const {
   const size_t elems = static_cast<size_t>(shape_.sample_elems());
-  if (raw_) {
+  if (raw_ && !preprocess_.active()) {
     auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
                 static_cast<size_t>(i) * shape_.sample_bytes();
     std::memcpy(dst, src, shape_.sample_bytes());
-  } else {
-    decode_samples(src, shape_.type, elems, buffer.images.data() + static_cast<size_t>(i) * elems);
+    return;
   }
+  // Preprocessed samples are float32 whether raw or not: slot i holds the same floats.
+  float* dst = buffer.images.data() + static_cast<size_t>(i) * elems;
+  decode_samples(src, shape_.type, elems, dst);
+  if (preprocess_.active()) preprocess(dst, seq, i);
 }
 
-void Loader::read_batch(const std::vector<int64_t>& order, int64_t first, int64_t rows,
+void Loader::preprocess(float* x, int64_t seq, int64_t i) const {
+  const int64_t c = shape_.c, h = shape_.h, w = shape_.w, plane = h * w;
+  if (preprocess_.augments()) {
+    // Three draws per sample: mirror, shift down, shift right.
+    const uint64_t stream =
+        mix_seed(seed_, static_cast<uint64_t>(rank_), static_cast<uint64_t>(seq));
+    const uint64_t k = static_cast<uint64_t>(i) * 3;
+    const bool mirror = preprocess_.flip && counter_uniform(stream, k) < 0.5f;
+    const int64_t p = preprocess_.crop_padding, span = 2 * p + 1;
+    const auto shift = [&](uint64_t d) {
+      return std::min<int64_t>(static_cast<int64_t>(counter_uniform(stream, d) * span), span - 1) -
+             p;
+    };
+    const int64_t dy = p > 0 ? shift(k + 1) : 0, dx = p > 0 ? shift(k + 2) : 0;
+    if (mirror || dy != 0 || dx != 0) {
+      // out(y, x) = in(y + dy, x') with x' = x + dx, mirrored: w - 1 - (x + dx); zero
+      // outside the image. One plane at a time through a copy of it.
+      thread_local std::vector<float> in;
+      in.resize(static_cast<size_t>(plane));
+      for (int64_t ch = 0; ch < c; ++ch) {
+        float* out = x + ch * plane;
+        std::copy_n(out, plane, in.begin());
+        for (int64_t y = 0; y < h; ++y) {
+          const int64_t sy = y + dy;
+          for (int64_t xx = 0; xx < w; ++xx) {
+            const int64_t shifted = xx + dx;
+            const int64_t sx = mirror ? w - 1 - shifted : shifted;
+            out[y * w + xx] = sy >= 0 && sy < h && sx >= 0 && sx < w
+                                  ? in[static_cast<size_t>(sy * w + sx)]
+                                  : 0.0f;
+          }
+        }
+      }
+    }
+  }
+  preprocess_.normalize(x, plane);
+}
+
+void Loader::read_batch(const std::vector<int64_t>& order, int64_t seq, int64_t first, int64_t rows,
                         BatchBuffer& buffer) {
   // Sorted file rows with their places in the batch, read run by run. The vectors only
   // grow, once per reader thread.
@@ -117,7 +171,7 @@ void Loader::read_batch(const std::vector<int64_t>& order, int64_t first, int64_
   file_.read_row_set(file_rows.data(), rows, bytes.data(), labels.data());
   for (int64_t k = 0; k < rows; ++k) {
     const int64_t i = wanted[static_cast<size_t>(k)].second;
-    place(bytes.data() + static_cast<size_t>(k) * shape_.sample_bytes(), i, buffer);
+    place(bytes.data() + static_cast<size_t>(k) * shape_.sample_bytes(), seq, i, buffer);
     std::copy_n(labels.data() + static_cast<size_t>(k) * per_sample, per_sample,
                 buffer.labels.data() + static_cast<size_t>(i) * per_sample);
   }
@@ -131,13 +185,13 @@ void Loader::fill(int64_t seq, BatchBuffer& buffer) {
   const int64_t rows = sampler_.batch_size(step);
   buffer.size = rows;
   if (streaming_) {
-    read_batch(order, step * sampler_.batch(), rows, buffer);
+    read_batch(order, seq, step * sampler_.batch(), rows, buffer);
     return;
   }
   const size_t per_sample = static_cast<size_t>(shape_.labels_per_sample);
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t row = order[static_cast<size_t>(step * sampler_.batch() + i)];
-    place(images_.data() + static_cast<size_t>(row) * shape_.sample_bytes(), i, buffer);
+    place(images_.data() + static_cast<size_t>(row) * shape_.sample_bytes(), seq, i, buffer);
     std::copy_n(labels_.data() + static_cast<size_t>(row) * per_sample, per_sample,
                 buffer.labels.data() + static_cast<size_t>(i) * per_sample);
   }

@@ -1,7 +1,8 @@
 // The input pipeline of one rank for one data file: reads the rank's shard once
 // (HDF5 hyperslab, stored type), then reader threads gather each batch in the
 // sampler's order and convert uint8/float16 to float in [0, 1] into prefetch
-// buffers. Batches are numbered by a global sequence (epoch * batches_per_epoch
+// buffers, normalising and augmenting images where asked (Preprocess). Batches are numbered by a
+// global sequence (epoch * batches_per_epoch
 // + step), which is the cursor a checkpoint stores; or they come in the order the
 // consumer requests them (LoaderOptions::on_request).
 #pragma once
@@ -18,6 +19,25 @@
 
 namespace hpctrain {
 
+// What the reader threads do to each image after converting it to float: a random shift
+// (zeros fill what moves in) and a left-right mirror, then (x - mean) / std per channel.
+// The random draws are a pure function of (seed, rank, batch sequence number, sample in
+// the batch), so a resumed run makes the same ones.
+struct Preprocess {
+  std::vector<float> mean, inv_std;  // one per channel; empty: no normalisation
+  bool flip = false;
+  int crop_padding = 0;  // the largest shift in pixels, each direction
+  bool augments() const { return flip || crop_padding > 0; }
+  bool active() const { return !mean.empty() || augments(); }
+  // (x - mean) / std per channel of one decoded image of mean.size() planes in place.
+  void normalize(float* x, int64_t plane) const {
+    for (size_t ch = 0; ch < mean.size(); ++ch) {
+      float* v = x + static_cast<int64_t>(ch) * plane;
+      for (int64_t j = 0; j < plane; ++j) v[j] = (v[j] - mean[ch]) * inv_std[ch];
+    }
+  }
+};
+
 struct LoaderOptions {
   int64_t batch = 64;
   int64_t batches_per_epoch = 0;  // 0: every row of the shard, last batch partial
@@ -30,8 +50,10 @@ struct LoaderOptions {
   int depth = 4;
   BufferHooks hooks;  // for the batch buffers (a device backend pins them)
   // Batches hold the stored bytes (sample_bytes() per sample, from the start of
-  // BatchBuffer::images) for the backend to decode, not floats.
+  // BatchBuffer::images) for the backend to decode, not floats. With preprocessing the
+  // stored bytes are float32 (shape().type is kF32).
   bool raw = false;
+  Preprocess preprocess;  // images only
   // Batches come in the order request() names them (asynchronous workers, which take the
   // epoch's batches as they go); epochs and batches_per_epoch number them, first_seq is
   // unused.
@@ -60,17 +82,21 @@ class Loader {
   void request(int64_t seq);
   int64_t batches_per_epoch() const { return sampler_.batches_per_epoch(); }
   int64_t shard_rows() const { return shard_.count; }
-  const DatasetShape& shape() const { return shape_; }
+  // The batches' samples: the file's, but float32 when preprocessed.
+  const DatasetShape& shape() const { return out_shape_; }
   double wait_seconds() const { return queue_->wait_seconds(); }
 
  private:
   void fill(int64_t seq, BatchBuffer& buffer);
-  // Streaming: reads the batch's `rows` shard rows order[first...] from the file into
-  // `buffer`, in that order.
-  void read_batch(const std::vector<int64_t>& order, int64_t first, int64_t rows,
+  // Streaming: reads the batch's (number `seq`) `rows` shard rows order[first...] from the
+  // file into `buffer`, in that order.
+  void read_batch(const std::vector<int64_t>& order, int64_t seq, int64_t first, int64_t rows,
                   BatchBuffer& buffer);
-  // One sample's stored bytes into slot i of `buffer` (decoded unless raw).
-  void place(const uint8_t* src, int64_t i, BatchBuffer& buffer) const;
+  // One sample's stored bytes into slot i of `buffer` (decoded unless raw; preprocessed,
+  // with the draws of batch `seq`).
+  void place(const uint8_t* src, int64_t seq, int64_t i, BatchBuffer& buffer) const;
+  // Shifts and mirrors (augmentation) and normalises the decoded image at `x` in place.
+  void preprocess(float* x, int64_t seq, int64_t i) const;
   // The sample order of `epoch`. Shared so that a reader keeps its order alive
   // while the cache moves on to later epochs.
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);
@@ -78,8 +104,12 @@ class Loader {
   int64_t requested(int64_t k);
 
   const DataSource& file_;
-  DatasetShape shape_;
+  DatasetShape shape_;      // the file's
+  DatasetShape out_shape_;  // the batches'
   bool raw_;
+  Preprocess preprocess_;
+  uint64_t seed_;
+  int rank_;
   bool streaming_;  // rows read per batch, not cached
   Shard shard_;
   Sampler sampler_;

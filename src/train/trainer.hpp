@@ -124,6 +124,7 @@ class Trainer {
   std::vector<std::string> devices_;  // every rank's backend name (meet())
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<DataSource> train_file_, val_file_, test_file_;
+  Preprocess preprocess_;  // of the training images (evaluation: the normalisation only)
   std::unique_ptr<Model> model_;
   std::vector<ParamRange> trainable_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -16,6 +16,7 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/balance.hpp"
+#include "train/input_preprocess.hpp"
 #include "train/memory_check.hpp"
 #include "train/model_data.hpp"
 #include "train/run_plan.hpp"
@@ -105,6 +106,7 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   const DatasetShape& shape = train_file_->shape();
   val_file_ = open_split(config_, config_.data.val, "val", &shape);
   test_file_ = open_split(config_, config_.data.test, "test", &shape);
+  preprocess_ = input_preprocess(config_, *train_file_);
   num_classes_ = shape.num_classes;
   labels_per_sample_ = shape.labels_per_sample;
   for (int r : config_.cpu_ranks) {
@@ -285,6 +287,7 @@ LoaderOptions Trainer::loader_options() const {
   o.cache_bytes = config_.data.cache_mb << 20;
   o.hooks = stager_->hooks();
   o.raw = stager_->wants_raw();
+  o.preprocess = preprocess_;
   return o;
 }
 
@@ -354,6 +357,8 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
   eval_opts.first_seq = 0;
   eval_opts.shuffle = false;
   eval_opts.threads = 1;
+  eval_opts.preprocess.flip = false;  // evaluation normalises but does not augment
+  eval_opts.preprocess.crop_padding = 0;
   if (val_file_) {
     int passes = training ? 0 : 1;
     for (int64_t e = start_step / steps_per_epoch_ + 1; training && e <= config_.train.epochs;

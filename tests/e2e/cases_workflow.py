@@ -5,12 +5,14 @@ does not train; metrics.csv has every epoch once after a kill and a resume.
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 
-from harness import (ARGS, check, checkpoints, fresh, hpctrain, metrics_rows, run_dir, summary,
-                     train, train_cmd)
+from harness import (ARGS, DET, check, checkpoints, expect_ok, fresh, hpctrain, kill_and_resume,
+                     metrics_rows, newest_step, one_error_line, run_dir, summary, train,
+                     train_cmd)
 
 
 def eval_run(target, ranks=2, extra=()):
@@ -204,3 +206,39 @@ def case_sharded_data_same_params():
           f"expected one error line naming {odd}:\n{err}")
     rc, _, err = train("shards_odd", 2, sets + [f"data.train={d}/nothing-*.h5"])
     check(rc == 2 and "matches no file" in err, f"a glob matching nothing: exit {rc}\n{err}")
+
+
+def case_augment_normalize_kill_resume():
+    """Normalisation from `hpctrain-data stats` attributes (auto) and flip + crop
+    augmentation: a kill -9 and --resume auto end with the uninterrupted run's parameters;
+    the augmentation changes them; normalize: auto without the attributes and a mean per
+    channel that does not fit are exit 2 naming the file or the key."""
+    d = os.path.join(ARGS.build, "e2e-runs", "augment_data")
+    os.makedirs(d, exist_ok=True)
+    train_file = os.path.join(d, "train.h5")
+    if not os.path.exists(train_file):
+        shutil.copyfile(f"{ARGS.data}/train.h5", train_file + ".part")
+        os.replace(train_file + ".part", train_file)
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "stats", train_file],
+                       capture_output=True, text=True, timeout=300)
+    print(p.stdout + p.stderr)
+    check(p.returncode == 0 and "channel 0: mean 0.28" in p.stdout, "hpctrain-data stats failed")
+    aug = DET + [f"data.train={train_file}", "data.normalize=auto", "data.augment.flip=true",
+                 "data.augment.crop_padding=2", "checkpoint.every_steps=40"]
+    fresh("augment_full")
+    want = expect_ok("augment_full", 2, aug)["params_sha256"]
+    fresh("augment_off")
+    plain = expect_ok("augment_off", 2, DET + [f"data.train={train_file}",
+                                               "checkpoint.every_steps=40"])["params_sha256"]
+    check(plain != want, "the augmentation changed nothing")
+    s = kill_and_resume("augment_kill", aug, lambda n: 1 if newest_step(n) >= 500 else None)
+    check(s["params_sha256"] == want, "kill -9 and resume with augmentation: parameters differ")
+
+    fresh("augment_bad")
+    rc, _, err = train("augment_bad", 2, ["data.normalize=auto"])
+    check(rc == 2, f"normalize auto without attributes: exit {rc}")
+    one_error_line(err, "train.h5: has no mean and std attributes")
+    rc, _, err = train("augment_bad", 2, ["data.normalize=given", "data.mean=[0.1, 0.2]",
+                                          "data.std=[0.3, 0.3]"])
+    check(rc == 2, f"two means for one channel: exit {rc}")
+    one_error_line(err, "data.mean and data.std: 2 and 2 values for 1-channel")

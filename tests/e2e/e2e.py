@@ -8,6 +8,7 @@ import argparse
 import cases_async
 import cases_batches
 import cases_disk
+import cases_export
 import cases_hardening
 import cases_models
 import cases_resume
@@ -27,7 +28,8 @@ def main():
     case = harness.ARGS.case
     fn = None
     for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
-                   cases_study, cases_text, cases_hardening, cases_disk, cases_workflow):
+                   cases_study, cases_text, cases_hardening, cases_disk, cases_workflow,
+                   cases_export):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

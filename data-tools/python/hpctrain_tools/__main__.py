@@ -1,4 +1,4 @@
-"""Entry point: python3 -m hpctrain_tools study|plot|scaling ARGS...
+"""Entry point: python3 -m hpctrain_tools study|plot|scaling|export ARGS...
 
 The hpctrain program runs this with PYTHONPATH set to the folder that holds the package.
 When the interpreter it found lacks PyYAML or matplotlib (a pyenv or venv python on PATH,
@@ -10,7 +10,7 @@ import importlib.util
 import os
 import sys
 
-NEEDS = {"study": ["yaml"], "plot": ["matplotlib"], "scaling": []}
+NEEDS = {"study": ["yaml"], "plot": ["matplotlib"], "scaling": [], "export": ["torch", "h5py"]}
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
@@ -21,8 +21,8 @@ def _missing(modules):
 def main():
     args = sys.argv[1:]
     if not args or args[0] not in NEEDS:
-        print("usage: python3 -m hpctrain_tools study|plot|scaling ARGS... "
-              "(normally started as hpctrain study|plot|scaling)", file=sys.stderr)
+        print("usage: python3 -m hpctrain_tools study|plot|scaling|export ARGS... "
+              "(normally started as hpctrain study|plot|scaling|export)", file=sys.stderr)
         return 2
     command = args[0]
     missing = _missing(NEEDS[command])
@@ -36,7 +36,12 @@ def main():
             print(f"error: hpctrain {command}: {sys.executable} has no {', '.join(missing)} "
                   "(Debian: apt install python3-yaml python3-matplotlib)", file=sys.stderr)
             return 2
-    module = {"study": "study", "plot": "plots", "scaling": "scaling"}[command]
+        if command == "export":
+            print(f"error: hpctrain export: {sys.executable} has no {', '.join(missing)}: "
+                  "--format pytorch and onnx need python3-torch (and python3-h5py); "
+                  "--format hdf5-layers does not", file=sys.stderr)
+            return 2
+    module = {"study": "study", "plot": "plots", "scaling": "scaling", "export": "export"}[command]
     if command == "plot" and missing:
         print(f"error: hpctrain plot: {sys.executable} has no matplotlib "
               "(Debian: apt install python3-matplotlib)", file=sys.stderr)

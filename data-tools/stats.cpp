@@ -1,0 +1,80 @@
+#include "data-tools/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "core/error.hpp"
+#include "core/sample_type.hpp"
+#include "data/dataset_files.hpp"
+#include "h5/h5.hpp"
+
+namespace hpctrain {
+
+ChannelStats channel_stats(const std::vector<std::string>& paths) {
+  const std::unique_ptr<DataSource> data = open_data(paths);
+  HT_REQUIRE(data != nullptr, "channel_stats: no files");
+  const DatasetShape& s = data->shape();
+  if (s.tokens()) throw UsageError(data->path() + ": holds tokens; stats are for images");
+  const int64_t plane = s.h * s.w;
+  const int64_t block = std::max<int64_t>(
+      1, (int64_t{64} << 20) / static_cast<int64_t>(s.sample_bytes() + 4 * s.sample_elems()));
+  std::vector<uint8_t> bytes(static_cast<size_t>(std::min(block, s.n)) * s.sample_bytes());
+  std::vector<float> values(static_cast<size_t>(std::min(block, s.n) * s.sample_elems()));
+  std::vector<int32_t> labels(static_cast<size_t>(std::min(block, s.n) * s.labels_per_sample));
+  // Sums per block, added to the totals: float32 values summed in double, exact enough for
+  // any size a file holds.
+  std::vector<double> sum(static_cast<size_t>(s.c), 0.0), sum_sq(static_cast<size_t>(s.c), 0.0);
+  for (int64_t row = 0; row < s.n; row += block) {
+    const int64_t n = std::min(block, s.n - row);
+    data->read_rows(row, n, bytes.data(), labels.data());
+    decode_samples(bytes.data(), s.type, static_cast<size_t>(n * s.sample_elems()), values.data());
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t ch = 0; ch < s.c; ++ch) {
+        const float* v = values.data() + (i * s.c + ch) * plane;
+        double a = 0, b = 0;
+        for (int64_t j = 0; j < plane; ++j) {
+          a += v[j];
+          b += static_cast<double>(v[j]) * v[j];
+        }
+        sum[static_cast<size_t>(ch)] += a;
+        sum_sq[static_cast<size_t>(ch)] += b;
+      }
+    }
+  }
+  ChannelStats out;
+  out.rows = s.n;
+  const double count = static_cast<double>(s.n) * static_cast<double>(plane);
+  for (int64_t ch = 0; ch < s.c; ++ch) {
+    const double m = sum[static_cast<size_t>(ch)] / count;
+    const double var = std::max(0.0, sum_sq[static_cast<size_t>(ch)] / count - m * m);
+    out.mean.push_back(m);
+    out.std.push_back(std::sqrt(var));
+  }
+  return out;
+}
+
+void store_channel_stats(const std::string& path, const ChannelStats& stats) {
+  h5_quiet();
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (id < 0) throw UsageError(path + ": cannot open for writing (HDF5 data file, writable?)");
+  H5Handle file(id, H5Fclose);
+  h5_reading(path, [&] {
+    for (const auto& [name, values] :
+         {std::pair<const char*, const std::vector<double>*>{"mean", &stats.mean},
+          std::pair<const char*, const std::vector<double>*>{"std", &stats.std}}) {
+      if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
+        HT_CHECK_H5(H5Adelete(file.get(), name));
+      }
+      const hsize_t dims[1] = {values->size()};
+      H5Handle space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+      H5Handle attr(HT_CHECK_H5(H5Acreate2(file.get(), name, H5T_IEEE_F64LE, space.get(),
+                                           H5P_DEFAULT, H5P_DEFAULT)),
+                    H5Aclose);
+      HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values->data()));
+    }
+    HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+  });
+}
+
+}  // namespace hpctrain
