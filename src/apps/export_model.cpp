@@ -18,13 +18,11 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "apps/installation.hpp"
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
-#include "checkpoint/checkpoint_store.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -297,18 +295,10 @@ void write_layers_file(const std::string& path, const Export& e) {
 
 Export gather(const Options& o) {
   ModelTarget target = resolve_model_target(o.target, o.checkpoint, o.overrides);
+  const std::string checkpoint = checkpoint_path(target, "export");
   Export e;
   e.config = std::move(target.config);
   const Config& config = e.config;
-  std::string checkpoint = target.checkpoint;
-  if (checkpoint == "auto") {
-    const std::optional<LoadedCheckpoint> newest = load_newest_valid(config.checkpoint.dir);
-    if (!newest) {
-      throw UsageError("export: no valid checkpoint in " + config.checkpoint.dir +
-                       " (checkpoint.dir of " + config.source_file + ")");
-    }
-    checkpoint = newest->path;
-  }
   const std::unique_ptr<DataSource> train =
       open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
   e.checkpoint = checkpoint;

@@ -10,12 +10,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <optional>
 
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
-#include "checkpoint/checkpoint_store.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
@@ -159,15 +157,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   const Options o = parse(args);
   const ModelTarget target = resolve_model_target(o.target, o.checkpoint, o.overrides);
   const Config& config = target.config;
-  std::string checkpoint = target.checkpoint;
-  if (checkpoint == "auto") {
-    const std::optional<LoadedCheckpoint> newest = load_newest_valid(config.checkpoint.dir);
-    if (!newest) {
-      throw UsageError("generate: no valid checkpoint in " + config.checkpoint.dir +
-                       " (checkpoint.dir of " + config.source_file + ")");
-    }
-    checkpoint = newest->path;
-  }
+  const std::string checkpoint = checkpoint_path(target, "generate");
   const std::unique_ptr<DataSource> data =
       open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
   const DatasetShape& shape = data->shape();

@@ -3,9 +3,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <system_error>
 
 #include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
 #include "train/catalog.hpp"
 
@@ -53,6 +55,16 @@ ModelTarget resolve_model_target(const std::string& target, const std::string& c
     t.config = load_config(target, overrides, catalog());
   }
   return t;
+}
+
+std::string checkpoint_path(const ModelTarget& t, const std::string& command) {
+  if (t.checkpoint != "auto") return t.checkpoint;
+  const std::optional<LoadedCheckpoint> newest = load_newest_valid(t.config.checkpoint.dir);
+  if (!newest) {
+    throw UsageError(command + ": no valid checkpoint in " + t.config.checkpoint.dir +
+                     " (checkpoint.dir of " + t.config.source_file + ")");
+  }
+  return newest->path;
 }
 
 }  // namespace hpctrain

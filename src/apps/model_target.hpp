@@ -26,4 +26,8 @@ struct ModelTarget {
 ModelTarget resolve_model_target(const std::string& target, const std::string& checkpoint,
                                  const std::vector<std::string>& overrides);
 
+// The checkpoint file of `t`: "auto" becomes the newest valid one in checkpoint.dir.
+// Throws UsageError "`command`: no valid checkpoint in DIR ..." when there is none.
+std::string checkpoint_path(const ModelTarget& t, const std::string& command);
+
 }  // namespace hpctrain

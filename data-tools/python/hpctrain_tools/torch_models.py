@@ -47,10 +47,11 @@ class Embedding(nn.Embedding):
         return super().forward(x.reshape(x.shape[0], -1).long())
 
 
-class Lstm(nn.LSTM):
-    """nn.LSTM (batch first) as hpctrain's lstm: the input's dims after the batch are steps
-    of its last dim's features (an image [1, H, W] is H steps of W); the output is the last
-    layer's last h, or with sequences every step's [N, T, units]."""
+class _Recurrent:
+    """The inputs and outputs of hpctrain's recurrent layers, for nn.LSTM and nn.GRU (batch
+    first): the input's dims after the batch are steps of its last dim's features (an image
+    [1, H, W] is H steps of W); the output is the last layer's last h, or with sequences
+    every step's [N, T, units]."""
 
     def __init__(self, features, units, layers=1, sequences=False):
         super().__init__(features, units, num_layers=layers, batch_first=True)
@@ -61,16 +62,12 @@ class Lstm(nn.LSTM):
         return out if self.sequences else out[:, -1]
 
 
-class Gru(nn.GRU):
-    """nn.GRU (batch first) as hpctrain's gru, with Lstm's inputs and outputs."""
+class Lstm(_Recurrent, nn.LSTM):
+    """hpctrain's lstm layer."""
 
-    def __init__(self, features, units, layers=1, sequences=False):
-        super().__init__(features, units, num_layers=layers, batch_first=True)
-        self.sequences = sequences
 
-    def forward(self, x):
-        out, _ = super().forward(x.reshape(x.shape[0], -1, self.input_size))
-        return out if self.sequences else out[:, -1]
+class Gru(_Recurrent, nn.GRU):
+    """hpctrain's gru layer."""
 
 
 class BasicBlock(nn.Module):
