@@ -95,6 +95,26 @@ void Communicator::allgather(const double* send, int count, double* recv) {
   HT_CHECK_MPI(MPI_Allgather(send, count, MPI_DOUBLE, recv, count, MPI_DOUBLE, comm_));
 }
 
+std::vector<std::string> Communicator::allgather(const std::string& mine) {
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(static_cast<size_t>(size_)), offsets(static_cast<size_t>(size_));
+  HT_CHECK_MPI(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_));
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    offsets[static_cast<size_t>(r)] = total;
+    total += lengths[static_cast<size_t>(r)];
+  }
+  std::string all(static_cast<size_t>(total), '\0');
+  HT_CHECK_MPI(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(),
+                              offsets.data(), MPI_CHAR, comm_));
+  std::vector<std::string> out;
+  for (int r = 0; r < size_; ++r) {
+    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                             static_cast<size_t>(lengths[static_cast<size_t>(r)])));
+  }
+  return out;
+}
+
 void Communicator::barrier() { HT_CHECK_MPI(MPI_Barrier(comm_)); }
 
 }  // namespace hpctrain

@@ -7,6 +7,8 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 #include "comm/ring_allreduce.hpp"
 #include "config/config.hpp"
@@ -35,6 +37,8 @@ class Communicator {
   void broadcast(void* data, size_t bytes, int root);
   // Every rank receives size() * count doubles, rank r's at offset r * count.
   void allgather(const double* send, int count, double* recv);
+  // Every rank receives every rank's string, in rank order (any lengths).
+  std::vector<std::string> allgather(const std::string& mine);
   // root receives size() * count floats, rank r's at offset r * count.
   void gather(const float* send, size_t count, float* recv, int root);
   // rank r receives the count floats at offset r * count of root's `send`.

@@ -1,26 +1,15 @@
 #include "comm/device_group.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <vector>
 
-#include "comm/mpi_check.hpp"
 #include "core/error.hpp"
+#include "core/host.hpp"
 
 namespace hpctrain {
 
 bool ranks_share_a_device(Communicator& comm, const std::string& device_id) {
-  char mine[160] = {};
-  char host[64] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::snprintf(mine, sizeof(mine), "%s/%s", host, device_id.c_str());
-  std::vector<char> all(sizeof(mine) * static_cast<size_t>(comm.size()));
-  HT_CHECK_MPI(
-      MPI_Allgather(mine, sizeof(mine), MPI_CHAR, all.data(), sizeof(mine), MPI_CHAR, comm.get()));
-  std::vector<std::string> ids;
-  for (int r = 0; r < comm.size(); ++r) ids.emplace_back(all.data() + r * sizeof(mine));
+  std::vector<std::string> ids = comm.allgather(host_name() + "/" + device_id);
   std::sort(ids.begin(), ids.end());
   return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
 }

@@ -10,22 +10,19 @@
 // rank-0 progress line every few seconds.
 #include "train/trainer.hpp"
 
-#include <mpi.h>
 #include <sched.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <thread>
 
 #include "comm/agreement.hpp"
-#include "comm/mpi_check.hpp"
-#include "comm/mpi_env.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/host.hpp"
 #include "core/log.hpp"
 #include "core/random.hpp"
 #include "core/timer.hpp"
@@ -43,18 +40,10 @@ namespace {
 // Steps of each epoch whose forward and backward balance auto times.
 constexpr int64_t kMeasuredSteps = 20;
 
-// The job's node names on rank 0, each once, in rank order (empty elsewhere). Collective.
-std::vector<std::string> job_hosts(MPI_Comm comm, int rank, int size) {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
-  int length = 0;
-  HT_CHECK_MPI(MPI_Get_processor_name(name, &length));
-  std::vector<char> all(rank == 0 ? static_cast<size_t>(size) * MPI_MAX_PROCESSOR_NAME : 0);
-  HT_CHECK_MPI(MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
-                          MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, comm));
+// The job's node names, each once, in rank order. Collective.
+std::vector<std::string> job_hosts(Communicator& comm) {
   std::vector<std::string> hosts;
-  for (size_t r = 0; rank == 0 && r < static_cast<size_t>(size); ++r) {
-    const char* h = all.data() + r * MPI_MAX_PROCESSOR_NAME;
-    std::string host(h, strnlen(h, MPI_MAX_PROCESSOR_NAME));
+  for (std::string& host : comm.allgather(host_name())) {
     if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
   }
   return hosts;
@@ -431,7 +420,7 @@ int Trainer::run() {
   if (async_) summary.async = async_report(total_samples);
   {
     WatchdogScope w(*watchdog_, "gathering the host names", global_step_);
-    summary.hosts = job_hosts(comm_->get(), rank_, world_size_);
+    summary.hosts = job_hosts(*comm_);
   }
   summary.slurm = slurm_ids();
   summary.start_time = start_time;

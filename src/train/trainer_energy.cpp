@@ -1,21 +1,14 @@
 // Energy sampling around the epochs: one sampler per node (node-local rank 0), summed over
 // the nodes at the end.
-#include <unistd.h>
-
 #include <algorithm>
 
+#include "core/host.hpp"
 #include "train/trainer.hpp"
 
 namespace hpctrain {
 namespace {
 
 constexpr const char* kPowercapRoot = "/sys/class/powercap";
-
-std::string host_name() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
 
 }  // namespace
 

@@ -98,6 +98,21 @@ TEST(Communicator, BothAlgorithmsAgree) {
   EXPECT_GE(comm.comm_seconds(), 0.0);
 }
 
+TEST(Communicator, AllgatherOfStringsOfAnyLength) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  // Rank r sends r copies of 'a' + r (rank 0 an empty string), and a NUL inside one.
+  const std::string mine =
+      std::string(static_cast<size_t>(world_rank()), static_cast<char>('a' + world_rank())) +
+      (world_rank() == 1 ? std::string("\0x", 2) : std::string());
+  const std::vector<std::string> all = comm.allgather(mine);
+  ASSERT_EQ(all.size(), static_cast<size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) {
+    const std::string want = std::string(static_cast<size_t>(r), static_cast<char>('a' + r)) +
+                             (r == 1 ? std::string("\0x", 2) : std::string());
+    EXPECT_EQ(all[static_cast<size_t>(r)], want) << "rank " << r;
+  }
+}
+
 TEST(ParamAverage, EveryRankGetsTheMean) {
   Communicator comm(MPI_COMM_WORLD, 4096);
   std::vector<float> p(101);
