@@ -66,12 +66,7 @@ void store_channel_stats(const std::string& path, const ChannelStats& stats) {
       if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
         HT_CHECK_H5(H5Adelete(file.get(), name));
       }
-      const hsize_t dims[1] = {values->size()};
-      H5Handle space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
-      H5Handle attr(HT_CHECK_H5(H5Acreate2(file.get(), name, H5T_IEEE_F64LE, space.get(),
-                                           H5P_DEFAULT, H5P_DEFAULT)),
-                    H5Aclose);
-      HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values->data()));
+      h5_write_doubles(file.get(), name, *values);
     }
     HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
   });

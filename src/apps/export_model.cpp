@@ -60,35 +60,28 @@ constexpr int64_t kFormatVersion = 1;
 constexpr int64_t kReferenceRows = 8;
 
 struct Options {
-  std::string target, checkpoint, format, out;
-  std::vector<std::string> overrides;
+  TargetArgs target;
+  std::string format, out;
   bool force = false;
 };
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (take_target_arg(args, i, o.target, "export")) continue;
     const bool has_value = i + 1 < args.size();
     const std::string& a = args[i];
-    if (a == "--set" && has_value) {
-      o.overrides.push_back(args[++i]);
-    } else if (a == "--checkpoint" && has_value) {
-      o.checkpoint = args[++i];
-    } else if (a == "--format" && has_value) {
+    if (a == "--format" && has_value) {
       o.format = args[++i];
     } else if (a == "--out" && has_value) {
       o.out = args[++i];
     } else if (a == "--force") {
       o.force = true;
-    } else if (a.rfind("--", 0) == 0) {
-      throw UsageError("export: unknown or incomplete option '" + a + "' (see --help)");
-    } else if (o.target.empty()) {
-      o.target = a;
     } else {
-      throw UsageError("export: more than one run directory, checkpoint or config given");
+      throw UsageError("export: unknown or incomplete option '" + a + "' (see --help)");
     }
   }
-  if (o.target.empty()) {
+  if (o.target.target.empty()) {
     throw UsageError("export: expected a run directory, a checkpoint or a config (see --help)");
   }
   if (o.format != "hdf5-layers" && o.format != "pytorch" && o.format != "onnx") {
@@ -170,32 +163,6 @@ Reference read_reference(const Config& config, const Preprocess& preprocess) {
   throw UsageError(config.source_file + ": data.train: no rows to take reference inputs from");
 }
 
-void write_int64_list(hid_t loc, const char* name, const Dims& values) {
-  const hsize_t n[1] = {values.size()};
-  H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, values.data()));
-}
-
-void write_doubles(hid_t loc, const char* name, const std::vector<double>& values) {
-  const hsize_t n[1] = {values.size()};
-  H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, values.data()));
-}
-
-void write_double(hid_t loc, const char* name, double value) {
-  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
-  H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
-      H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value));
-}
-
 // A float32 dataset of `shape` holding `values`; returned open for its attributes.
 H5Handle write_floats(hid_t loc, const std::string& name, const Dims& shape, const float* values) {
   const std::vector<hsize_t> dims(shape.begin(), shape.end());
@@ -233,22 +200,22 @@ void write_layers_hdf5(const std::string& path, unsigned create_flags, const Exp
   h5_write_strings(root, "preset", {e.config.model.preset}, true);
   h5_write_strings(root, "architecture", {e.architecture}, true);
   h5_write_strings(root, "config_yaml", {config_to_yaml(e.config)}, true);
-  write_int64_list(root, "input_shape", {s.c, s.h, s.w});
+  h5_write_ints(root, "input_shape", {s.c, s.h, s.w});
   h5_write_strings(root, "input_type", {to_string(s.type)}, true);
-  write_double(root, "input_scale", s.type == SampleType::kU8 ? kU8Scale : 1.0);
+  h5_write_double(root, "input_scale", s.type == SampleType::kU8 ? kU8Scale : 1.0);
   if (!e.preprocess.mean.empty()) {
     std::vector<double> mean, std;
     for (size_t ch = 0; ch < e.preprocess.mean.size(); ++ch) {
       mean.push_back(e.preprocess.mean[ch]);
       std.push_back(1.0 / static_cast<double>(e.preprocess.inv_std[ch]));
     }
-    write_doubles(root, "input_mean", mean);
-    write_doubles(root, "input_std", std);
+    h5_write_doubles(root, "input_mean", mean);
+    h5_write_doubles(root, "input_std", std);
   }
   h5_write_strings(root, "input_preprocessing", {preprocessing(s.type, !e.preprocess.mean.empty())},
                    true);
   h5_write_int(root, "num_classes", s.num_classes);
-  write_int64_list(root, "output_shape", e.output_dims);
+  h5_write_ints(root, "output_shape", e.output_dims);
   if (!s.class_names.empty()) h5_write_strings(root, "class_names", s.class_names, false);
   if (!s.vocabulary.empty()) h5_write_strings(root, "vocabulary", s.vocabulary, false);
   h5_write_strings(root, "checkpoint", {e.checkpoint}, true);
@@ -294,7 +261,7 @@ void write_layers_file(const std::string& path, const Export& e) {
 }
 
 Export gather(const Options& o) {
-  ModelTarget target = resolve_model_target(o.target, o.checkpoint, o.overrides);
+  ModelTarget target = resolve_model_target(o.target);
   const std::string checkpoint = checkpoint_path(target, "export");
   Export e;
   e.config = std::move(target.config);

@@ -40,8 +40,8 @@ constexpr const char* kGenerateUsage =
     "text. Runs on one CPU core, without MPI.\n";
 
 struct Options {
-  std::string target, checkpoint, prompt;
-  std::vector<std::string> overrides;
+  TargetArgs target;
+  std::string prompt;
   int64_t length = 200;
   double temperature = 1.0;
   uint64_t seed = 1;
@@ -67,13 +67,10 @@ double parse_number(const std::string& option, const std::string& text, double l
 Options parse(const std::vector<std::string>& args) {
   Options o;
   for (size_t i = 0; i < args.size(); ++i) {
+    if (take_target_arg(args, i, o.target, "generate")) continue;
     const bool has_value = i + 1 < args.size();
     const std::string& a = args[i];
-    if (a == "--set" && has_value) {
-      o.overrides.push_back(args[++i]);
-    } else if (a == "--checkpoint" && has_value) {
-      o.checkpoint = args[++i];
-    } else if (a == "--prompt" && has_value) {
+    if (a == "--prompt" && has_value) {
       o.prompt = args[++i];
       o.has_prompt = true;
     } else if (a == "--length" && has_value) {
@@ -86,15 +83,11 @@ Options parse(const std::vector<std::string>& args) {
       const double v = parse_number(a, args[++i], 0, 9e15);
       if (v != std::floor(v)) throw UsageError("generate: --seed: expected a whole number");
       o.seed = static_cast<uint64_t>(v);
-    } else if (a.rfind("--", 0) == 0) {
-      throw UsageError("generate: unknown or incomplete option '" + a + "' (see --help)");
-    } else if (o.target.empty()) {
-      o.target = a;
     } else {
-      throw UsageError("generate: more than one run directory, checkpoint or config given");
+      throw UsageError("generate: unknown or incomplete option '" + a + "' (see --help)");
     }
   }
-  if (o.target.empty() || !o.has_prompt) {
+  if (o.target.target.empty() || !o.has_prompt) {
     throw UsageError("generate: expected TARGET --prompt TEXT (see --help)");
   }
   if (o.prompt.empty()) throw UsageError("generate: --prompt: empty (give at least one token)");
@@ -155,7 +148,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     return kExitOk;
   }
   const Options o = parse(args);
-  const ModelTarget target = resolve_model_target(o.target, o.checkpoint, o.overrides);
+  const ModelTarget target = resolve_model_target(o.target);
   const Config& config = target.config;
   const std::string checkpoint = checkpoint_path(target, "generate");
   const std::unique_ptr<DataSource> data =

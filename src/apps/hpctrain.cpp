@@ -252,32 +252,22 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
     std::cout << kEvalUsage;
     return kExitOk;
   }
-  std::string target, checkpoint;
-  std::vector<std::string> overrides;
+  TargetArgs target;
   for (size_t i = 0; i < args.size(); ++i) {
-    const bool has_value = i + 1 < args.size();
-    if (args[i] == "--set" && has_value) {
-      overrides.push_back(args[++i]);
-    } else if (args[i] == "--checkpoint" && has_value) {
-      checkpoint = args[++i];
-    } else if (args[i].rfind("--", 0) == 0) {
+    if (!take_target_arg(args, i, target, "eval")) {
       throw UsageError("eval: unknown or incomplete option '" + args[i] + "' (see --help)");
-    } else if (target.empty()) {
-      target = args[i];
-    } else {
-      throw UsageError("eval: more than one run directory, checkpoint or config given");
     }
   }
-  if (target.empty()) {
+  if (target.target.empty()) {
     throw UsageError("eval: expected a run directory, a checkpoint or a config (see --help)");
   }
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
-  std::string resume = checkpoint.empty() ? "auto" : checkpoint;
+  std::string resume = target.checkpoint.empty() ? "auto" : target.checkpoint;
   const int code = set_up_trainer(
       env,
       [&] {
-        ModelTarget t = resolve_model_target(target, checkpoint, overrides);
+        ModelTarget t = resolve_model_target(target);
         resume = t.checkpoint;
         return std::move(t.config);
       },

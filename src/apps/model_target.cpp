@@ -24,9 +24,29 @@ bool is_hdf5(const std::string& path) {
 
 }  // namespace
 
-ModelTarget resolve_model_target(const std::string& target, const std::string& checkpoint,
-                                 const std::vector<std::string>& overrides) {
+bool take_target_arg(const std::vector<std::string>& args, size_t& i, TargetArgs& out,
+                     const std::string& command) {
+  const std::string& a = args[i];
+  const bool has_value = i + 1 < args.size();
+  if (a == "--set" && has_value) {
+    out.overrides.push_back(args[++i]);
+  } else if (a == "--checkpoint" && has_value) {
+    out.checkpoint = args[++i];
+  } else if (a.rfind("--", 0) == 0) {
+    return false;
+  } else if (out.target.empty()) {
+    out.target = a;
+  } else {
+    throw UsageError(command + ": more than one run directory, checkpoint or config given");
+  }
+  return true;
+}
+
+ModelTarget resolve_model_target(const TargetArgs& args) {
   namespace fs = std::filesystem;
+  const std::string& target = args.target;
+  const std::string& checkpoint = args.checkpoint;
+  const std::vector<std::string>& overrides = args.overrides;
   std::error_code ec;
   ModelTarget t;
   t.checkpoint = checkpoint.empty() ? "auto" : checkpoint;

@@ -9,22 +9,33 @@
 
 namespace hpctrain {
 
+// The arguments every model command takes: TARGET, --checkpoint PATH, --set key.path=value.
+struct TargetArgs {
+  std::string target, checkpoint;
+  std::vector<std::string> overrides;
+};
+
+// Takes args[i] into `out` when it is TARGET, --checkpoint PATH or --set key.path=value
+// (advancing i past the value) and returns true; returns false for any other option, which
+// the command reads itself. Throws UsageError "`command`: ..." for a second TARGET.
+bool take_target_arg(const std::vector<std::string>& args, size_t& i, TargetArgs& out,
+                     const std::string& command);
+
 struct ModelTarget {
   Config config;
   // The checkpoint file given, or "auto": the newest valid one in config.checkpoint.dir.
   std::string checkpoint;
 };
 
-// `target`:
+// `args.target`:
 //   a directory   a run directory: its config.yaml, with run.dir (and a checkpoint.dir
 //                 inside the old run.dir) moved to `target`, so a run directory that was
 //                 moved or is named from elsewhere still finds its checkpoints;
 //   an HDF5 file  a checkpoint: the config stored in it, and that checkpoint;
 //   else          a config file.
-// `checkpoint` (may be empty) overrides the checkpoint chosen. `overrides` apply to the
-// config. Throws UsageError naming the file.
-ModelTarget resolve_model_target(const std::string& target, const std::string& checkpoint,
-                                 const std::vector<std::string>& overrides);
+// `args.checkpoint` (may be empty) overrides the checkpoint chosen; `args.overrides` apply
+// to the config. Throws UsageError naming the file.
+ModelTarget resolve_model_target(const TargetArgs& args);
 
 // The checkpoint file of `t`: "auto" becomes the newest valid one in checkpoint.dir.
 // Throws UsageError "`command`: no valid checkpoint in DIR ..." when there is none.

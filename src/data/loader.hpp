@@ -1,10 +1,10 @@
 // The input pipeline of one rank for one data file: reads the rank's shard once
 // (HDF5 hyperslab, stored type), then reader threads gather each batch in the
 // sampler's order and convert uint8/float16 to float in [0, 1] into prefetch
-// buffers, normalising and augmenting images where asked (Preprocess). Batches are numbered by a
-// global sequence (epoch * batches_per_epoch
-// + step), which is the cursor a checkpoint stores; or they come in the order the
-// consumer requests them (LoaderOptions::on_request).
+// buffers, normalising and augmenting images where asked (Preprocess). Batches are
+// numbered by a global sequence (epoch * batches_per_epoch + step), which is the cursor a
+// checkpoint stores; or they come in the order the consumer requests them
+// (LoaderOptions::on_request).
 #pragma once
 
 #include <condition_variable>

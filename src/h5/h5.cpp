@@ -3,6 +3,7 @@
 // attributes.
 #include "h5/h5.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 
@@ -120,12 +121,38 @@ std::vector<std::string> read_fixed_strings(hid_t attribute, hid_t file_type, si
 
 }  // namespace
 
-void h5_write_int(hid_t loc, const char* name, int64_t value) {
-  H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+namespace {
+
+// A numeric attribute: scalar when `count` is negative, else 1-D of `count` values.
+void write_numbers(hid_t loc, const char* name, hid_t file_type, hid_t memory_type,
+                   const void* values, int64_t count) {
+  const hsize_t n[1] = {static_cast<hsize_t>(std::max<int64_t>(count, 0))};
+  H5Handle space(HT_CHECK_H5(count < 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, n, nullptr)),
+                 H5Sclose);
   H5Handle attr(
-      HT_CHECK_H5(H5Acreate2(loc, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
+      HT_CHECK_H5(H5Acreate2(loc, name, file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT)),
       H5Aclose);
-  HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value));
+  HT_CHECK_H5(H5Awrite(attr.get(), memory_type, values));
+}
+
+}  // namespace
+
+void h5_write_int(hid_t loc, const char* name, int64_t value) {
+  write_numbers(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, -1);
+}
+
+void h5_write_ints(hid_t loc, const char* name, const std::vector<int64_t>& values) {
+  write_numbers(loc, name, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(),
+                static_cast<int64_t>(values.size()));
+}
+
+void h5_write_double(hid_t loc, const char* name, double value) {
+  write_numbers(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, -1);
+}
+
+void h5_write_doubles(hid_t loc, const char* name, const std::vector<double>& values) {
+  write_numbers(loc, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
+                static_cast<int64_t>(values.size()));
 }
 
 void h5_write_strings(hid_t loc, const char* name, const std::vector<std::string>& values,

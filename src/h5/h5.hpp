@@ -105,8 +105,12 @@ H5Handle h5_open_read_only(const std::string& path);
 // Whether the HDF5 library serialises calls from several threads itself.
 bool h5_threadsafe();
 
-// Writes attribute `name` on `loc` as a scalar little-endian int64.
+// Writes attribute `name` on `loc` as a scalar little-endian int64 or float64, or as a 1-D
+// array of them (an existing attribute of that name is an error).
 void h5_write_int(hid_t loc, const char* name, int64_t value);
+void h5_write_ints(hid_t loc, const char* name, const std::vector<int64_t>& values);
+void h5_write_double(hid_t loc, const char* name, double value);
+void h5_write_doubles(hid_t loc, const char* name, const std::vector<double>& values);
 
 // Writes attribute `name` on `loc` as variable-length UTF-8 strings (as h5py writes
 // Python str): a scalar when `scalar` (values must hold one string), else 1-D.
