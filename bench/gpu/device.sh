@@ -255,19 +255,22 @@ stage_kernels() {
   done
 }
 
-# Sequential Fashion-MNIST with the LSTM config on one GPU (hpctrain: cuBLAS GEMMs and
-# kernels/rnn.cu; fp32, tf32 and bf16; REPS runs each), then PyTorch's nn.LSTM (cuDNN)
-# at the same batch, units and precision; samples/s x 28 = tokens/s.
+# Sequential Fashion-MNIST with the LSTM config on one GPU (hpctrain with each rnn engine in
+# RNN, default "cudnn steps": cuDNN's RNN API, or cuBLAS GEMMs and kernels/rnn.cu; fp32,
+# tf32 and bf16; REPS runs each), then PyTorch's nn.LSTM (cuDNN) at the same batch, units
+# and precision; samples/s x 28 = tokens/s.
 stage_lstm() {
   if [[ ! -f data/fashion-mnist/test.h5 ]]; then
     hpctrain-data fashion-mnist --out data/fashion-mnist --src "$KIT/fmnist" >/dev/null
   fi
-  local p rep
+  local p rep e
   for rep in $(seq "${REPS:-2}"); do
-    for p in fp32 tf32 bf16; do
-      train "lstm_1gpu_${p}_rep$rep" 1 configs/fashion_mnist_lstm.yaml --set device=cuda \
-        --set precision=$p --set train.epochs=2 --set optimizer.name=sgd \
-        --set optimizer.lr=0.05 --set optimizer.schedule.type=constant
+    for e in ${RNN:-cudnn steps}; do
+      for p in fp32 tf32 bf16; do
+        train "lstm_1gpu_${e}_${p}_rep$rep" 1 configs/fashion_mnist_lstm.yaml --set device=cuda \
+          --set rnn="$e" --set precision=$p --set train.epochs=2 --set optimizer.name=sgd \
+          --set optimizer.lr=0.05 --set optimizer.schedule.type=constant
+      done
     done
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return

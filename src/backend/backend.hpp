@@ -42,6 +42,26 @@ using PhaseSeconds = std::array<double, kPhaseMarks>;
 
 enum class SampleType;  // core/sample_type.hpp (kernels/ compiles as C++17, without it)
 
+// A stack of LSTM or GRU layers that a backend runs whole, one library call per pass
+// (Backend::plan_rnn: cuDNN's RNN API on a GPU). Sequences are time-major, of the
+// activation type: x [steps][batch][input] and y [steps][batch][units], the top layer's h
+// at every step. `weights` is the compute copy of the stack's parameters in
+// nn/recurrent.hpp's order (per layer weight_ih, weight_hh, bias_ih, bias_hh; PyTorch's
+// gates), `grads` their float32 gradients in the same order.
+struct RnnShape {
+  bool lstm = true;  // else GRU
+  int input = 0, units = 0, layers = 1, steps = 0, max_batch = 0;
+};
+class RnnPlan {
+ public:
+  virtual ~RnnPlan() = default;
+  virtual void forward(const void* weights, const void* x, void* y, int batch, bool training) = 0;
+  // After the training forward of the same x and weights: given dy, the gradient reaching
+  // y, overwrites grads and writes dx, the gradient reaching x.
+  virtual void backward(const void* x, const void* y, const void* dy, void* dx, float* grads,
+                        int batch) = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -210,6 +230,9 @@ class Backend {
   virtual void dropout_forward(const void* x, void* y, void* mask, size_t n, float p,
                                uint64_t seed) = 0;
 
+  // The backend's own runner of a recurrent stack (cuDNN's), or null: the layer then steps
+  // through the sequence with the operations below (the CPU always does).
+  virtual std::unique_ptr<RnnPlan> plan_rnn(const RnnShape& /*shape*/) { return nullptr; }
   // Recurrent layers (nn/recurrent.cpp) run time-major: activations [a][b][inner] become
   // [b][a][inner] (batch-major sequences to time-major and back); dst may not be src.
   virtual void swap_leading(const void* src, void* dst, int a, int b, int inner) = 0;

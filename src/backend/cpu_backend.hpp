@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -58,6 +59,15 @@ class CpuBackend final : public Backend {
   void sum_channels(const void* dy, float* dbias, int n, int c, int hw) override;
   void add(const void* a, const void* b, void* y, size_t n) override;
   void multiply(const void* a, const void* b, void* y, size_t n) override;
+  // The CPU runs no whole recurrent stacks: null, unless a test has given a planner.
+  std::unique_ptr<RnnPlan> plan_rnn(const RnnShape& shape) override {
+    return rnn_planner_ ? rnn_planner_(shape) : nullptr;
+  }
+  // Tests only: plan_rnn answers with `planner` (the layer's path for a backend's own plans,
+  // on machines without a GPU).
+  void set_rnn_planner(std::function<std::unique_ptr<RnnPlan>(const RnnShape&)> planner) {
+    rnn_planner_ = std::move(planner);
+  }
   void swap_leading(const void* src, void* dst, int a, int b, int inner) override;
   void lstm_forward_step(const void* gx, const void* gh, const float* b_ih, const float* b_hh,
                          const float* c_prev, float* gates, float* c, void* h, int batch,
@@ -118,6 +128,7 @@ class CpuBackend final : public Backend {
   int threads() const { return threads_; }
 
  private:
+  std::function<std::unique_ptr<RnnPlan>(const RnnShape&)> rnn_planner_;
   // Samples per im2col chunk for this shape: fills conv_chunk_bytes_, at least 1, at most n.
   int conv_chunk(const Conv2dShape& s) const;
   // Floats of one thread's convolution scratch (col plus staging) for chunks of g.

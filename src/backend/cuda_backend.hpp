@@ -19,6 +19,10 @@ struct CudaBackendOptions {
   // Activations stored NHWC and filters' compute copy KRSC (Backend::channels_last): the
   // layout of cuDNN's fastest 16-bit convolutions (16-bit activations only).
   bool channels_last = false;
+  // LSTM and GRU stacks on cuDNN's RNN API (Backend::plan_rnn): kAuto where cuDNN runs the
+  // activation type (else the layer steps, said once on rank 0), kRequired (else
+  // UsageError), kOff (the layer always steps through the sequence).
+  enum class CudnnRnn { kAuto, kRequired, kOff } cudnn_rnn = CudnnRnn::kAuto;
   // Synchronise after every operation and check for errors, so that an asynchronous
   // failure names the operation that caused it (slow; for debugging). The environment
   // variable HPCTRAIN_CUDA_SYNC=1 turns it on too.

@@ -17,6 +17,7 @@ namespace hpctrain {
 enum class Device { kAuto, kCpu, kCuda };
 enum class Precision { kFp32, kTf32, kBf16, kFp16 };
 enum class Layout { kAuto, kNchw, kNhwc };
+enum class RnnEngine { kAuto, kCudnn, kSteps };
 enum class AllreduceAlgorithm { kAuto, kRing, kMpi, kNccl };
 enum class ScheduleType { kConstant, kStep, kCosine };
 
@@ -34,6 +35,8 @@ inline constexpr EnumName<Precision> kPrecisionNames[] = {{"fp32", Precision::kF
                                                           {"fp16", Precision::kFp16}};
 inline constexpr EnumName<Layout> kLayoutNames[] = {
     {"auto", Layout::kAuto}, {"nchw", Layout::kNchw}, {"nhwc", Layout::kNhwc}};
+inline constexpr EnumName<RnnEngine> kRnnEngineNames[] = {
+    {"auto", RnnEngine::kAuto}, {"cudnn", RnnEngine::kCudnn}, {"steps", RnnEngine::kSteps}};
 inline constexpr EnumName<AllreduceAlgorithm> kAlgorithmNames[] = {
     {"auto", AllreduceAlgorithm::kAuto},
     {"ring", AllreduceAlgorithm::kRing},
@@ -47,6 +50,7 @@ inline constexpr EnumName<ScheduleType> kScheduleNames[] = {{"constant", Schedul
 constexpr const auto& enum_names(Device) { return kDeviceNames; }
 constexpr const auto& enum_names(Precision) { return kPrecisionNames; }
 constexpr const auto& enum_names(Layout) { return kLayoutNames; }
+constexpr const auto& enum_names(RnnEngine) { return kRnnEngineNames; }
 constexpr const auto& enum_names(AllreduceAlgorithm) { return kAlgorithmNames; }
 constexpr const auto& enum_names(ScheduleType) { return kScheduleNames; }
 
@@ -94,6 +98,7 @@ std::string config_to_yaml(const Config& config);
 const char* to_string(Device d);
 const char* to_string(Precision p);
 const char* to_string(Layout l);
+const char* to_string(RnnEngine e);
 const char* to_string(AllreduceAlgorithm a);
 const char* to_string(ScheduleType t);
 

@@ -41,6 +41,7 @@ void emit_section(YAML::Emitter& out, const config_schema::SectionDecl& decl, co
 const char* to_string(Device d) { return enum_name(d); }
 const char* to_string(Precision p) { return enum_name(p); }
 const char* to_string(Layout l) { return enum_name(l); }
+const char* to_string(RnnEngine e) { return enum_name(e); }
 const char* to_string(AllreduceAlgorithm a) { return enum_name(a); }
 const char* to_string(ScheduleType t) { return enum_name(t); }
 

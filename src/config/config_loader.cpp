@@ -249,6 +249,10 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
       origins.fail(v->path, v->mark, "nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
     }
   }
+  if (config.rnn == RnnEngine::kCudnn && config.device == Device::kCpu) {
+    const auto v = top.find("rnn");
+    origins.fail(v->path, v->mark, "cudnn needs a GPU (device cuda or auto); the CPU steps");
+  }
   // run.name names a folder under runs/: one path component, so that it cannot reach
   // outside (run.dir is the key for another place).
   const std::string& name = config.run.name;

@@ -57,14 +57,26 @@ void Recurrent::allocate(Backend& backend, int64_t max_batch) {
   act_size_ = dtype_size(backend.act_type());
   const size_t tb = static_cast<size_t>(steps_ * max_batch), b = static_cast<size_t>(max_batch);
   const size_t u = static_cast<size_t>(units_), g = static_cast<size_t>(gates_);
+  const size_t f = static_cast<size_t>(features_);
+  xt_ = DeviceArray<std::byte>(backend, tb * f * act_size_);
+  dxt_ = DeviceArray<std::byte>(backend, tb * f * act_size_);
+  plan_ = backend.plan_rnn({.lstm = cell_ == Cell::kLstm,
+                            .input = static_cast<int>(features_),
+                            .units = static_cast<int>(units_),
+                            .layers = static_cast<int>(layers_),
+                            .steps = static_cast<int>(steps_),
+                            .max_batch = static_cast<int>(max_batch)});
+  if (plan_ != nullptr) {
+    yt_ = DeviceArray<std::byte>(backend, tb * u * act_size_);
+    dyt_ = DeviceArray<std::byte>(backend, (tb * u * act_size_ + 3) / 4 * 4);
+    return;
+  }
   for (Level& v : levels_) {
     v.gx = DeviceArray<std::byte>(backend, tb * g * u * act_size_);
     v.h = DeviceArray<std::byte>(backend, (tb + b) * u * act_size_);  // zero-filled: h0
     v.gates = DeviceArray<float>(backend, tb * g * u);
     v.cell = DeviceArray<float>(backend, tb * u);
   }
-  const size_t f = static_cast<size_t>(features_);
-  xt_ = DeviceArray<std::byte>(backend, tb * f * act_size_);
   gh_ = DeviceArray<std::byte>(backend, b * g * u * act_size_);
   dh_a_ = DeviceArray<std::byte>(backend, b * u * act_size_);
   dh_b_ = DeviceArray<std::byte>(backend, b * u * act_size_);
@@ -72,10 +84,10 @@ void Recurrent::allocate(Backend& backend, int64_t max_batch) {
   dgh_ = DeviceArray<std::byte>(backend, cell_ == Cell::kGru ? tb * g * u * act_size_ : 0);
   grad_a_ = DeviceArray<std::byte>(backend, tb * u * act_size_);
   grad_b_ = DeviceArray<std::byte>(backend, layers_ > 1 ? tb * u * act_size_ : 0);
-  dxt_ = DeviceArray<std::byte>(backend, tb * f * act_size_);
 }
 
 void Recurrent::bind(const ParamSlice& p) {
+  params_ = p;
   const size_t gu = static_cast<size_t>(gates_ * units_), u = static_cast<size_t>(units_);
   for (Level& v : levels_) {
     const size_t in = static_cast<size_t>(v.in);
@@ -98,7 +110,40 @@ void Recurrent::init_params(Rng& rng, float* host_params) {
   for (size_t i = 0; i < n; ++i) host_params[i] = static_cast<float>((2 * rng.uniform() - 1) * k);
 }
 
-void Recurrent::forward(Backend& backend, const Tensor& x, Tensor& y, bool /*training*/) {
+void Recurrent::forward_plan(Backend& backend, const Tensor& x, Tensor& y, bool training) {
+  const int b = static_cast<int>(x.batch), t_steps = static_cast<int>(steps_);
+  const int u = static_cast<int>(units_);
+  const size_t s = act_size_, bu = static_cast<size_t>(b) * units_;
+  backend.swap_leading(x.data, xt_.data(), b, t_steps, static_cast<int>(features_));
+  plan_->forward(params_.weights, xt_.data(), yt_.data(), b, training);
+  if (return_sequences_) {
+    backend.swap_leading(yt_.data(), y.data, t_steps, b, u);
+  } else {
+    backend.copy(at(yt_.data(), (t_steps - 1) * bu, s), y.data, bu * s);
+  }
+}
+
+void Recurrent::backward_plan(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx) {
+  const int b = static_cast<int>(x.batch), t_steps = static_cast<int>(steps_);
+  const int u = static_cast<int>(units_);
+  const size_t s = act_size_, bu = static_cast<size_t>(b) * units_;
+  if (return_sequences_) {
+    backend.swap_leading(dy.data, dyt_.data(), b, t_steps, u);
+  } else {  // only the last step's output has a gradient
+    backend.fill_zero(reinterpret_cast<float*>(dyt_.data()), (t_steps * bu * s + 3) / 4);
+    backend.copy(dy.data, at(dyt_.data(), (t_steps - 1) * bu, s), bu * s);
+  }
+  plan_->backward(xt_.data(), yt_.data(), dyt_.data(), dxt_.data(), params_.grads, b);
+  if (dx != nullptr) {
+    backend.swap_leading(dxt_.data(), dx->data, t_steps, b, static_cast<int>(features_));
+  }
+}
+
+void Recurrent::forward(Backend& backend, const Tensor& x, Tensor& y, bool training) {
+  if (plan_ != nullptr) {
+    forward_plan(backend, x, y, training);
+    return;
+  }
   const int b = static_cast<int>(x.batch), t_steps = static_cast<int>(steps_);
   const int u = static_cast<int>(units_), gu = static_cast<int>(gates_ * units_);
   const size_t s = act_size_, bu = static_cast<size_t>(b) * units_;
@@ -180,6 +225,10 @@ void Recurrent::backward_steps(Backend& backend, Level& v, const std::byte* grad
 
 void Recurrent::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/, const Tensor& dy,
                          Tensor* dx) {
+  if (plan_ != nullptr) {
+    backward_plan(backend, x, dy, dx);
+    return;
+  }
   const int b = static_cast<int>(x.batch), t_steps = static_cast<int>(steps_);
   const int u = static_cast<int>(units_), tb = t_steps * b;
   const int gu = static_cast<int>(gates_ * units_);

@@ -11,9 +11,11 @@
 // the recurrence, and the backend's lstm_/gru_forward_step does the point-wise rest.
 // Backward runs the steps in reverse (lstm_/gru_backward_step and a GEMM per step for the
 // gradient reaching h), then one GEMM each for the input weights, the recurrent weights
-// and the input gradient.
+// and the input gradient. A backend that runs the whole stack itself (Backend::plan_rnn:
+// cuDNN's RNN API) gets the time-major sequences instead.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "nn/layer.hpp"
@@ -65,6 +67,10 @@ class Recurrent final : public Layer {
   void backward_steps(Backend& backend, Level& v, const std::byte* grad, const void* last,
                       int batch);
 
+  // The backend's run of the stack: forward and backward of the time-major sequences.
+  void forward_plan(Backend& backend, const Tensor& x, Tensor& y, bool training);
+  void backward_plan(Backend& backend, const Tensor& x, const Tensor& dy, Tensor* dx);
+
   Cell cell_;
   int64_t gates_, units_, layers_;
   bool return_sequences_;
@@ -73,6 +79,10 @@ class Recurrent final : public Layer {
   std::vector<Level> levels_;
   DeviceArray<std::byte> xt_, gh_, dh_a_, dh_b_, grad_a_, grad_b_, dxt_, dgh_;
   DeviceArray<float> dc_;
+  // With a plan, levels_ only place the parameters: the plan keeps what backward needs.
+  std::unique_ptr<RnnPlan> plan_;
+  ParamSlice params_;                // the stack's
+  DeviceArray<std::byte> yt_, dyt_;  // [T][B][units]; dyt_ rounded up to whole floats
 };
 
 }  // namespace hpctrain

@@ -32,10 +32,16 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
     options.act_type = act;
     options.channels_last =
         act != DType::kF32 && config.layout != Layout::kNchw;  // auto: nhwc for 16 bits
+    options.cudnn_rnn = config.rnn == RnnEngine::kCudnn   ? CudaBackendOptions::CudnnRnn::kRequired
+                        : config.rnn == RnnEngine::kSteps ? CudaBackendOptions::CudnnRnn::kOff
+                                                          : CudaBackendOptions::CudnnRnn::kAuto;
     return make_cuda_backend(options);
   }
   if (config.layout == Layout::kNhwc) {
     throw UsageError("layout: nhwc needs a GPU, and none is visible (the CPU computes in NCHW)");
+  }
+  if (config.rnn == RnnEngine::kCudnn && !on_cpu) {
+    throw UsageError("rnn: cudnn needs a GPU, and none is visible (the CPU steps)");
   }
   const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
   return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,

@@ -91,6 +91,9 @@ def case_bad_config():
         rc, out, err = train("bad5", 2, ["precision=bf16", "layout=nhwc"])
         check(rc == 2, f"layout nhwc on the CPU backend: exit {rc}, expected 2")
         one_error_line(err, "layout: nhwc needs a GPU")
+        rc, out, err = train("bad6", 2, ["rnn=cudnn"])
+        check(rc == 2, f"rnn cudnn on the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "rnn: cudnn needs a GPU")
 
 
 def case_missing_data():

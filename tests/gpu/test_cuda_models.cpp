@@ -30,7 +30,8 @@ using test::relative_error;
 
 // Gradients of one training step of `mc` on `be` from seed-3 parameters, for input `xf`
 // (float32 values, stored in the backend's activation type) and labels i % classes (one
-// per step with data.per_step); the loss sum and model state come back too.
+// per step with data.per_step), in a model built for batches up to max_batch (0: batch);
+// the loss sum and model state come back too.
 struct StepResult {
   std::vector<float> grads, state;
   std::vector<size_t> layer_offsets;  // parameter offset of each layer, then the count
@@ -38,11 +39,11 @@ struct StepResult {
 };
 
 StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, const ModelData& data,
-                      int64_t batch, const std::vector<float>& xf) {
+                      int64_t batch, const std::vector<float>& xf, int64_t max_batch = 0) {
   const DType t = be.act_type();
   const int classes = data.num_classes;
   const int rows = static_cast<int>(batch * std::max<int64_t>(1, data.per_step));
-  Model m(be, build_layers(mc, data, in, "test"), in, batch);
+  Model m(be, build_layers(mc, data, in, "test"), in, max_batch > 0 ? max_batch : batch);
   m.init_params(3);
   std::vector<std::byte> x(xf.size() * dtype_size(t));
   from_float(t, xf.data(), x.data(), xf.size());
@@ -133,8 +134,7 @@ TEST_F(CudaVsCpu, CnnAndResNetModels) {
 }
 
 // Recurrent layers: two stacked LSTM layers and a GRU returning every step, a dense layer
-// per step, and an LSTM that returns the last (cuBLAS GEMMs, kernels/rnn.cu for the
-// steps), on an image's rows.
+// per step, and an LSTM that returns the last, on an image's rows.
 ModelConfig lstm_layers() {
   ModelConfig c;
   c.preset = "layers";
@@ -151,7 +151,34 @@ ModelConfig lstm_layers() {
   return c;
 }
 
-TEST_F(CudaVsCpu, RecurrentModel) { compare_models(*gpu_, lstm_layers(), {1, 14, 9}, {10}, 8); }
+// On cuDNN's RNN API (rnn: cudnn) and on cuBLAS GEMMs and kernels/rnn.cu (rnn: steps).
+TEST_F(CudaVsCpu, RecurrentModel) {
+  for (auto choice :
+       {CudaBackendOptions::CudnnRnn::kRequired, CudaBackendOptions::CudnnRnn::kOff}) {
+    SCOPED_TRACE(choice == CudaBackendOptions::CudnnRnn::kOff ? "steps" : "cudnn");
+    CudaBackendOptions o;
+    o.cudnn_rnn = choice;
+    const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+    compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8);
+  }
+}
+
+// cuDNN's RNNs in a model built for 8 sequences, run on 5: as the CPU, and bit for bit the
+// same when run again.
+TEST(CudaRnn, CudnnSmallerBatchRepeatable) {
+  CudaBackendOptions o;
+  o.cudnn_rnn = CudaBackendOptions::CudnnRnn::kRequired;
+  const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+  const Dims in = {1, 14, 9};
+  const std::vector<float> xf = random_vector(static_cast<size_t>(5 * dims_elems(in)), 11);
+  CpuBackend cpu(1);
+  const StepResult a = model_step(cpu, lstm_layers(), in, {10}, 5, xf, 8);
+  const StepResult b = model_step(*gpu, lstm_layers(), in, {10}, 5, xf, 8);
+  const StepResult c = model_step(*gpu, lstm_layers(), in, {10}, 5, xf, 8);
+  expect_close(b.grads, a.grads, 1e-3, "model gradients");
+  EXPECT_EQ(b.grads, c.grads);
+  EXPECT_EQ(b.loss_sum, c.loss_sum);
+}
 
 // A character language model: an embedding of token ids, an LSTM returning every step and
 // the classifier at every step, the loss over every step's prediction.

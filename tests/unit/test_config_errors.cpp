@@ -159,6 +159,11 @@ TEST(ConfigErrors, BadEnumValues) {
                "FILE:3: layout: expected one of auto, nchw, nhwc, got 'chwn'");
   EXPECT_EQ(load_config(write_yaml(head + "precision: fp16\nlayout: nhwc\n"), {}, catalog()).layout,
             Layout::kNhwc);
+  expect_error(head + "rnn: cudnn\ndevice: cpu\n",
+               "FILE:3: rnn: cudnn needs a GPU (device cuda or auto); the CPU steps");
+  expect_error(head + "rnn: fused\n",
+               "FILE:3: rnn: expected one of auto, cudnn, steps, got 'fused'");
+  EXPECT_EQ(load_config(write_yaml(head + "rnn: steps\n"), {}, catalog()).rnn, RnnEngine::kSteps);
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");

@@ -1,6 +1,6 @@
 // The CUDA backend: cuBLAS for GEMM, kernels/ for the element-wise operations, the loss
-// and the optimizer, NCCL for collectives, and cuda::CudnnLayers for convolution, pooling
-// and batch normalisation, all on one stream per backend (input uploads on a second one,
+// and the optimizer, NCCL for collectives, and cuda::CudnnLayers for convolution, pooling,
+// batch normalisation and recurrent stacks, all on one stream (input uploads on a second one,
 // NCCL's gradient buckets on a third). Nothing in an operation synchronises with the host
 // except the copies to host memory and synchronize(); with sync_each_call every operation
 // is followed by a checked synchronisation, so an asynchronous error names its operation.
@@ -349,6 +349,7 @@ class CudaBackend final : public Backend {
                                            save_mean, save_invstd);
     }
   }
+  std::unique_ptr<RnnPlan> plan_rnn(const RnnShape& s) override { return layers_->plan_rnn(s); }
   void swap_leading(const void* src, void* dst, int a, int b, int inner) override {
     kernels::swap_leading(options_.act_type, src, dst, a, b, inner, stream_);
     done("swap_leading");

@@ -4,7 +4,9 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cudnn_rnn.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "kernels/kernels.hpp"
 
 namespace hpctrain::cuda {
@@ -32,6 +34,22 @@ CudnnLayers::~CudnnLayers() {
   planner_.reset();
   cudaFree(bn_scratch_);
   cudnnDestroy(cudnn_);
+}
+
+std::unique_ptr<RnnPlan> CudnnLayers::plan_rnn(const RnnShape& s) {
+  using Choice = CudaBackendOptions::CudnnRnn;
+  if (options_.cudnn_rnn == Choice::kOff) return nullptr;
+  std::string why;
+  std::unique_ptr<RnnPlan> plan = make_cudnn_rnn(cudnn_, stream_, options_, s, why);
+  if (plan == nullptr && options_.cudnn_rnn == Choice::kRequired) {
+    throw UsageError("rnn: cudnn: " + why);
+  }
+  if (plan == nullptr && !rnn_fallback_said_) {
+    log_info("recurrent layers step through their sequences with hpctrain's kernels (rnn auto: " +
+             why + ")");
+    rnn_fallback_said_ = true;
+  }
+  return plan;
 }
 
 // With 16-bit activations the workspace starts with the filter gradient's scratch (see

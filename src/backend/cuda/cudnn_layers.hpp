@@ -1,4 +1,5 @@
-// Convolution, max pooling and batch normalisation of a CudaBackend, on its stream. NCHW:
+// Convolution, max pooling, batch normalisation and recurrent stacks (cudnn_rnn.hpp) of a
+// CudaBackend, on its stream. NCHW:
 // cuDNN, with algorithms chosen once per convolution shape (ConvPlanner). Channels last
 // (16-bit only): cuDNN convolutions on NHWC data with KRSC filters, filter gradients
 // transposed back to KCRS, and kernels/ for pooling and batch normalisation, also fused
@@ -49,6 +50,9 @@ class CudnnLayers {
                           float* dgamma, float* dbeta, int n, int c, int hw, float eps,
                           const float* save_mean, const float* save_invstd);
 
+  // Backend::plan_rnn as options.cudnn_rnn says (cudnn_rnn.hpp).
+  std::unique_ptr<RnnPlan> plan_rnn(const RnnShape& s);
+
   // Channels last only: kernels::batchnorm_nhwc_forward / _backward on m rows of c
   // channels (the fused batch normalisation, addition and relu).
   void batchnorm_nhwc_forward(bool training, const void* x, const void* z, bool relu,
@@ -82,7 +86,8 @@ class CudnnLayers {
   std::unique_ptr<ConvPlanner> planner_;
   TensorDesc a_, b_, bn_;
   PoolDesc pool_;
-  float* bn_scratch_ = nullptr;  // channels last only
+  float* bn_scratch_ = nullptr;     // channels last only
+  bool rnn_fallback_said_ = false;  // plan_rnn has said why cuDNN does not run them
 };
 
 }  // namespace hpctrain::cuda
