@@ -45,7 +45,7 @@ class CudnnRnn final : public RnnPlan {
     HT_CUDA(cudnnSetRNNDescriptor_v8(
         rnn_.get(), CUDNN_RNN_ALGO_STANDARD, s.lstm ? CUDNN_LSTM : CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
         CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, type_, CUDNN_DATA_FLOAT, math, s.input, s.units,
-        s.units, s.layers, dropout_.get(), CUDNN_RNN_PADDED_IO_DISABLED));
+        s.units, s.layers, dropout_.get(), CUDNN_RNN_PADDED_IO_ENABLED));
     HT_CUDA(cudnnGetRNNWeightSpaceSize(handle_, rnn_.get(), &weight_bytes_));
     weights_ = std::make_unique<Scratch>(weight_bytes_, nullptr);
     dweights_ = std::make_unique<Scratch>(weight_bytes_, nullptr);

@@ -3,8 +3,9 @@
 // gradients. cuDNN keeps the weights in a weight space of its own layout; the plan maps
 // each gate's matrix and bias there from the layer's PyTorch-ordered parameters once, copies
 // the compute copy in before each forward and the weight gradients out (widened to float32)
-// after each backward. Data are time-major and unpadded (every sequence has all steps);
-// arithmetic is float32, on tensor cores for 16-bit data and for tf32.
+// after each backward. Data are time-major in cuDNN's padded layout (which the unpacked
+// layouts need), every sequence with all steps; arithmetic is float32, on tensor cores for
+// 16-bit data and for tf32.
 #pragma once
 
 #include <cuda_runtime_api.h>
