@@ -7,8 +7,9 @@
 #            hydra_pmi_proxy}
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
+#   KIT/share/hpctrain (the Python tools of hpctrain study, plot and scaling)
 #
-#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm seeds e2e nccl
+#   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm study seeds e2e nccl
 #                                  allreduce profile kernels
 # Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
 # (OUT/table.txt) is printed last.
@@ -283,6 +284,35 @@ stage_lstm() {
 stage_resnet() {
   resnet_pair 3x224x224 1000 3200
   resnet_pair 1x148x197 9 3200
+}
+
+# The classic study (configs/study_seed_resnet34.yaml) made small enough for a GPU session:
+# the CPU, 1 GPU, and 2 ranks sharing the one GPU (its distributed path; devices 1), on
+# synthetic 1x148x197 images split 85/2/13 (STUDY_N, default 1280), STUDY_EPOCHS epochs
+# (default 2), STUDY_REPEATS repeats (default 2), 5 s of cool-down, NVML energy. study.md
+# and study.csv come back in the table; the plots in the logs.
+stage_study() {
+  ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
+  local dir=$WORK/seed n=${STUDY_N:-1280}
+  mkdir -p "$dir"
+  if [[ ! -f $dir/seed-test.h5 ]]; then
+    hpctrain-data synth --out "$dir/all.h5" --n "$n" --shape 1x148x197 --classes 9 \
+      --threads 16 >/dev/null
+    hpctrain-data split "$dir/all.h5" --ratios 85,2,13 --out-prefix "$dir/seed" >/dev/null
+  fi
+  sed -e "s|^config: .*|config: $REPO/configs/seed_resnet34.yaml|" \
+    -e "s|^repeats: .*|repeats: ${STUDY_REPEATS:-2}|" -e 's|^cooldown_seconds: .*|cooldown_seconds: 5|' \
+    -e 's|{name: gpu-2, ranks: 2, device: cuda}|{name: gpu-2, ranks: 2, devices: 1, device: cuda}|' \
+    configs/study_seed_resnet34.yaml >"$WORK/study_1gpu.yaml"
+  rm -rf "$WORK/study"
+  timeout 500 hpctrain study "$WORK/study_1gpu.yaml" --out "$WORK/study" \
+    --set train.epochs="${STUDY_EPOCHS:-2}" --set data.train="$dir/seed-train.h5" \
+    --set data.val="$dir/seed-val.h5" --set data.test="$dir/seed-test.h5" \
+    --set run.threads=8 --set data.prefetch_threads=4 >"$OUT/logs/study.log" 2>&1
+  note "study: exit $? ($(tail -n 1 "$OUT/logs/study.log"))"
+  cat "$WORK/study/study.md" >>"$TABLE" 2>/dev/null
+  cp "$WORK/study/study.csv" "$WORK/study/study.json" "$OUT/logs/" 2>/dev/null
+  cp -r "$WORK/study/plots" "$OUT/logs/study_plots" 2>/dev/null
 }
 
 setup

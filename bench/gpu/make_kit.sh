@@ -2,7 +2,8 @@
 # Packs what bench/gpu/device.sh needs on a GPU machine without Debian packages into
 # KIT (default .dev, ignored by git): the stripped binaries of BUILD (default build),
 # MPICH's launcher, the Debian shared libraries they load (all but glibc, libstdc++
-# and CUDA's, which the GPU machine has), xz-compressed, and the Fashion-MNIST files.
+# and CUDA's, which the GPU machine has), xz-compressed, the Fashion-MNIST files and the
+# build's share/hpctrain (the Python tools of hpctrain study).
 set -euo pipefail
 BUILD=${BUILD:-build}
 KIT=${KIT:-.dev}
@@ -20,4 +21,6 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=>/ {print $3}' | sort -u |
   xargs -I{} cp -L {} "$staging/lib/"
 tar cf - -C "$staging" lib | xz -T0 -6 >"$KIT/libs.tar.xz"
 cp /usr/share/datasets/fashion-mnist/*.gz "$KIT/fmnist/"
+rm -rf "$KIT/share"
+cp -r "$BUILD/share" "$KIT/share"
 du -sh "$KIT"
