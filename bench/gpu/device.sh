@@ -6,7 +6,7 @@
 #   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,ht_gpu_mixed_tests,mpiexec.hydra,h5dump,
 #            hydra_pmi_proxy}
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
-#   KIT/fmnist/*.gz  (Fashion-MNIST IDX files)
+#   KIT/fmnist/*.xz  (Fashion-MNIST IDX files, xz: the kit and the tree must fit 64 MiB)
 #   KIT/share/hpctrain (the Python tools of hpctrain study, plot and scaling)
 #
 #   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm study seeds e2e nccl
@@ -89,10 +89,19 @@ if ph:
 EOF
 }
 
+# data/fashion-mnist/{train,val,test}.h5 from the kit's IDX files (once).
+fmnist_data() {
+  [[ -f data/fashion-mnist/test.h5 ]] && return
+  local f
+  mkdir -p "$WORK/fmnist"
+  for f in "$KIT"/fmnist/*.xz; do
+    xz -dc "$f" | gzip -1 >"$WORK/fmnist/$(basename "$f" .xz).gz"
+  done
+  hpctrain-data fashion-mnist --out data/fashion-mnist --src "$WORK/fmnist" >/dev/null
+}
+
 stage_fmnist() {
-  if [[ ! -f data/fashion-mnist/test.h5 ]]; then
-    hpctrain-data fashion-mnist --out data/fashion-mnist --src "$KIT/fmnist" >/dev/null
-  fi
+  fmnist_data
   train mlp_1gpu 1 configs/fashion_mnist_mlp.yaml --set device=cuda
   train cnn_1gpu 1 configs/fashion_mnist_cnn.yaml --set device=cuda
   train mlp_2ranks_1gpu 2 configs/fashion_mnist_mlp.yaml --set device=cuda
@@ -154,8 +163,9 @@ stage_seeds() {
 
 # End-to-end cases of tests/e2e/e2e.py on this machine: device auto picks the GPU, so
 # determinism, kill -9 and resume, signals, ResNet evaluation and Adam run on the CUDA
-# backend (2 and 3 ranks sharing it). Needs the fmnist stage's data.
+# backend (2 and 3 ranks sharing it).
 stage_e2e() {
+  fmnist_data
   ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
   ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
@@ -170,9 +180,10 @@ stage_e2e() {
 
 # One rank with distributed.algorithm nccl (a one-rank communicator): the bucketed
 # exchange that overlaps backward gives the parameters of the plain path (deterministic
-# CNN; needs the fmnist stage's data), and timed ResNet-34 runs, ring and nccl
+# CNN), and timed ResNet-34 runs, ring and nccl
 # interleaved, show what the buckets cost and what is left exposed after backward.
 stage_nccl() {
+  fmnist_data
   local sets=(--set device=cuda --set run.deterministic=true --set train.epochs=1)
   train cnn_det_ring 1 configs/fashion_mnist_cnn.yaml "${sets[@]}" --set distributed.algorithm=ring
   train cnn_det_nccl 1 configs/fashion_mnist_cnn.yaml "${sets[@]}" --set distributed.algorithm=nccl \
@@ -261,9 +272,7 @@ stage_kernels() {
 # tf32 and bf16; REPS runs each), then PyTorch's nn.LSTM (cuDNN) at the same batch, units
 # and precision; samples/s x 28 = tokens/s.
 stage_lstm() {
-  if [[ ! -f data/fashion-mnist/test.h5 ]]; then
-    hpctrain-data fashion-mnist --out data/fashion-mnist --src "$KIT/fmnist" >/dev/null
-  fi
+  fmnist_data
   local p rep e
   for rep in $(seq "${REPS:-2}"); do
     for e in ${RNN:-cudnn steps}; do
