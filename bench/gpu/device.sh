@@ -81,6 +81,10 @@ except (OSError, IndexError):
 print(f"{name}: exit {rc}, {s['backend']} x{s['world_size']}, test acc {s['test_accuracy']}, "
       f"last epoch {float(last['samples_per_second']):.0f} samples/s, data wait "
       f"{float(last['data_wait_s']):.3f} of {float(last['time_train_s']):.2f} s, {wall} s wall")
+e = s.get("energy") or {}
+if e.get("joules_per_sample") is not None:
+    print(f"  energy: {e['joules_per_sample']:.4f} J per training sample (GPU {e.get('gpu_j')} J, "
+          f"CPU {e.get('cpu_j')} J, {e.get('average_power_w')} W average)")
 ph = s.get("step_phases_s")
 if ph:
     total = sum(ph.values())
@@ -115,8 +119,9 @@ stage_fmnist() {
 
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
 # from HDF5 through the prefetch queue; REPS runs per precision in PRECISIONS, default
-# "fp32 tf32 bf16 bf16_nchw", interleaved) and PyTorch
-# (batches already on the GPU; one process per precision, 5 timed windows), same GPU.
+# "fp32 tf32 bf16 bf16_nchw", interleaved; fp16 may be named too) and PyTorch
+# (batches already on the GPU; one process per precision in PYTORCH, 5 timed windows,
+# with the GPU's joules per image where NVML is importable), same GPU.
 # One more hpctrain run per precision in TIMED (default "tf32 bf16") with train.step_timing
 # gives the step breakdown.
 resnet_pair() {

@@ -11,7 +11,12 @@ autocast (float32 master weights), PyTorch's recommended mixed-precision recipe.
 --precision fp32: float32 throughout, TF32 off; tf32: float32 tensors, TF32 tensor
 cores allowed in matrix products and convolutions; bf16: autocast to bfloat16 with
 channels_last, or with NCHW tensors under --nchw (hpctrain's layout: how much of the
-bf16 figure the layout is worth).
+bf16 figure the layout is worth); fp16: autocast to float16 with channels_last and
+dynamic loss scaling (torch.amp.GradScaler), as hpctrain's precision fp16.
+
+Energy: where NVML is importable (nvidia-ml-py), the GPU's energy counter is read around
+the timed windows: joules_per_image is the GPU's energy over the windows per image
+trained (the whole board, as hpctrain's energy.gpu_j).
 
 Timing: --warmup steps first, then --reps windows of --steps steps each, every window
 between two device synchronisations; prints one JSON line with the median window's
@@ -35,8 +40,8 @@ def parse_args():
     p.add_argument("--shape", default="3x224x224", help="sample shape CxHxW")
     p.add_argument("--classes", type=int, default=1000)
     p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--precision", choices=("fp32", "tf32", "bf16"), default="fp32")
-    p.add_argument("--nchw", action="store_true", help="bf16 without channels_last")
+    p.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32")
+    p.add_argument("--nchw", action="store_true", help="bf16 or fp16 without channels_last")
     p.add_argument("--warmup", type=int, default=15)
     p.add_argument("--steps", type=int, default=20, help="steps per timed window")
     p.add_argument("--reps", type=int, default=5, help="timed windows")
@@ -50,6 +55,18 @@ def parse_args():
     except ValueError:
         p.error(f"--shape: expected CxHxW, got {a.shape!r}")
     return a
+
+
+def gpu_energy_reader():
+    """A function returning the GPU's energy counter in joules, or None without NVML."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)
+    except Exception:  # no module, no driver, or a board without the counter
+        return None
+    return lambda: pynvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0
 
 
 def main():
@@ -69,7 +86,8 @@ def main():
     if a.c != 3:
         model.conv1 = nn.Conv2d(a.c, 64, kernel_size=7, stride=2, padding=3, bias=False)
     model = model.to(dev)
-    channels_last = a.precision == "bf16" and not a.nchw
+    half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
+    channels_last = half is not None and not a.nchw
     memory_format = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
@@ -81,14 +99,17 @@ def main():
         y = torch.randint(0, a.classes, (a.batch,), device=dev)
         batches.append((x, y))
 
+    scaler = torch.amp.GradScaler("cuda", enabled=a.precision == "fp16")
+
     def step(i, update=True):
         x, y = batches[i % len(batches)]
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
             loss = loss_fn(model(x), y)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
         if update:
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
 
     model.train()
     for i in range(a.warmup):
@@ -102,6 +123,8 @@ def main():
         print(json.dumps({"tool": "pytorch", "profiled_step": True, "precision": a.precision,
                           "channels_last": channels_last, "shape": a.shape}))
         return
+    energy = gpu_energy_reader()
+    joules0 = energy() if energy else None
     rates = []
     for r in range(a.reps):
         t0 = time.perf_counter()
@@ -109,12 +132,14 @@ def main():
             step(i)
         torch.cuda.synchronize()
         rates.append(a.steps * a.batch / (time.perf_counter() - t0))
+    joules = energy() - joules0 if energy else None
     print(json.dumps({
         "tool": "pytorch", "model": a.model, "shape": a.shape, "classes": a.classes,
         "batch": a.batch, "precision": a.precision,
         "channels_last": channels_last,
         "images_per_second": statistics.median(rates),
         "windows": [round(v, 1) for v in rates],
+        "joules_per_image": joules / (a.reps * a.steps * a.batch) if joules else None,
         "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
         "device": torch.cuda.get_device_name(0)}))
 
