@@ -119,7 +119,8 @@ stage_fmnist() {
 
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
 # from HDF5 through the prefetch queue; REPS runs per precision in PRECISIONS, default
-# "fp32 tf32 bf16 bf16_nchw", interleaved; fp16 may be named too) and PyTorch
+# "fp32 tf32 bf16 bf16_nchw", interleaved; fp16 may be named too; train.cuda_graph GRAPH,
+# default off) and PyTorch
 # (batches already on the GPU; one process per precision in PYTORCH, 5 timed windows,
 # with the GPU's joules per image where NVML is importable), same GPU.
 # One more hpctrain run per precision in TIMED (default "tf32 bf16") with train.step_timing
@@ -131,7 +132,7 @@ resnet_pair() {
     --classes "$classes" --dtype uint8 --threads 16 >/dev/null
   local sets=(--set device=cuda --set data.train="$file" --set 'data.val=""'
     --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
-    --set data.prefetch_threads=8 --set run.threads=8)
+    --set data.prefetch_threads=8 --set run.threads=8 --set train.cuda_graph="${GRAPH:-off}")
   for rep in $(seq "${REPS:-3}"); do
     for p in ${PRECISIONS:-fp32 tf32 bf16 bf16_nchw}; do
       # bf16_nchw: bf16 with layout nchw (bf16 alone takes layout auto: nhwc on a GPU)
@@ -175,7 +176,7 @@ stage_e2e() {
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
   ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
   for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
-    signal_stop_resume resnet_resume_eval eval_checkpoint adam}; do
+    signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical}; do
     local t0=$SECONDS
     timeout 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1

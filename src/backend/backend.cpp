@@ -1,5 +1,5 @@
 // Backend's defaults for the optional operations: fused ones run their parts one by one;
-// a backend without device collectives or the channels-last layout says so.
+// a backend without device collectives, the channels-last layout or graphs says so.
 #include "backend/backend.hpp"
 
 #include <string>
@@ -18,7 +18,15 @@ namespace {
   throw Error(std::string("the ") + b.name() + " backend does not store activations channels-last");
 }
 
+[[noreturn]] void no_graphs(const Backend& b) {
+  throw Error(std::string("the ") + b.name() + " backend records no step graphs");
+}
+
 }  // namespace
+
+void Backend::begin_capture() { no_graphs(*this); }
+int Backend::end_capture() { no_graphs(*this); }
+void Backend::replay(int /*id*/) { no_graphs(*this); }
 
 void Backend::transpose(const void* /*src*/, void* /*dst*/, int /*n*/, int /*a*/, int /*b*/) {
   not_channels_last(*this);

@@ -101,6 +101,19 @@ class Backend {
   virtual void profiler_start() {}
   virtual void profiler_stop() {}
 
+  // Step graphs (CUDA graphs): between begin_capture() and end_capture() the device work of
+  // the operations called is recorded, not run; end_capture() returns the recording's id,
+  // and replay(id) runs that work again, with the same pointers and arguments, in order
+  // with the rest. An operation that cannot be recorded (one that waits for the device)
+  // throws; abort_capture() then drops the recording. drop_graphs() frees them all.
+  // Backends without graphs answer false to can_capture() and are never asked the rest.
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture();
+  virtual int end_capture();
+  virtual void abort_capture() {}
+  virtual void replay(int id);
+  virtual void drop_graphs() {}
+
   // Input batches of a device backend, copied beside the computation. The caller keeps
   // two input slots in device memory and, per batch:
   //   upload(slot, dst, src, bytes)...  copies from host memory (pinned by pin_host) once

@@ -249,6 +249,16 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
       origins.fail(v->path, v->mark, "nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
     }
   }
+  if (config.train.cuda_graph == "on") {
+    const auto v = top.section("train").find("cuda_graph");
+    if (config.device == Device::kCpu) {
+      origins.fail(v->path, v->mark, "on needs a GPU (device cuda or auto); the CPU runs eagerly");
+    }
+    if (config.train.accumulate_steps > 1) {
+      origins.fail(v->path, v->mark,
+                   "on needs train.accumulate_steps 1 (summed micro-batches run eagerly)");
+    }
+  }
   if (config.rnn == RnnEngine::kCudnn && config.device == Device::kCpu) {
     const auto v = top.find("rnn");
     origins.fail(v->path, v->mark, "cudnn needs a GPU (device cuda or auto); the CPU steps");

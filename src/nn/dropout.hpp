@@ -19,6 +19,7 @@ class Dropout final : public Layer {
   std::string attributes() const override;
   void allocate(Backend& backend, int64_t max_batch) override;
   void set_rng_seed(uint64_t seed) override { seed_ = seed; }
+  bool draws_random() const override { return true; }
   void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) override;
   void backward(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                 Tensor* dx) override;

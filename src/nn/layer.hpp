@@ -125,6 +125,9 @@ class Layer {
   // Seed of this training step's random draws (dropout masks); the model sets it before
   // each training forward().
   virtual void set_rng_seed(uint64_t /*seed*/) {}
+  // True when a training forward() draws from that seed (a replayed CUDA graph could not
+  // give it a new one).
+  virtual bool draws_random() const { return false; }
 
   virtual void forward(Backend& backend, const Tensor& x, Tensor& y, bool training) = 0;
   // Given x, y (from forward) and dy, writes parameter gradients and, if dx is not

@@ -158,6 +158,8 @@ std::string summary_to_json(const RunSummary& s) {
   o << "  \"loss_scale\": " << opt_num(s.loss_scale, "null") << ",\n";
   o << "  \"skipped_steps\": " << (s.skipped_steps ? std::to_string(*s.skipped_steps) : "null")
     << ",\n";
+  o << "  \"cuda_graph_steps\": "
+    << (s.cuda_graph_steps ? std::to_string(*s.cuda_graph_steps) : "null") << ",\n";
   o << "  \"async\": ";
   if (s.async) {
     const AsyncReport& a = *s.async;

@@ -95,6 +95,8 @@ struct RunSummary {
   // gradients overflowed (in this run, since its start or resume).
   std::optional<double> loss_scale;
   std::optional<int64_t> skipped_steps;
+  // train.cuda_graph auto or on: the steps rank 0 replayed from a CUDA graph in this run.
+  std::optional<int64_t> cuda_graph_steps;
   std::optional<AsyncReport> async;     // strategy async
   std::optional<EnergySummary> energy;  // energy.interval_ms > 0
   // Provenance: the job's nodes (each once, in rank order); the Slurm ids of the job

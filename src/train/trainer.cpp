@@ -53,6 +53,69 @@ std::vector<std::string> job_hosts(Communicator& comm) {
 
 Trainer::~Trainer() = default;
 
+void Trainer::forward_backward(const BatchStager::Input& in, int64_t batch, float grad_scale,
+                               bool timing, int micro, int k) {
+  if (timing && micro == 0) backend_->phase_mark(0);
+  const Tensor& logits =
+      model_->forward(in.images, batch, /*training=*/true,
+                      mix_seed(config_.run.seed, rank_, global_step_ * k + micro));
+  if (micro == 0 && rank_ == 0 && !nonfinite_steps_.empty() &&
+      std::binary_search(nonfinite_steps_.begin(), nonfinite_steps_.end(), global_step_)) {
+    backend_->scale(static_cast<float*>(logits.data), 1, std::numeric_limits<float>::quiet_NaN());
+  }
+  backend_->softmax_xent(logits.data, in.labels, static_cast<int>(batch * labels_per_sample_),
+                         num_classes_, grad_scale / static_cast<float>(labels_per_sample_),
+                         scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
+                         skip_nonfinite_ ? step_stats_.data() : stats_.data());
+  if (timing && micro + 1 == k) backend_->phase_mark(1);
+  // A strategy may exchange gradients while backward goes on; the exchange phase is then
+  // what is left of it after backward (the exposed communication). Summed micro-batches
+  // are exchanged once complete.
+  model_->backward(k == 1 ? exchange_->before_backward() : nullptr);
+}
+
+bool Trainer::replay_step(const BatchStager::Input& in, int64_t batch, float grad_scale,
+                          bool timing) {
+  if (!graphs_allowed_ || batch != plan_.batch[rank_]) return false;
+  for (const StepGraph& g : step_graphs_) {
+    if (g.images == in.images && g.labels == in.labels && g.batch == batch &&
+        g.grad_scale == grad_scale && g.timing == timing) {
+      backend_->replay(g.id);
+      ++graph_steps_;
+      return true;
+    }
+  }
+  if (++graph_candidates_ <= 2) return false;
+  constexpr size_t kMaxStepGraphs = 8;  // two input slots for each of a few batch plans
+  if (step_graphs_.size() >= kMaxStepGraphs) {
+    backend_->drop_graphs();
+    step_graphs_.clear();
+  }
+  // The compute copy of the weights is converted at the start of every replay: the
+  // recording must hold that conversion, so it starts with the weights marked changed.
+  model_->mutable_params();
+  int id = -1;
+  try {
+    backend_->begin_capture();
+    forward_backward(in, batch, grad_scale, timing, 0, 1);
+    id = backend_->end_capture();
+  } catch (const Error& e) {
+    backend_->abort_capture();
+    model_->mutable_params();  // nothing recorded ran: convert again when run eagerly
+    if (config_.train.cuda_graph == "on") {
+      throw Error(std::string("train.cuda_graph: on, but recording a step failed: ") + e.what());
+    }
+    log_warn(std::string("train.cuda_graph auto: recording a step failed; steps run eagerly: ") +
+             e.what());
+    graphs_allowed_ = false;
+    return false;
+  }
+  step_graphs_.push_back({in.images, in.labels, batch, grad_scale, timing, id});
+  backend_->replay(id);
+  ++graph_steps_;
+  return true;
+}
+
 double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
   const int k = plan_.accumulate;
   float* grads = model_->grads();
@@ -64,31 +127,16 @@ double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
     const BatchStager::Input in = stager_->stage(*train_loader_, b);
     if (sync) backend_->synchronize();
     const double t0 = measure ? now_seconds() : 0.0;
-    const bool last = micro + 1 == k;
-    if (timing && micro == 0) backend_->phase_mark(0);
-    const Tensor& logits =
-        model_->forward(in.images, b.size, /*training=*/true,
-                        mix_seed(config_.run.seed, rank_, global_step_ * k + micro));
-    if (micro == 0 && rank_ == 0 && !nonfinite_steps_.empty() &&
-        std::binary_search(nonfinite_steps_.begin(), nonfinite_steps_.end(), global_step_)) {
-      backend_->scale(static_cast<float*>(logits.data), 1, std::numeric_limits<float>::quiet_NaN());
+    if (k != 1 || !replay_step(in, b.size, grad_scale, timing)) {
+      forward_backward(in, b.size, grad_scale, timing, micro, k);
     }
-    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size * labels_per_sample_),
-                           num_classes_, grad_scale / static_cast<float>(labels_per_sample_),
-                           scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
-                           skip_nonfinite_ ? step_stats_.data() : stats_.data());
-    if (timing && last) backend_->phase_mark(1);
-    // A strategy may exchange gradients while backward goes on; the exchange phase is then
-    // what is left of it after backward (the exposed communication). Summed micro-batches
-    // are exchanged once complete.
-    model_->backward(k == 1 ? exchange_->before_backward() : nullptr);
     if (sync) backend_->synchronize();
     if (measure) seconds += now_seconds() - t0;
     stager_->release();
     if (k == 1) continue;
     if (micro == 0) {
       backend_->copy(grads, accumulated_.data(), n * sizeof(float));
-    } else if (!last) {
+    } else if (micro + 1 < k) {
       backend_->accumulate(accumulated_.data(), grads, n);
     } else {
       backend_->accumulate(grads, accumulated_.data(), n);
@@ -252,6 +300,17 @@ int Trainer::run() {
   const double run_t0 = now_seconds();
   const std::string start_time = utc_now();
   connect();
+  if (graphs_allowed_ && exchange_->before_backward() != nullptr) {  // the same on every rank
+    const std::string why = "train.cuda_graph: " + config_.train.cuda_graph +
+                            ", but the gradient exchange overlaps backward "
+                            "(distributed.algorithm nccl buckets)";
+    if (config_.train.cuda_graph == "on") {
+      if (rank_ == 0) log_error(config_.source_file + ": " + why);
+      return kExitUsage;
+    }
+    log_info(why + ": steps run eagerly");
+    graphs_allowed_ = false;
+  }
   install_stop_signals();
   exchange_->start();
 
@@ -400,6 +459,7 @@ int Trainer::run() {
     if (!scaler_->fixed()) summary.loss_scale = scaler_->current_scale();
     summary.skipped_steps = skipped_steps_;
   }
+  if (config_.train.cuda_graph != "off") summary.cuda_graph_steps = graph_steps_;
   summary.world_size = world_size_;
   summary.threads_per_rank = threads_;
   summary.global_batch = update_batch();

@@ -86,6 +86,17 @@ class Trainer {
   // `measure`, returns the seconds of forward and backward (the device synchronised around
   // them; waits for input excluded), else 0.
   double compute_gradients(float grad_scale, bool timing, bool measure);
+  // The device work of micro-batch `micro` of `k`: forward, loss, backward (the exchange
+  // listening to backward when k is 1).
+  void forward_backward(const BatchStager::Input& in, int64_t batch, float grad_scale, bool timing,
+                        int micro, int k);
+  // train.cuda_graph: runs a whole-batch step from its graph, recorded on the third step
+  // that needs it (two eager steps first, so that operations have set themselves up);
+  // false where the step is to run eagerly.
+  bool replay_step(const BatchStager::Input& in, int64_t batch, float grad_scale, bool timing);
+  // End of prepare(): whether steps may be graphs (train.cuda_graph), or why not (on:
+  // UsageError); run() checks the exchange after connect().
+  void choose_step_graphs();
   // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
   EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
   // The same under strategy async (trainer_async.cpp): segments of the epoch, each ended by
@@ -132,6 +143,20 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<GradClipper> clipper_;  // optimizer.clip_grad_norm
   int64_t skipped_steps_ = 0;             // by scaler_, in this run
+  // train.cuda_graph: the recorded steps by what they bake in (input slot, batch, loss
+  // gradient factor, phase marks), the backend's graph id last.
+  struct StepGraph {
+    const void* images;
+    const int32_t* labels;
+    int64_t batch;
+    float grad_scale;
+    bool timing;
+    int id;
+  };
+  std::vector<StepGraph> step_graphs_;
+  bool graphs_allowed_ = false;
+  int64_t graph_candidates_ = 0;  // whole-batch steps seen with graphs allowed
+  int64_t graph_steps_ = 0;       // steps replayed from a graph in this run
   // train.on_nonfinite: skip_step: a step's loss statistics go to step_stats_ and join
   // stats_ after the optimizer step unless it was skipped.
   bool skip_nonfinite_ = false;

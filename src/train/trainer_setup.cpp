@@ -244,6 +244,7 @@ void Trainer::prepare() {
     checkpoints_->keep_array(kBatchesArray, &batches_);
   }
   checkpoints_->prepare_resume(resume_);
+  choose_step_graphs();
 
   // 4. Run directory (rank 0).
   if (rank_ == 0) make_directories(config_.run.dir);
@@ -374,6 +375,27 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
     test_loader_ = std::make_unique<Loader>(
         *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
   }
+}
+
+void Trainer::choose_step_graphs() {
+  const std::string& mode = config_.train.cuda_graph;
+  if (mode == "off") return;
+  const auto& layers = model_->layers();
+  std::string why;
+  if (!backend_->can_capture()) {
+    why = std::string("the ") + backend_->name() + " backend records no graphs";
+  } else if (plan_.accumulate != 1) {
+    why = "train.accumulate_steps is " + std::to_string(plan_.accumulate);
+  } else if (std::any_of(layers.begin(), layers.end(),
+                         [](const auto& l) { return l->draws_random(); })) {
+    why = "a dropout layer draws new masks every step";
+  } else if (!nonfinite_steps_.empty()) {
+    why = "debug.nonfinite_steps changes chosen steps";
+  }
+  graphs_allowed_ = why.empty();
+  if (graphs_allowed_) return;
+  if (mode == "on") throw UsageError(config_.source_file + ": train.cuda_graph: on, but " + why);
+  if (backend_->can_capture()) log_info("train.cuda_graph auto: steps run eagerly: " + why);
 }
 
 }  // namespace hpctrain

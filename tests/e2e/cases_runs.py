@@ -94,6 +94,9 @@ def case_bad_config():
         rc, out, err = train("bad6", 2, ["rnn=cudnn"])
         check(rc == 2, f"rnn cudnn on the CPU backend: exit {rc}, expected 2")
         one_error_line(err, "rnn: cudnn needs a GPU")
+        rc, out, err = train("bad7", 2, ["train.cuda_graph=on"])
+        check(rc == 2, f"cuda_graph on with the CPU backend: exit {rc}, expected 2")
+        one_error_line(err, "train.cuda_graph: on, but the cpu backend records no graphs")
 
 
 def case_missing_data():
@@ -197,3 +200,26 @@ def case_cli():
     c = subprocess.run([hpctrain(), "config", "--lst"], capture_output=True, text=True)
     check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1,
           "config with a bad option: " + c.stderr)
+
+
+def case_cuda_graph_bit_identical():
+    """train.cuda_graph on gives the parameters of eager steps, bit for bit (deterministic):
+    the CNN on 1 GPU in float32, and on 2 ranks sharing it in bf16. Skipped (77) without a
+    CUDA device."""
+    version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
+    if "cuda" not in version.split("backends:")[1] or "CUDA devices: 0" in version:
+        print("SKIP: no CUDA device visible to hpctrain")
+        raise SystemExit(77)
+    base = ["run.deterministic=true", "train.epochs=1", "device=cuda",
+            f"data.train={ARGS.data}/test.h5", "checkpoint.every_seconds=0"]
+    for ranks, precision in ((1, "fp32"), (2, "bf16")):
+        sets = base + [f"precision={precision}"]
+        config = "configs/fashion_mnist_cnn.yaml"
+        eager = expect_ok(f"graph_off_{ranks}", ranks, sets + ["train.cuda_graph=off"],
+                          config=config)
+        graph = expect_ok(f"graph_on_{ranks}", ranks, sets + ["train.cuda_graph=on"],
+                          config=config)
+        check(eager.get("cuda_graph_steps") is None, "cuda_graph_steps without graphs")
+        check(graph["cuda_graph_steps"] > 0, f"no step replayed: {graph['cuda_graph_steps']}")
+        check(graph["params_sha256"] == eager["params_sha256"],
+              f"{ranks} rank(s) {precision}: graph steps gave other parameters than eager ones")

@@ -164,6 +164,14 @@ TEST(ConfigErrors, BadEnumValues) {
   expect_error(head + "rnn: fused\n",
                "FILE:3: rnn: expected one of auto, cudnn, steps, got 'fused'");
   EXPECT_EQ(load_config(write_yaml(head + "rnn: steps\n"), {}, catalog()).rnn, RnnEngine::kSteps);
+  expect_error(head + "device: cpu\ntrain:\n  cuda_graph: on\n",
+               "FILE:5: train.cuda_graph: on needs a GPU (device cuda or auto); the CPU runs "
+               "eagerly");
+  expect_error(head + "train:\n  accumulate_steps: 2\n  cuda_graph: on\n",
+               "FILE:5: train.cuda_graph: on needs train.accumulate_steps 1 (summed micro-batches "
+               "run eagerly)");
+  expect_error(head + "train:\n  cuda_graph: yes\n",
+               "FILE:4: train.cuda_graph: expected one of off, auto, on, got 'yes'");
   expect_error(head + "optimizer:\n  schedule:\n    type: linear\n",
                "FILE:5: optimizer.schedule.type: expected one of constant, step, cosine, got "
                "'linear'");

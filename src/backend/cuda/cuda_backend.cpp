@@ -1,9 +1,10 @@
 // The CUDA backend: cuBLAS for GEMM, kernels/ for the element-wise operations, the loss
 // and the optimizer, NCCL for collectives, and cuda::CudnnLayers for convolution, pooling,
 // batch normalisation and recurrent stacks, all on one stream (input uploads on a second one,
-// NCCL's gradient buckets on a third). Nothing in an operation synchronises with the host
-// except the copies to host memory and synchronize(); with sync_each_call every operation
-// is followed by a checked synchronisation, so an asynchronous error names its operation.
+// NCCL's gradient buckets on a third; step graphs recorded from and replayed on the first).
+// Nothing in an operation synchronises with the host except the copies to host memory and
+// synchronize(); with sync_each_call every operation is followed by a checked
+// synchronisation, so an asynchronous error names its operation (and nothing is recorded).
 // Activations are of options.act_type: cuBLAS and cuDNN read and write 16-bit data with
 // float32 arithmetic, while parameters, gradients and normalisation statistics stay
 // float32. With options.channels_last (16-bit only) activations are NHWC (see
@@ -24,6 +25,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cudnn_layers.hpp"
 #include "backend/cuda/cudnn_util.hpp"
+#include "backend/cuda/step_graphs.hpp"
 #include "core/sample_type.hpp"
 #include "kernels/kernels.hpp"
 
@@ -65,6 +67,7 @@ class CudaBackend final : public Backend {
     layers_ = std::make_unique<cuda::CudnnLayers>(options_, stream_, [this] { warm_up(); });
   }
   ~CudaBackend() override {
+    graphs_.drop();
 #ifdef HT_HAVE_NCCL
     if (nccl_ != nullptr) {
       ncclCommDestroy(nccl_);
@@ -156,6 +159,15 @@ class CudaBackend final : public Backend {
     done("convert_filter");
   }
   void synchronize() override { HT_CUDA(cudaStreamSynchronize(stream_)); }
+  bool can_capture() const override { return !options_.sync_each_call; }
+  void begin_capture() override { graphs_.begin(stream_); }
+  int end_capture() override { return graphs_.end(stream_); }
+  void abort_capture() override { graphs_.abort(stream_); }
+  void replay(int id) override {
+    graphs_.launch(id, stream_);
+    done("replay");
+  }
+  void drop_graphs() override { graphs_.drop(); }
   // A profiler that cannot start is no reason to stop: its error is read (so that no
   // later check takes it for its own) and dropped.
   void profiler_start() override {
@@ -554,6 +566,7 @@ class CudaBackend final : public Backend {
   double* phase_sums_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<cuda::CudnnLayers> layers_;
+  cuda::StepGraphs graphs_;
   double* watch_host_ = nullptr;  // loss_nonfinite: pinned copy of the running loss sum
   double watch_seen_ = 0.0;       // the newest copy that landed
   cudaEvent_t watched_ = nullptr;
@@ -567,34 +580,10 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-bool cuda_built() { return true; }
-
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    cudaGetLastError();  // no driver or no device: clear the sticky error
-    return 0;
-  }
-  return n;
-}
-
-std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
-  const int count = cuda_device_count();
-  if (count == 0) {
-    throw UsageError("device: cuda was requested, but no CUDA device is visible to this process");
-  }
-  if (options.device < 0 || options.device >= count) {
-    throw UsageError("CUDA device " + std::to_string(options.device) + " does not exist (" +
-                     std::to_string(count) + " visible)");
-  }
-  if (options.tf32 && options.act_type != DType::kF32) {
-    throw UsageError(std::string("tf32 applies to float32 activations, not ") +
-                     to_string(options.act_type));
-  }
-  if (options.channels_last && options.act_type == DType::kF32) {
-    throw UsageError("the channels-last layout applies to 16-bit activations, not float32");
-  }
+namespace cuda {
+std::unique_ptr<Backend> new_backend(const CudaBackendOptions& options) {
   return std::make_unique<CudaBackend>(options);
 }
+}  // namespace cuda
 
 }  // namespace hpctrain
