@@ -35,15 +35,32 @@ __global__ void add_channel_bias_kernel(T* y, const float* bias, size_t total, i
   HT_GRID_STRIDE(i, total) { y[i] = to_act<T>(as_float(y[i]) + bias[(i / hw) % c]); }
 }
 
+// Decoded value v of element i, normalised as InputNorm says: two separately rounded float
+// operations (never fused into one), as the host computes them.
+__device__ inline float normalized(float v, size_t i, const InputNorm& norm) {
+  if (norm.mean == nullptr) return v;
+  const size_t c = (i / norm.plane) % static_cast<size_t>(norm.channels);
+  return __fmul_rn(__fsub_rn(v, norm.mean[c]), norm.inv_std[c]);
+}
+
 template <typename T>
-__global__ void decode_u8_kernel(const uint8_t* in, size_t n, float scale, T* out) {
-  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(static_cast<float>(in[i]) * scale); }
+__global__ void decode_u8_kernel(const uint8_t* in, size_t n, float scale, InputNorm norm, T* out) {
+  HT_GRID_STRIDE(i, n) {
+    out[i] = to_act<T>(normalized(__fmul_rn(static_cast<float>(in[i]), scale), i, norm));
+  }
 }
 
 // Half to float is exact (every half is a float); the float is then rounded to T.
 template <typename T>
-__global__ void decode_f16_kernel(const uint16_t* in, size_t n, T* out) {
-  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(__half2float(__ushort_as_half(in[i]))); }
+__global__ void decode_f16_kernel(const uint16_t* in, size_t n, InputNorm norm, T* out) {
+  HT_GRID_STRIDE(i, n) {
+    out[i] = to_act<T>(normalized(__half2float(__ushort_as_half(in[i])), i, norm));
+  }
+}
+
+template <typename T>
+__global__ void decode_f32_kernel(const float* in, size_t n, InputNorm norm, T* out) {
+  HT_GRID_STRIDE(i, n) { out[i] = to_act<T>(normalized(in[i], i, norm)); }
 }
 
 // Token ids: exact in float32 below 2^24; the embedding layer refuses vocabularies that
@@ -245,22 +262,34 @@ void multiply(DType t, const void* a, const void* b, void* y, size_t n, cudaStre
   binary<MultiplyOp>(t, a, b, y, n, "multiply", stream);
 }
 
-void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream) {
+void decode_u8(DType t, const uint8_t* in, size_t n, float scale, const InputNorm& norm, void* out,
+               cudaStream_t stream) {
   if (n == 0) return;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    decode_u8_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, scale, static_cast<T*>(out));
+    decode_u8_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, scale, norm, static_cast<T*>(out));
   });
   check_launch("decode_u8");
 }
 
-void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t stream) {
+void decode_f16(DType t, const uint16_t* in, size_t n, const InputNorm& norm, void* out,
+                cudaStream_t stream) {
   if (n == 0) return;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, static_cast<T*>(out));
+    decode_f16_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, norm, static_cast<T*>(out));
   });
   check_launch("decode_f16");
+}
+
+void decode_f32(DType t, const float* in, size_t n, const InputNorm& norm, void* out,
+                cudaStream_t stream) {
+  if (n == 0) return;
+  with_act_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    decode_f32_kernel<<<grid_for(n), kBlock, 0, stream>>>(in, n, norm, static_cast<T*>(out));
+  });
+  check_launch("decode_f32");
 }
 
 void decode_i32(DType t, const int32_t* in, size_t n, void* out, cudaStream_t stream) {

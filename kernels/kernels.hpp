@@ -18,6 +18,7 @@
 namespace hpctrain {
 
 struct LossStats;
+struct InputNorm;
 struct SgdParams;
 struct AdamParams;
 struct Pool2dShape;
@@ -78,9 +79,14 @@ void accumulate(float* sum, const float* x, size_t n, cudaStream_t stream);
 void dropout_forward(DType t, const void* x, void* y, void* mask, size_t n, float p, uint64_t seed,
                      cudaStream_t stream);
 // Input decoding (Backend::decode_input): out[i] = in[i] * scale for uint8, the exact
-// float of each IEEE half for float16, the value of each token id, each rounded to t.
-void decode_u8(DType t, const uint8_t* in, size_t n, float scale, void* out, cudaStream_t stream);
-void decode_f16(DType t, const uint16_t* in, size_t n, void* out, cudaStream_t stream);
+// float of each IEEE half for float16, float32 as is, the value of each token id, then
+// normalised where `norm` says (InputNorm), each rounded to t once.
+void decode_u8(DType t, const uint8_t* in, size_t n, float scale, const InputNorm& norm, void* out,
+               cudaStream_t stream);
+void decode_f16(DType t, const uint16_t* in, size_t n, const InputNorm& norm, void* out,
+                cudaStream_t stream);
+void decode_f32(DType t, const float* in, size_t n, const InputNorm& norm, void* out,
+                cudaStream_t stream);
 void decode_i32(DType t, const int32_t* in, size_t n, void* out, cudaStream_t stream);
 // Does nothing when skip is not null and *skip != 0 (read on the device).
 void sgd_update(float* params, const float* grads, float* velocity, size_t n, const SgdParams& sgd,

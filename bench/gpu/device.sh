@@ -325,9 +325,8 @@ stage_study() {
     --set data.val="$dir/seed-val.h5" --set data.test="$dir/seed-test.h5" \
     --set run.threads=8 --set data.prefetch_threads=4 >"$OUT/logs/study.log" 2>&1
   note "study: exit $? ($(tail -n 1 "$OUT/logs/study.log"))"
-  cat "$WORK/study/study.md" >>"$TABLE" 2>/dev/null
-  cp "$WORK/study/study.csv" "$WORK/study/study.json" "$OUT/logs/" 2>/dev/null
-  cp -r "$WORK/study/plots" "$OUT/logs/study_plots" 2>/dev/null
+  (cd "$WORK/study" && cat study.md >>"$TABLE" && cp study.csv study.json "$OUT/logs/" &&
+    cp -r plots "$OUT/logs/study_plots") 2>/dev/null
 }
 
 setup

@@ -133,10 +133,12 @@ class Backend {
   virtual void input_consumed(int /*slot*/) {}
   virtual void wait_uploads() {}
   // Decodes n stored input values at `raw` (the backend's memory) into activations, as
-  // decode_samples does on the host then rounded to act_type(): a device backend uploads
-  // the stored bytes (a quarter of the floats' for uint8) and decodes them where the batch
+  // decode_samples does on the host, normalised as `norm` says (its arrays in the backend's
+  // memory; InputNorm{}: not), then rounded to act_type(): a device backend uploads the
+  // stored bytes (a quarter of the floats' for uint8) and decodes them where the batch
   // lands.
-  virtual void decode_input(const void* raw, SampleType type, size_t n, void* out) = 0;
+  virtual void decode_input(const void* raw, SampleType type, size_t n, const InputNorm& norm,
+                            void* out) = 0;
 
   // A clock for the phases of the step loop, read in the backend's order of execution
   // (a GPU stamps its own timer, so the loop never waits for the device to time it):

@@ -45,7 +45,8 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
 
   void convert(const float* src, void* dst, size_t n) override;
-  void decode_input(const void* raw, SampleType type, size_t n, void* out) override;
+  void decode_input(const void* raw, SampleType type, size_t n, const InputNorm& norm,
+                    void* out) override;
 
   // The operations on activations (cpu_mixed.cpp): with float32 activations they are the
   // float32 code below; with 16-bit ones, that code on float copies (see widen()).

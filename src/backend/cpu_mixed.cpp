@@ -40,9 +40,16 @@ void CpuBackend::convert(const float* src, void* dst, size_t n) {
            [&](size_t lo, size_t hi) { from_float(act_type_, src + lo, d + lo * size, hi - lo); });
 }
 
-void CpuBackend::decode_input(const void* raw, SampleType type, size_t n, void* out_act) {
+void CpuBackend::decode_input(const void* raw, SampleType type, size_t n, const InputNorm& norm,
+                              void* out_act) {
   float* f = out(0, out_act, n);
   decode_samples(raw, type, n, f);
+  if (norm.mean != nullptr) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t c = (i / norm.plane) % static_cast<size_t>(norm.channels);
+      f[i] = (f[i] - norm.mean[c]) * norm.inv_std[c];
+    }
+  }
   narrow(0, out_act, n);
 }
 

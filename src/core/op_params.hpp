@@ -34,6 +34,16 @@ struct AdamParams {
   bool decoupled = false;  // AdamW: weight decay applied to the parameters, not the gradient
 };
 
+// Per-channel normalisation of input images as they are decoded (Backend::decode_input):
+// value i becomes (decoded - mean[c]) * inv_std[c], c = (i / plane) % channels, in float32,
+// as the loader computes it on the host (Preprocess). mean null: no normalisation.
+struct InputNorm {
+  const float* mean = nullptr;  // `channels` values each, in the backend's memory
+  const float* inv_std = nullptr;
+  int channels = 0;
+  size_t plane = 0;  // values per channel of one sample (h * w)
+};
+
 // The float32 values of a dynamic loss scaler's device state (Backend::unscale_grads).
 struct LossScaleState {
   enum : size_t {

@@ -31,7 +31,7 @@ Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options
         preprocess_.mean.empty() || (preprocess_.mean.size() == static_cast<size_t>(shape_.c) &&
                                      preprocess_.inv_std.size() == preprocess_.mean.size()),
         "normalisation needs one mean and std per channel");
-    out_shape_.type = SampleType::kF32;
+    if (!raw_) out_shape_.type = SampleType::kF32;
   }
   if (streaming_ && !h5_threadsafe()) {
     throw UsageError(file.path() + ": its " + std::to_string(shard.count) +
@@ -97,56 +97,71 @@ std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {
   return order;
 }
 
-void Loader::place(const uint8_t* src, int64_t seq, int64_t i, BatchBuffer& buffer) const {
-  const size_t elems = static_cast<size_t>(shape_.sample_elems());
-  if (raw_ && !preprocess_.active()) {
-    auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
-                static_cast<size_t>(i) * shape_.sample_bytes();
-    std::memcpy(dst, src, shape_.sample_bytes());
-    return;
-  }
-  // Preprocessed samples are float32 whether raw or not: slot i holds the same floats.
-  float* dst = buffer.images.data() + static_cast<size_t>(i) * elems;
-  decode_samples(src, shape_.type, elems, dst);
-  if (preprocess_.active()) preprocess(dst, seq, i);
-}
+namespace {
 
-void Loader::preprocess(float* x, int64_t seq, int64_t i) const {
-  const int64_t c = shape_.c, h = shape_.h, w = shape_.w, plane = h * w;
-  if (preprocess_.augments()) {
-    // Three draws per sample: mirror, shift down, shift right.
-    const uint64_t stream =
-        mix_seed(seed_, static_cast<uint64_t>(rank_), static_cast<uint64_t>(seq));
-    const uint64_t k = static_cast<uint64_t>(i) * 3;
-    const bool mirror = preprocess_.flip && counter_uniform(stream, k) < 0.5f;
-    const int64_t p = preprocess_.crop_padding, span = 2 * p + 1;
-    const auto shift = [&](uint64_t d) {
-      return std::min<int64_t>(static_cast<int64_t>(counter_uniform(stream, d) * span), span - 1) -
-             p;
-    };
-    const int64_t dy = p > 0 ? shift(k + 1) : 0, dx = p > 0 ? shift(k + 2) : 0;
-    if (mirror || dy != 0 || dx != 0) {
-      // out(y, x) = in(y + dy, x') with x' = x + dx, mirrored: w - 1 - (x + dx); zero
-      // outside the image. One plane at a time through a copy of it.
-      thread_local std::vector<float> in;
-      in.resize(static_cast<size_t>(plane));
-      for (int64_t ch = 0; ch < c; ++ch) {
-        float* out = x + ch * plane;
-        std::copy_n(out, plane, in.begin());
-        for (int64_t y = 0; y < h; ++y) {
-          const int64_t sy = y + dy;
-          for (int64_t xx = 0; xx < w; ++xx) {
-            const int64_t shifted = xx + dx;
-            const int64_t sx = mirror ? w - 1 - shifted : shifted;
-            out[y * w + xx] = sy >= 0 && sy < h && sx >= 0 && sx < w
-                                  ? in[static_cast<size_t>(sy * w + sx)]
-                                  : 0.0f;
-          }
-        }
+// out(y, x) = in(y + dy, x') with x' = x + dx, mirrored: w - 1 - (x + dx); zero outside the
+// image; for each of c planes of h x w values of type T, through a copy of the plane. A
+// pure move of stored values: the same on the stored bytes as on their decoded floats.
+template <typename T>
+void shift_mirror(T* x, int64_t c, int64_t h, int64_t w, bool mirror, int64_t dy, int64_t dx) {
+  const int64_t plane = h * w;
+  thread_local std::vector<T> in;
+  in.resize(static_cast<size_t>(plane));
+  for (int64_t ch = 0; ch < c; ++ch) {
+    T* out = x + ch * plane;
+    std::copy_n(out, plane, in.begin());
+    for (int64_t y = 0; y < h; ++y) {
+      const int64_t sy = y + dy;
+      for (int64_t xx = 0; xx < w; ++xx) {
+        const int64_t shifted = xx + dx;
+        const int64_t sx = mirror ? w - 1 - shifted : shifted;
+        out[y * w + xx] =
+            sy >= 0 && sy < h && sx >= 0 && sx < w ? in[static_cast<size_t>(sy * w + sx)] : T{};
       }
     }
   }
-  preprocess_.normalize(x, plane);
+}
+
+}  // namespace
+
+void Loader::place(const uint8_t* src, int64_t seq, int64_t i, BatchBuffer& buffer) const {
+  const size_t elems = static_cast<size_t>(shape_.sample_elems());
+  if (raw_) {
+    auto* dst = reinterpret_cast<uint8_t*>(buffer.images.data()) +
+                static_cast<size_t>(i) * shape_.sample_bytes();
+    std::memcpy(dst, src, shape_.sample_bytes());
+    if (preprocess_.augments()) augment(dst, sample_type_size(shape_.type), seq, i);
+    return;  // normalisation is the backend's, as it decodes (leaves_normalization)
+  }
+  float* dst = buffer.images.data() + static_cast<size_t>(i) * elems;
+  decode_samples(src, shape_.type, elems, dst);
+  if (preprocess_.augments()) augment(dst, sizeof(float), seq, i);
+  preprocess_.normalize(dst, shape_.h * shape_.w);
+}
+
+void Loader::augment(void* x, size_t elem_size, int64_t seq, int64_t i) const {
+  // Three draws per sample: mirror, shift down, shift right.
+  const uint64_t stream = mix_seed(seed_, static_cast<uint64_t>(rank_), static_cast<uint64_t>(seq));
+  const uint64_t k = static_cast<uint64_t>(i) * 3;
+  const bool mirror = preprocess_.flip && counter_uniform(stream, k) < 0.5f;
+  const int64_t p = preprocess_.crop_padding, span = 2 * p + 1;
+  const auto shift = [&](uint64_t d) {
+    return std::min<int64_t>(static_cast<int64_t>(counter_uniform(stream, d) * span), span - 1) - p;
+  };
+  const int64_t dy = p > 0 ? shift(k + 1) : 0, dx = p > 0 ? shift(k + 2) : 0;
+  if (!mirror && dy == 0 && dx == 0) return;
+  const int64_t c = shape_.c, h = shape_.h, w = shape_.w;
+  switch (elem_size) {
+    case 1:
+      shift_mirror(static_cast<uint8_t*>(x), c, h, w, mirror, dy, dx);
+      break;
+    case 2:
+      shift_mirror(static_cast<uint16_t*>(x), c, h, w, mirror, dy, dx);
+      break;
+    default:
+      shift_mirror(static_cast<float*>(x), c, h, w, mirror, dy, dx);
+      break;
+  }
 }
 
 void Loader::read_batch(const std::vector<int64_t>& order, int64_t seq, int64_t first, int64_t rows,

@@ -1,7 +1,8 @@
 // The input pipeline of one rank for one data file: reads the rank's shard once
 // (HDF5 hyperslab, stored type), then reader threads gather each batch in the
 // sampler's order and convert uint8/float16 to float in [0, 1] into prefetch
-// buffers, normalising and augmenting images where asked (Preprocess). Batches are
+// buffers, augmenting and normalising images where asked (Preprocess); or, raw, keep
+// the stored bytes, augmented, for the backend to decode and normalise. Batches are
 // numbered by a global sequence (epoch * batches_per_epoch + step), which is the cursor a
 // checkpoint stores; or they come in the order the consumer requests them
 // (LoaderOptions::on_request).
@@ -19,8 +20,10 @@
 
 namespace hpctrain {
 
-// What the reader threads do to each image after converting it to float: a random shift
-// (zeros fill what moves in) and a left-right mirror, then (x - mean) / std per channel.
+// What is done to each image: a random shift (zeros fill what moves in) and a left-right
+// mirror on the reader threads (pure moves: on the stored values or on their floats), then
+// (x - mean) / std per channel of the floats (on the reader threads, or as the backend
+// decodes raw batches).
 // The random draws are a pure function of (seed, rank, batch sequence number, sample in
 // the batch), so a resumed run makes the same ones.
 struct Preprocess {
@@ -50,8 +53,8 @@ struct LoaderOptions {
   int depth = 4;
   BufferHooks hooks;  // for the batch buffers (a device backend pins them)
   // Batches hold the stored bytes (sample_bytes() per sample, from the start of
-  // BatchBuffer::images) for the backend to decode, not floats. With preprocessing the
-  // stored bytes are float32 (shape().type is kF32).
+  // BatchBuffer::images) for the backend to decode, not floats; augmented where asked, and
+  // left to the backend to normalise (leaves_normalization).
   bool raw = false;
   Preprocess preprocess;  // images only
   // Batches come in the order request() names them (asynchronous workers, which take the
@@ -84,6 +87,10 @@ class Loader {
   int64_t shard_rows() const { return shard_.count; }
   // The batches' samples: the file's, but float32 when preprocessed.
   const DatasetShape& shape() const { return out_shape_; }
+  // Raw batches of a normalised data set: the backend normalises them as it decodes
+  // (Backend::decode_input with the preprocess()'s mean and inv_std).
+  bool leaves_normalization() const { return raw_ && !preprocess_.mean.empty(); }
+  const Preprocess& preprocess() const { return preprocess_; }
   double wait_seconds() const { return queue_->wait_seconds(); }
 
  private:
@@ -92,11 +99,12 @@ class Loader {
   // file into `buffer`, in that order.
   void read_batch(const std::vector<int64_t>& order, int64_t seq, int64_t first, int64_t rows,
                   BatchBuffer& buffer);
-  // One sample's stored bytes into slot i of `buffer` (decoded unless raw; preprocessed,
-  // with the draws of batch `seq`).
+  // One sample's stored bytes into slot i of `buffer`: decoded, augmented and normalised,
+  // or raw: augmented only (with the draws of batch `seq`).
   void place(const uint8_t* src, int64_t seq, int64_t i, BatchBuffer& buffer) const;
-  // Shifts and mirrors (augmentation) and normalises the decoded image at `x` in place.
-  void preprocess(float* x, int64_t seq, int64_t i) const;
+  // Shifts and mirrors the image at `x` (values of elem_size bytes) in place: sample i of
+  // batch seq's draws.
+  void augment(void* x, size_t elem_size, int64_t seq, int64_t i) const;
   // The sample order of `epoch`. Shared so that a reader keeps its order alive
   // while the cache moves on to later epochs.
   std::shared_ptr<const std::vector<int64_t>> order_for(int64_t epoch);

@@ -4,8 +4,8 @@
 // stager's own buffer. For a device backend the loaders keep the stored bytes in pinned
 // buffers (hooks(), LoaderOptions::raw), and stage() uploads them into the next of two
 // device slots on the backend's copy stream, beside the computation, then decodes them
-// there; release() follows the batch's last use and must come before the loader's next
-// pop, which may refill the host buffer.
+// there, normalising them where the loader left that to it; release() follows the batch's
+// last use and must come before the loader's next pop, which may refill the host buffer.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +22,11 @@ class BatchStager {
     const int32_t* labels;
   };
 
-  // Device slots for batches of up to `max_batch` samples of `sample_elems` values and
-  // `labels_per_sample` labels.
-  BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems, int64_t labels_per_sample);
+  // Device slots for batches of up to `max_batch` samples of `sample_elems` values in planes
+  // of `plane` values and `labels_per_sample` labels; `preprocess`'s normalisation for the
+  // raw batches of loaders that leave it to the backend.
+  BatchStager(Backend& backend, int64_t max_batch, int64_t sample_elems, int64_t plane,
+              int64_t labels_per_sample, const Preprocess& preprocess);
 
   // For LoaderOptions: pins a device backend's batch buffers; {} for host memory.
   BufferHooks hooks();
@@ -45,7 +47,9 @@ class BatchStager {
   DeviceArray<std::byte> images_[2];  // decoded (only images_[0] for host memory)
   DeviceArray<int32_t> labels_[2];
   int64_t labels_per_sample_;
-  int slot_ = 0;  // the slot of the batch in use
+  DeviceArray<float> mean_, inv_std_;  // of the normalisation, in the backend's memory
+  InputNorm norm_;                     // over them; mean null without one
+  int slot_ = 0;                       // the slot of the batch in use
 };
 
 }  // namespace hpctrain

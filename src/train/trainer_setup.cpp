@@ -225,7 +225,7 @@ void Trainer::prepare() {
       lr_scale(config_.optimizer, config_.train.batch_size, update_batch()));
   stats_ = DeviceArray<LossStats>(*backend_, 1);
   stager_ = std::make_unique<BatchStager>(*backend_, max_batch, shape.sample_elems(),
-                                          shape.labels_per_sample);
+                                          shape.h * shape.w, shape.labels_per_sample, preprocess_);
   if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
 
   // 3. Checkpoints: what to resume from.

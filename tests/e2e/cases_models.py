@@ -58,9 +58,11 @@ def case_resnet_resume_eval():
 def case_staged_memory_matches():
     """The trainer's path for device memory (batches, collectives and checkpoints staged
     through host buffers, HPCTRAIN_STAGE_CPU=1 on the CPU backend) gives the parameters of
-    the in-place path: MLP with both strategies and on one rank (no collectives), and a
-    ResNet with BatchNorm state. The staged runs time their step phases
-    (train.step_timing), which must leave the parameters alone."""
+    the in-place path: MLP with both strategies and on one rank (no collectives), with
+    normalised and augmented inputs (staged: shifted and mirrored as stored bytes,
+    normalised as the backend decodes them), and a ResNet with BatchNorm state. The staged
+    runs time their step phases (train.step_timing), which must leave the parameters
+    alone."""
     staged = {"HPCTRAIN_STAGE_CPU": "1"}
     mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
            "checkpoint.every_steps=20"]
@@ -68,6 +70,9 @@ def case_staged_memory_matches():
             ("mlp", 2, mlp, "configs/fashion_mnist_mlp.yaml"),
             ("mlp1", 1, mlp, "configs/fashion_mnist_mlp.yaml"),
             ("avg", 2, mlp + ["distributed.strategy=average", "distributed.every=4"],
+             "configs/fashion_mnist_mlp.yaml"),
+            ("aug", 2, mlp + ["data.normalize=given", "data.mean=[0.286]", "data.std=[0.353]",
+                              "data.augment.flip=true", "data.augment.crop_padding=2"],
              "configs/fashion_mnist_mlp.yaml"),
             ("resnet", 2, resnet_sets() + ["train.epochs=1"], RESNET)]:
         fresh(f"plain_{label}")

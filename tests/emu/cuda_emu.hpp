@@ -90,6 +90,10 @@ constexpr std::common_type_t<A, B> max(A a, B b) {
 #define blockDim (::emu::here.block_dim)
 #define gridDim (::emu::here.grid_dim)
 #define __syncthreads() ::emu::syncthreads()
+// The round-to-nearest float operations that nvcc never fuses; the host's float arithmetic
+// rounds each operation alike (no FMA contraction without -mfma).
+#define __fmul_rn(a, b) ((a) * (b))
+#define __fsub_rn(a, b) ((a) - (b))
 #define __shfl_xor_sync(mask, v, lane_mask) ::emu::shfl_xor(mask, v, lane_mask)
 #define cudaGetLastError() ::emu::last_error()
 #define cudaGetErrorString(e) ::emu::error_string(e)

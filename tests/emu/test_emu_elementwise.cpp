@@ -69,9 +69,9 @@ TEST_P(EmuVsCpu, ConversionsDecodingAndBiases) {
   Acts convert_want(t_, v.size()), u8_want(t_, bytes.size()), f16_want(t_, halves.size()),
       ids_want(t_, ids.size());
   cpu_.convert(v.data(), convert_want.data(), v.size());
-  cpu_.decode_input(bytes.data(), SampleType::kU8, bytes.size(), u8_want.data());
-  cpu_.decode_input(halves.data(), SampleType::kF16, halves.size(), f16_want.data());
-  cpu_.decode_input(ids.data(), SampleType::kToken, ids.size(), ids_want.data());
+  cpu_.decode_input(bytes.data(), SampleType::kU8, bytes.size(), {}, u8_want.data());
+  cpu_.decode_input(halves.data(), SampleType::kF16, halves.size(), {}, f16_want.data());
+  cpu_.decode_input(ids.data(), SampleType::kToken, ids.size(), {}, ids_want.data());
   Acts bias_want = acts(yf), cbias_want = acts(img);
   cpu_.add_bias(bias_want.data(), bias.data(), rows, cols);
   cpu_.add_channel_bias(cbias_want.data(), cbias.data(), n, c, hw);
@@ -82,8 +82,8 @@ TEST_P(EmuVsCpu, ConversionsDecodingAndBiases) {
     std::vector<float> back(v.size(), kNaN);
     kernels::convert(t_, v.data(), cv.data(), v.size(), kStream);
     kernels::convert_to_float(t_, cv.data(), back.data(), v.size(), kStream);
-    kernels::decode_u8(t_, bytes.data(), bytes.size(), kU8Scale, u8.data(), kStream);
-    kernels::decode_f16(t_, halves.data(), halves.size(), f16.data(), kStream);
+    kernels::decode_u8(t_, bytes.data(), bytes.size(), kU8Scale, {}, u8.data(), kStream);
+    kernels::decode_f16(t_, halves.data(), halves.size(), {}, f16.data(), kStream);
     kernels::decode_i32(t_, ids.data(), ids.size(), tok.data(), kStream);
     kernels::add_bias(t_, y.data(), bias.data(), rows, cols, kStream);
     kernels::add_channel_bias(t_, im.data(), cbias.data(), n, c, hw, kStream);
@@ -97,6 +97,36 @@ TEST_P(EmuVsCpu, ConversionsDecodingAndBiases) {
   expect_same(got[4], bias_want.floats(), "add_bias");
   expect_same(got[5], cbias_want.floats(), "add_channel_bias");
   expect_same(got[6], ids_want.floats(), "decode_i32");
+}
+
+// Decoding with per-channel normalisation (InputNorm: 3 channels of 7 values per sample),
+// for uint8, float16 and float32 input: the CPU's decode_input bit for bit.
+TEST_P(EmuVsCpu, DecodeNormalizedBitForBit) {
+  constexpr int kChannels = 3;
+  constexpr size_t kPlane = 7, kN = 5 * kChannels * kPlane;
+  const std::vector<float> mean = {0.25f, 0.5f, 0.125f}, inv_std = {3.0f, 1.0f / 0.3f, 7.5f};
+  const InputNorm norm{mean.data(), inv_std.data(), kChannels, kPlane};
+  std::vector<uint8_t> bytes(kN);
+  std::vector<uint16_t> halves(kN);
+  for (size_t i = 0; i < kN; ++i) {
+    bytes[i] = static_cast<uint8_t>(i * 37 + 11);
+    halves[i] = static_cast<uint16_t>(0x3000 + i * 41);  // finite halves around 0.1 .. 1
+  }
+  const std::vector<float> floats = random_vector(kN, 9);
+  Acts u8_want(t_, kN), f16_want(t_, kN), f32_want(t_, kN);
+  cpu_.decode_input(bytes.data(), SampleType::kU8, kN, norm, u8_want.data());
+  cpu_.decode_input(halves.data(), SampleType::kF16, kN, norm, f16_want.data());
+  cpu_.decode_input(floats.data(), SampleType::kF32, kN, norm, f32_want.data());
+  const auto got = both_orders([&] {
+    Acts u8 = Acts::nan(t_, kN), f16 = Acts::nan(t_, kN), f32 = Acts::nan(t_, kN);
+    kernels::decode_u8(t_, bytes.data(), kN, kU8Scale, norm, u8.data(), kStream);
+    kernels::decode_f16(t_, halves.data(), kN, norm, f16.data(), kStream);
+    kernels::decode_f32(t_, floats.data(), kN, norm, f32.data(), kStream);
+    return results(u8.floats(), f16.floats(), f32.floats());
+  });
+  expect_same(got[0], u8_want.floats(), "decode_u8 normalised");
+  expect_same(got[1], f16_want.floats(), "decode_f16 normalised");
+  expect_same(got[2], f32_want.floats(), "decode_f32 normalised");
 }
 
 // The mask in the activation type (1 / (1 - p) rounded) from the counter-based generator.

@@ -97,12 +97,12 @@ TEST_P(MixedVsCpu, DecodeInputMatchesTheCpu) {
                         Case{SampleType::kF16, halves.data(), halves.size()},
                         Case{SampleType::kF32, floats.data(), floats.size()}}) {
     std::vector<uint16_t> want(c.n);
-    cpu_.decode_input(c.data, c.type, c.n, want.data());
+    cpu_.decode_input(c.data, c.type, c.n, {}, want.data());
     const size_t raw_bytes = c.n * sample_type_size(c.type);
     DeviceArray<std::byte> raw(*gpu_, raw_bytes);
     gpu_->copy_to_device(raw.data(), c.data, raw_bytes);
     uint16_t* out = up(std::vector<uint16_t>(c.n));
-    gpu_->decode_input(raw.data(), c.type, c.n, out);
+    gpu_->decode_input(raw.data(), c.type, c.n, {}, out);
     expect_same(down_act(out, c.n), widen(want), to_string(c.type));
   }
 }

@@ -318,7 +318,7 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
     DeviceArray<uint8_t> raw(*gpu_, c.n * sample_type_size(c.type));
     gpu_->copy_to_device(raw.data(), c.data, c.n * sample_type_size(c.type));
     DeviceArray<float> out(*gpu_, c.n);
-    gpu_->decode_input(raw.data(), c.type, c.n, out.data());
+    gpu_->decode_input(raw.data(), c.type, c.n, {}, out.data());
     const std::vector<float> got = down(out.data(), c.n);
     for (size_t i = 0; i < c.n; ++i) {
       if (std::isnan(want[i])) {
@@ -326,6 +326,22 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
       } else {
         ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
             << to_string(c.type) << "[" << i << "]";
+      }
+    }
+    // Normalised as decoded (3 channels of 11 values per sample): the CPU's bit for bit.
+    const std::vector<float> mean = {0.25f, 0.5f, 0.125f}, inv_std = {3.0f, 1.0f / 0.3f, 7.5f};
+    std::vector<float> norm_want(c.n);
+    cpu_.decode_input(c.data, c.type, c.n, InputNorm{mean.data(), inv_std.data(), 3, 11},
+                      norm_want.data());
+    gpu_->decode_input(raw.data(), c.type, c.n, InputNorm{up(mean), up(inv_std), 3, 11},
+                       out.data());
+    const std::vector<float> norm_got = down(out.data(), c.n);
+    for (size_t i = 0; i < c.n; ++i) {
+      if (std::isnan(norm_want[i])) {
+        ASSERT_TRUE(std::isnan(norm_got[i])) << to_string(c.type) << " normalised [" << i << "]";
+      } else {
+        ASSERT_EQ(std::bit_cast<uint32_t>(norm_got[i]), std::bit_cast<uint32_t>(norm_want[i]))
+            << to_string(c.type) << " normalised [" << i << "]";
       }
     }
   }

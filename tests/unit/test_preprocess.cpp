@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cpu_backend.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/stats.hpp"
 #include "data/dataset_file.hpp"
@@ -45,7 +46,8 @@ class PreprocessTest : public ::testing::Test {
   void TearDown() override { fs::remove(path_); }
 
   // Every sample of `epochs` epochs of a loader over the whole file, in batch order, from
-  // batch `first_seq` on.
+  // batch `first_seq` on; raw: the loader keeps the (augmented) stored bytes, which the CPU
+  // backend then decodes and normalises as a GPU's decode_input does.
   std::vector<std::vector<float>> samples(const Preprocess& p, int64_t first_seq = 0,
                                           int epochs = 2, bool raw = false) const {
     const DatasetFile file(path_);
@@ -60,11 +62,23 @@ class PreprocessTest : public ::testing::Test {
     o.raw = raw;
     Loader loader(file, Shard{0, kRows}, o);
     std::vector<std::vector<float>> out;
+    EXPECT_EQ(loader.leaves_normalization(), raw && !p.mean.empty());
+    CpuBackend cpu(1);
+    const InputNorm norm{p.mean.data(), p.inv_std.data(), static_cast<int>(p.mean.size()),
+                         static_cast<size_t>(kPlane)};
     for (int64_t b = first_seq; b < epochs * loader.batches_per_epoch(); ++b) {
       const BatchBuffer& x = loader.next();
       for (int64_t i = 0; i < x.size; ++i) {
-        out.emplace_back(x.images.begin() + i * kC * kPlane,
-                         x.images.begin() + (i + 1) * kC * kPlane);
+        std::vector<float> sample(kC * kPlane);
+        if (raw) {
+          EXPECT_EQ(loader.shape().type, SampleType::kU8);
+          const auto* bytes = reinterpret_cast<const uint8_t*>(x.images.data()) + i * kC * kPlane;
+          cpu.decode_input(bytes, SampleType::kU8, sample.size(),
+                           loader.leaves_normalization() ? norm : InputNorm{}, sample.data());
+        } else {
+          std::copy_n(x.images.begin() + i * kC * kPlane, kC * kPlane, sample.begin());
+        }
+        out.push_back(std::move(sample));
       }
     }
     return out;
@@ -89,7 +103,7 @@ TEST_F(PreprocessTest, NormalisesPerChannel) {
       }
     }
   }
-  // Raw batches (a device backend decodes them) carry the same floats.
+  // Raw batches keep the stored bytes; a backend's decode gives the same floats.
   EXPECT_EQ(samples(p, 0, 2, /*raw=*/true), norm);
 }
 
@@ -131,6 +145,7 @@ TEST_F(PreprocessTest, ShiftsFillWithZerosAndMirrorsReverseRows) {
     EXPECT_EQ(fits, 1) << "sample " << s;
   }
   EXPECT_GE(seen.size(), 8u) << "48 samples should draw most of the 18 (mirror, dy, dx)";
+  EXPECT_EQ(samples(p, 0, 2, /*raw=*/true), aug);
 }
 
 TEST_F(PreprocessTest, DrawsRepeatWhenStartedLater) {
@@ -141,6 +156,8 @@ TEST_F(PreprocessTest, DrawsRepeatWhenStartedLater) {
   p.inv_std = {3.0f, 3.0f};
   const auto whole = samples(p);
   EXPECT_EQ(samples(p), whole);  // deterministic, whatever the reader threads' timing
+  // Shifted and mirrored as stored bytes, normalised by the backend: the same floats.
+  EXPECT_EQ(samples(p, 0, 2, /*raw=*/true), whole);
   // A loader resumed at batch 7 of 12 gives the uninterrupted run's samples from there.
   const auto resumed = samples(p, 7);
   ASSERT_EQ(resumed.size(), whole.size() - 7 * 4);

@@ -203,17 +203,22 @@ class CudaBackend final : public Backend {
   }
   void wait_uploads() override { HT_CUDA(cudaEventSynchronize(copied_)); }
 
-  void decode_input(const void* raw, SampleType type, size_t n, void* out) override {
+  void decode_input(const void* raw, SampleType type, size_t n, const InputNorm& norm,
+                    void* out) override {
+    const DType t = options_.act_type;
     switch (type) {
       case SampleType::kU8:
-        kernels::decode_u8(options_.act_type, static_cast<const uint8_t*>(raw), n, kU8Scale, out,
-                           stream_);
+        kernels::decode_u8(t, static_cast<const uint8_t*>(raw), n, kU8Scale, norm, out, stream_);
         break;
       case SampleType::kF16:
-        kernels::decode_f16(options_.act_type, static_cast<const uint16_t*>(raw), n, out, stream_);
+        kernels::decode_f16(t, static_cast<const uint16_t*>(raw), n, norm, out, stream_);
         break;
       case SampleType::kF32:
-        to_act(static_cast<const float*>(raw), out, n);
+        if (norm.mean != nullptr) {
+          kernels::decode_f32(t, static_cast<const float*>(raw), n, norm, out, stream_);
+        } else {
+          to_act(static_cast<const float*>(raw), out, n);
+        }
         break;
       case SampleType::kToken:
         kernels::decode_i32(options_.act_type, static_cast<const int32_t*>(raw), n, out, stream_);
