@@ -82,22 +82,17 @@ def case_bad_config():
     version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
     check("CUDA devices" in version, "hpctrain --version: " + version)
     if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
-        rc, out, err = train("bad3", 2, ["device=cuda"])
-        check(rc == 2, f"device: cuda without a GPU: exit {rc}, expected 2")
-        one_error_line(err, "device: cuda")
-        rc, out, err = train("bad4", 2, ["distributed.algorithm=nccl"])
-        check(rc == 2, f"algorithm nccl on the CPU backend: exit {rc}, expected 2")
-        one_error_line(err, "distributed.algorithm: nccl")
-        rc, out, err = train("bad5", 2, ["precision=bf16", "layout=nhwc"])
-        check(rc == 2, f"layout nhwc on the CPU backend: exit {rc}, expected 2")
-        one_error_line(err, "layout: nhwc needs a GPU")
-        rc, out, err = train("bad6", 2, ["rnn=cudnn"])
-        check(rc == 2, f"rnn cudnn on the CPU backend: exit {rc}, expected 2")
-        one_error_line(err, "rnn: cudnn needs a GPU")
-        rc, out, err = train("bad7", 2, ["train.cuda_graph=on"])
-        check(rc == 2, f"cuda_graph on with the CPU backend: exit {rc}, expected 2")
-        one_error_line(err, "train.cuda_graph: on, but the cpu backend records no graphs")
-
+        # What needs a GPU, asked for where there is none: exit 2 with one line saying so.
+        for k, (sets, needle) in enumerate([
+                (["device=cuda"], "device: cuda"),
+                (["distributed.algorithm=nccl"], "distributed.algorithm: nccl"),
+                (["precision=bf16", "layout=nhwc"], "layout: nhwc needs a GPU"),
+                (["rnn=cudnn"], "rnn: cudnn needs a GPU"),
+                (["train.cuda_graph=on"],
+                 "train.cuda_graph: on, but the cpu backend records no graphs")]):
+            rc, out, err = train(f"bad_gpu{k}", 2, sets)
+            check(rc == 2, f"{sets} without a GPU: exit {rc}, expected 2")
+            one_error_line(err, needle)
 
 def case_missing_data():
     rc, out, err = train("missing", 2, ["data.train=/nonexistent/train.h5"])

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
@@ -297,8 +298,9 @@ TEST(CudaChannelsLast, TransposeAndFilterCopy) {
   EXPECT_EQ(wrong_filter, 0u);
 }
 
-// Stored input decoded on the GPU: bit for bit the host's decode_samples, for every uint8
-// and every float16 bit pattern (a NaN only has to stay a NaN).
+// Stored input decoded on the GPU: bit for bit the CPU backend's (the host's
+// decode_samples), for every uint8 and every float16 bit pattern, also normalised (a NaN
+// only has to stay a NaN).
 TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
   std::vector<uint16_t> halves(65536);
   for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
@@ -313,35 +315,27 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
   for (const Case& c : {Case{SampleType::kU8, bytes.data(), bytes.size()},
                         Case{SampleType::kF16, halves.data(), halves.size()},
                         Case{SampleType::kF32, floats.data(), floats.size()}}) {
-    std::vector<float> want(c.n);
-    decode_samples(c.data, c.type, c.n, want.data());
     DeviceArray<uint8_t> raw(*gpu_, c.n * sample_type_size(c.type));
     gpu_->copy_to_device(raw.data(), c.data, c.n * sample_type_size(c.type));
     DeviceArray<float> out(*gpu_, c.n);
-    gpu_->decode_input(raw.data(), c.type, c.n, {}, out.data());
-    const std::vector<float> got = down(out.data(), c.n);
-    for (size_t i = 0; i < c.n; ++i) {
-      if (std::isnan(want[i])) {
-        ASSERT_TRUE(std::isnan(got[i])) << to_string(c.type) << "[" << i << "]";
-      } else {
-        ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
-            << to_string(c.type) << "[" << i << "]";
-      }
-    }
-    // Normalised as decoded (3 channels of 11 values per sample): the CPU's bit for bit.
+    // As stored, then normalised as decoded (3 channels of 11 values per sample).
     const std::vector<float> mean = {0.25f, 0.5f, 0.125f}, inv_std = {3.0f, 1.0f / 0.3f, 7.5f};
-    std::vector<float> norm_want(c.n);
-    cpu_.decode_input(c.data, c.type, c.n, InputNorm{mean.data(), inv_std.data(), 3, 11},
-                      norm_want.data());
-    gpu_->decode_input(raw.data(), c.type, c.n, InputNorm{up(mean), up(inv_std), 3, 11},
-                       out.data());
-    const std::vector<float> norm_got = down(out.data(), c.n);
-    for (size_t i = 0; i < c.n; ++i) {
-      if (std::isnan(norm_want[i])) {
-        ASSERT_TRUE(std::isnan(norm_got[i])) << to_string(c.type) << " normalised [" << i << "]";
-      } else {
-        ASSERT_EQ(std::bit_cast<uint32_t>(norm_got[i]), std::bit_cast<uint32_t>(norm_want[i]))
-            << to_string(c.type) << " normalised [" << i << "]";
+    for (const bool normalised : {false, true}) {
+      const InputNorm host =
+          normalised ? InputNorm{mean.data(), inv_std.data(), 3, 11} : InputNorm{};
+      const InputNorm device = normalised ? InputNorm{up(mean), up(inv_std), 3, 11} : InputNorm{};
+      std::vector<float> want(c.n);
+      cpu_.decode_input(c.data, c.type, c.n, host, want.data());
+      gpu_->decode_input(raw.data(), c.type, c.n, device, out.data());
+      const std::vector<float> got = down(out.data(), c.n);
+      const std::string what = std::string(to_string(c.type)) + (normalised ? " normalised" : "");
+      for (size_t i = 0; i < c.n; ++i) {
+        if (std::isnan(want[i])) {
+          ASSERT_TRUE(std::isnan(got[i])) << what << "[" << i << "]";
+        } else {
+          ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+              << what << "[" << i << "]";
+        }
       }
     }
   }

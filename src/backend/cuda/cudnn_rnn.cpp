@@ -13,13 +13,6 @@
 namespace hpctrain::cuda {
 namespace {
 
-using RnnDesc =
-    Descriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
-using RnnDataDesc = Descriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
-                               cudnnDestroyRNNDataDescriptor>;
-using DropoutDesc = Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
-                               cudnnDestroyDropoutDescriptor>;
-
 // cuDNN runs bfloat16 RNNs from this version on (PyTorch uses them from it too).
 constexpr size_t kBf16RnnVersion = 91300;
 

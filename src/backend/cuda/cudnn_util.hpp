@@ -32,6 +32,12 @@ using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolution
                             cudnnDestroyConvolutionDescriptor>;
 using PoolDesc = Descriptor<cudnnPoolingDescriptor_t, cudnnCreatePoolingDescriptor,
                             cudnnDestroyPoolingDescriptor>;
+using RnnDesc =
+    Descriptor<cudnnRNNDescriptor_t, cudnnCreateRNNDescriptor, cudnnDestroyRNNDescriptor>;
+using RnnDataDesc = Descriptor<cudnnRNNDataDescriptor_t, cudnnCreateRNNDataDescriptor,
+                               cudnnDestroyRNNDataDescriptor>;
+using DropoutDesc = Descriptor<cudnnDropoutDescriptor_t, cudnnCreateDropoutDescriptor,
+                               cudnnDestroyDropoutDescriptor>;
 
 // cuDNN's name for the element type t.
 inline cudnnDataType_t cudnn_type(DType t) {
