@@ -52,19 +52,26 @@ class CudnnRnn final : public RnnPlan {
   }
 
   void forward(const void* weights, const void* x, void* y, int batch, bool training) override {
-    set_batch(batch);
     const auto* from = static_cast<const std::byte*>(weights);
     auto* to = static_cast<std::byte*>(weights_->p);
     for (const Segment& g : segments_) {
       HT_CUDA(cudaMemcpyAsync(to + g.dst * elem_, from + g.src * elem_, g.count * elem_,
                               cudaMemcpyDeviceToDevice, stream_));
     }
-    HT_CUDA(cudnnRNNForward(handle_, rnn_.get(),
-                            training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                            lengths(), x_.get(), x, y_.get(), y, h_.get(), nullptr, nullptr,
-                            c_desc(), nullptr, nullptr, weight_bytes_, weights_->p, work_bytes_,
-                            work(), training ? reserve_bytes_ : 0, training ? reserve() : nullptr));
-    done("rnn_forward");
+    run_forward(x, y, batch, training);
+  }
+
+  // One training pass of the largest batch on scratch data, waited for: what cuDNN cannot
+  // run on this device fails here, at set-up, not in the first step.
+  void probe() {
+    const size_t tb = static_cast<size_t>(shape_.steps) * static_cast<size_t>(shape_.max_batch);
+    const size_t in = tb * static_cast<size_t>(shape_.input) * elem_;
+    const size_t out = tb * static_cast<size_t>(shape_.units) * elem_;
+    Scratch x(in, stream_), dx(in, stream_), y(out, stream_), dy(out, stream_);
+    Scratch grads(weight_bytes_ / elem_ * sizeof(float), stream_);
+    run_forward(x.p, y.p, shape_.max_batch, true);
+    backward(x.p, y.p, dy.p, dx.p, static_cast<float*>(grads.p), shape_.max_batch);
+    HT_CUDA(cudaStreamSynchronize(stream_));
   }
 
   // The weight space still holds what the forward copied in: the layer's weights change only
@@ -95,6 +102,16 @@ class CudnnRnn final : public RnnPlan {
   }
 
  private:
+  void run_forward(const void* x, void* y, int batch, bool training) {
+    set_batch(batch);
+    HT_CUDA(cudnnRNNForward(handle_, rnn_.get(),
+                            training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                            lengths(), x_.get(), x, y_.get(), y, h_.get(), nullptr, nullptr,
+                            c_desc(), nullptr, nullptr, weight_bytes_, weights_->p, work_bytes_,
+                            work(), training ? reserve_bytes_ : 0, training ? reserve() : nullptr));
+    done("rnn_forward");
+  }
+
   // Where cuDNN keeps each gate's matrix and bias of each layer, as segments_ (sorted by
   // source, adjacent runs merged: one segment when the layouts agree).
   void map_weights() {
@@ -210,7 +227,9 @@ std::unique_ptr<RnnPlan> make_cudnn_rnn(cudnnHandle_t handle, cudaStream_t strea
     return nullptr;
   }
   try {
-    return std::make_unique<CudnnRnn>(handle, stream, options, shape);
+    auto plan = std::make_unique<CudnnRnn>(handle, stream, options, shape);
+    plan->probe();
+    return plan;
   } catch (const Error& e) {
     why = e.what();
     return nullptr;

@@ -20,7 +20,8 @@
 namespace hpctrain::cuda {
 
 // A plan on `handle` and `stream`, or null with the reason in `why` where cuDNN cannot run
-// `shape` in options.act_type (bfloat16 before cuDNN 9.13, or a refusal while setting up).
+// `shape` in options.act_type: bfloat16 before cuDNN 9.13, or a refusal while setting up or
+// in a first training pass on scratch data, which the plan runs before it is handed out.
 std::unique_ptr<RnnPlan> make_cudnn_rnn(cudnnHandle_t handle, cudaStream_t stream,
                                         const CudaBackendOptions& options, const RnnShape& shape,
                                         std::string& why);
