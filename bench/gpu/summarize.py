@@ -2,7 +2,10 @@
 """Turns the logs of `bench/gpu/device.sh resnet` (the logs.tar.gz a lent machine sends
 back, unpacked) into one JSON record: per shape and precision, hpctrain's images/s
 (last epoch of each run; median over the runs) against PyTorch's (median window), the
-ratio, and the step breakdown of the timed runs (tf32, bf16).
+ratio, joules per training image on each side where the energy was read, the model FLOP
+utilisation of each (training FLOPs = 3 x the forward FLOPs `hpctrain inspect` counts,
+against the card's dense peak for the precision), and the step breakdown of the timed
+runs (tf32, bf16).
 
   python3 bench/gpu/summarize.py LOGS_DIR --device "NVIDIA H100 80GB HBM3" \
       --command "bench/gpu/device.sh env tests resnet" --out bench/results/x.json
@@ -17,6 +20,35 @@ import subprocess
 import time
 
 
+# Dense peak TFLOP/s of the SXM cards by precision (NVIDIA's H100 and H200 data sheets: the
+# same GH100 chip; fp32 without tensor cores).
+PEAK_TFLOPS = {"H100": {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4},
+               "H200": {"fp32": 66.9, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4}}
+# The classes device.sh gives each shape.
+CLASSES = {"3x224x224": 1000, "1x148x197": 9}
+
+
+def forward_flops(hpctrain, shape):
+    """FLOPs of one sample's forward pass of configs/seed_resnet34.yaml at `shape`."""
+    out = subprocess.run([hpctrain, "inspect", "configs/seed_resnet34.yaml", "--input", shape,
+                          "--classes", str(CLASSES[shape])], capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        if line.startswith("total:") and "MFLOPs forward per sample" in line:
+            return float(line.split("MFLOPs forward")[0].split(",")[-1]) * 1e6
+    return None
+
+
+def median_energy(runs):
+    """Median joules per training sample of the runs' summary.json energy, or None."""
+    values = []
+    for run in runs:
+        with open(run + ".summary.json") as f:
+            energy = json.load(f).get("energy") or {}
+        if energy.get("joules_per_sample") is not None:
+            values.append(energy["joules_per_sample"])
+    return statistics.median(values) if values else None
+
+
 def last_epoch_rate(run):
     with open(run + ".metrics.csv") as f:
         return float(list(csv.DictReader(f))[-1]["samples_per_second"])
@@ -29,7 +61,9 @@ def main():
     p.add_argument("--command", required=True)
     p.add_argument("--date", default=time.strftime("%Y-%m-%d"))
     p.add_argument("--out", required=True)
+    p.add_argument("--hpctrain", default="build/hpctrain", help="for the FLOP count")
     a = p.parse_args()
+    peak = next((v for k, v in PEAK_TFLOPS.items() if k in a.device), None)
 
     pytorch, pytorch_nchw = {}, {}  # bf16 with NCHW tensors apart: hpctrain's layout
     with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
@@ -40,15 +74,16 @@ def main():
     results = []
     for shape in sorted({s for s, _ in pytorch}):
         # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
-        for precision in ("fp32", "tf32", "bf16", "bf16_nchw"):
-            runs = sorted(glob.glob(os.path.join(
+        flops = forward_flops(a.hpctrain, shape) if shape in CLASSES else None
+        for precision in ("fp32", "tf32", "bf16", "bf16_nchw", "fp16"):
+            runs = sorted(r[: -len(".metrics.csv")] for r in glob.glob(os.path.join(
                 a.logs, f"resnet34_{shape}_{precision}_rep*.metrics.csv")))
-            rates = [last_epoch_rate(r[: -len(".metrics.csv")]) for r in runs]
+            rates = [last_epoch_rate(r) for r in runs]
             ref = (pytorch_nchw.get((shape, "bf16")) if precision == "bf16_nchw"
                    else pytorch.get((shape, precision)))
             layout = None
             if runs:
-                with open(runs[0][: -len(".metrics.csv")] + ".summary.json") as f:
+                with open(runs[0] + ".summary.json") as f:
                     layout = json.load(f).get("layout")
             entry = {"shape": shape, "precision": precision, "layout": layout, "batch": 128,
                      "hpctrain_images_per_second": statistics.median(rates) if rates else None,
@@ -59,6 +94,16 @@ def main():
             if precision == "bf16" and (shape, precision) in pytorch_nchw:
                 entry["pytorch_nchw_images_per_second"] = round(
                     pytorch_nchw[(shape, precision)]["images_per_second"], 1)
+            entry["hpctrain_joules_per_image"] = median_energy(runs) if runs else None
+            entry["pytorch_joules_per_image"] = ref and ref.get("joules_per_image")
+            p_peak = peak and peak[precision.split("_")[0]]
+            if flops and p_peak:
+                def mfu(images_per_second):
+                    return round(3 * flops * images_per_second / (p_peak * 1e12), 4)
+                if rates:
+                    entry["hpctrain_mfu"] = mfu(statistics.median(rates))
+                if ref:
+                    entry["pytorch_mfu"] = mfu(ref["images_per_second"])
             if rates and ref:
                 entry["ratio"] = round(statistics.median(rates) / ref["images_per_second"], 3)
             elif not rates:
@@ -86,7 +131,10 @@ def main():
                   "through the prefetch queue, images/s of the last epoch, median over runs "
                   "(precisions interleaved); PyTorch: torchvision resnet34, batches resident "
                   "on the GPU, cudnn.benchmark, 15 warm-up steps then the median of 5 "
-                  "windows of 20 steps; SGD momentum 0.9 on both sides",
+                  "windows of 20 steps; SGD momentum 0.9 on both sides; joules per image: "
+                  "hpctrain's energy.joules_per_sample (the run's epochs, GPU and CPU sources "
+                  "read), PyTorch's GPU energy over its timed windows (NVML); MFU: 3 x forward "
+                  "FLOPs (2 per multiply-add) x images/s over the card's dense peak",
         "results": results}
     with open(a.out, "w") as f:
         json.dump(record, f, indent=1)
@@ -94,7 +142,9 @@ def main():
     for r in results:
         if "ratio" in r or "note" in r:
             print(f"{r['shape']:>10} {r['precision']}: hpctrain {r['hpctrain_images_per_second']}"
-                  f" vs PyTorch {r['pytorch_images_per_second']} -> {r.get('ratio', '-')}")
+                  f" vs PyTorch {r['pytorch_images_per_second']} -> {r.get('ratio', '-')}; MFU "
+                  f"{r.get('hpctrain_mfu', '-')} vs {r.get('pytorch_mfu', '-')}; J/image "
+                  f"{r.get('hpctrain_joules_per_image')} vs {r.get('pytorch_joules_per_image')}")
 
 
 if __name__ == "__main__":
