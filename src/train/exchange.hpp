@@ -63,6 +63,8 @@ class Exchange {
   // The listener Model::backward hands finished gradient ranges to, for a strategy that
   // exchanges them while backward goes on; null otherwise.
   virtual GradientListener* before_backward() { return nullptr; }
+  // Whether before_backward() gives a listener (without starting anything).
+  virtual bool overlaps_backward() const { return false; }
   // Collective: after backward, before the optimizer reads the gradients.
   virtual void after_backward(int64_t /*global_step*/) {}
   // Collective: after the optimizer step that made `global_step` steps; `epoch_end` when

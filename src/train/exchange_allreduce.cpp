@@ -29,6 +29,7 @@ class AllreduceExchange final : public Exchange {
     return 1.0f / static_cast<float>(global_samples);
   }
 
+  bool overlaps_backward() const override { return buckets_ != nullptr; }
   GradientListener* before_backward() override {
     if (!buckets_) return nullptr;
     buckets_->start(ctx_.model.grads());

@@ -300,7 +300,7 @@ int Trainer::run() {
   const double run_t0 = now_seconds();
   const std::string start_time = utc_now();
   connect();
-  if (graphs_allowed_ && exchange_->before_backward() != nullptr) {  // the same on every rank
+  if (graphs_allowed_ && exchange_->overlaps_backward()) {  // the same on every rank
     const std::string why = "train.cuda_graph: " + config_.train.cuda_graph +
                             ", but the gradient exchange overlaps backward "
                             "(distributed.algorithm nccl buckets)";
