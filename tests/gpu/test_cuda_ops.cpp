@@ -341,6 +341,35 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
   }
 }
 
+// Step graphs: recording runs nothing, each replay runs what was recorded, in order with
+// eager work; an operation that waits for the device fails the recording, which is then
+// dropped, and the backend works on.
+TEST_F(CudaVsCpu, StepGraphReplaysWhatItRecorded) {
+  ASSERT_TRUE(gpu_->can_capture());
+  const std::vector<float> x0 = {1, -2, 3.5f, 0.25f, 8};
+  float* x = up(x0);
+  float* sum = up(std::vector<float>(x0.size(), 0.0f));
+  gpu_->begin_capture();
+  gpu_->scale(x, x0.size(), 2.0f);
+  gpu_->accumulate(sum, x, x0.size());
+  const int id = gpu_->end_capture();
+  EXPECT_EQ(down(x, x0.size()), x0);  // nothing ran yet
+  gpu_->replay(id);
+  gpu_->scale(x, x0.size(), -1.0f);  // eager, between the replays
+  gpu_->replay(id);
+  const std::vector<float> got = down(x, x0.size()), sums = down(sum, x0.size());
+  for (size_t i = 0; i < x0.size(); ++i) {
+    EXPECT_EQ(got[i], -4 * x0[i]);
+    EXPECT_EQ(sums[i], 2 * x0[i] - 4 * x0[i]);
+  }
+  gpu_->begin_capture();
+  EXPECT_THROW(gpu_->synchronize(), Error);
+  gpu_->abort_capture();
+  gpu_->scale(x, x0.size(), 0.5f);
+  EXPECT_EQ(down(x, x0.size())[0], -2 * x0[0]);
+  gpu_->drop_graphs();
+}
+
 // Embedding lookup and its gradient: forward copies rows, backward sums repeated ids' rows
 // in row order on both backends, so both agree bit for bit (also on an id repeated in
 // several samples and rows that no id picks).
