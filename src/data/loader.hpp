@@ -88,9 +88,8 @@ class Loader {
   // The batches' samples: the file's, but float32 when preprocessed.
   const DatasetShape& shape() const { return out_shape_; }
   // Raw batches of a normalised data set: the backend normalises them as it decodes
-  // (Backend::decode_input with the preprocess()'s mean and inv_std).
+  // (Backend::decode_input with LoaderOptions::preprocess's mean and inv_std).
   bool leaves_normalization() const { return raw_ && !preprocess_.mean.empty(); }
-  const Preprocess& preprocess() const { return preprocess_; }
   double wait_seconds() const { return queue_->wait_seconds(); }
 
  private:
