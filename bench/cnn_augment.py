@@ -10,35 +10,22 @@ epoch the validation accuracy.
       [--set data.augment.crop_padding=1]... [--out bench/results/X.json]
 """
 import argparse
-import csv
 import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import hpctrain_run
 
 
 def run(args, work, name, train_file, sets):
-    run_dir = os.path.join(work, name)
     d = args.data
-    cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", "2", os.path.join(args.build, "hpctrain"),
-           "train", os.path.join(ROOT, "configs/fashion_mnist_cnn.yaml"), "--set", "device=cpu",
-           "--set", f"data.train={train_file}", "--set", f"data.val={d}/val.h5",
-           "--set", f"data.test={d}/test.h5", "--set", f"train.epochs={args.epochs}",
-           "--set", "train.progress_seconds=0", "--set", f"run.dir={run_dir}"]
-    for s in sets:
-        cmd += ["--set", s]
-    print("+ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        s = json.load(f)
-    with open(os.path.join(run_dir, "metrics.csv")) as f:
-        val = [float(r["val_accuracy"]) for r in csv.DictReader(f)]
+    s, rows, _ = hpctrain_run.train(
+        args.build, 2, "configs/fashion_mnist_cnn.yaml", os.path.join(work, name),
+        [f"data.train={train_file}", f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+         f"train.epochs={args.epochs}"] + sets, name)
+    val = [float(r["val_accuracy"]) for r in rows]
     print(f"{name}: test accuracy {s['test_accuracy']:.4f}, {s['time_train_s']:.0f} s training",
           flush=True)
     return {"sets": sets, "test_accuracy": s["test_accuracy"], "val_accuracy_per_epoch": val,

@@ -18,27 +18,17 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import hpctrain_run
+
+ROOT = hpctrain_run.ROOT
 
 
 def run(args, ranks, sets, work, name):
-    run_dir = os.path.join(work, name)
     d = args.data
-    cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
-           os.path.join(args.build, "hpctrain"), "train",
-           os.path.join(ROOT, "configs/fashion_mnist_mlp.yaml"), "--set", "device=cpu",
-           "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
-           "--set", f"data.test={d}/test.h5", "--set", f"train.epochs={args.epochs}",
-           "--set", "run.threads=1", "--set", "train.progress_seconds=0",
-           "--set", f"run.dir={run_dir}"]
-    for s in sets:
-        cmd += ["--set", s]
-    print("+ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        s = json.load(f)
+    s, _, _ = hpctrain_run.train(
+        args.build, ranks, "configs/fashion_mnist_mlp.yaml", os.path.join(work, name),
+        [f"data.train={d}/train.h5", f"data.val={d}/val.h5", f"data.test={d}/test.h5",
+         f"train.epochs={args.epochs}", "run.threads=1"] + sets, name)
     return {k: s[k] for k in ("test_accuracy", "global_batch", "world_size", "rank_batches")}
 
 

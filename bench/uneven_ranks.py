@@ -15,7 +15,6 @@ DATA/val.h5 (the training set is DATA/test.h5 unless --train says otherwise).
       [--async-sets KEY=VALUE ...] [--reps N] [--out bench/results/X.json]
 """
 import argparse
-import csv
 import json
 import os
 import statistics
@@ -24,29 +23,20 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import hpctrain_run
+
+ROOT = hpctrain_run.ROOT
 CONFIGS = {"cnn": "configs/fashion_mnist_cnn.yaml", "mlp": "configs/fashion_mnist_mlp.yaml"}
 
 
 def run(args, ranks, sets, work, name):
-    run_dir = os.path.join(work, name)
-    cmd = [os.environ.get("MPIEXEC", "mpiexec"), "-n", str(ranks),
-           os.path.join(args.build, "hpctrain"), "train", os.path.join(ROOT, CONFIGS[args.model]),
-           "--set", "device=cpu", "--set", f"data.train={args.train}", "--set", "data.val=",
-           "--set", f"data.test={args.data}/val.h5", "--set", f"train.epochs={args.epochs}",
-           "--set", "run.threads=1", "--set", "optimizer.schedule.type=constant",
-           "--set", "train.progress_seconds=0", "--set", f"run.dir={run_dir}"]
-    for s in args.sets + sets:
-        cmd += ["--set", s]
-    print("+ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"{name} failed:\n{p.stdout}\n{p.stderr}")
-    with open(os.path.join(run_dir, "metrics.csv")) as f:
-        rates = [float(r["samples_per_second"]) for r in csv.DictReader(f)]
-    with open(os.path.join(run_dir, "summary.json")) as f:
-        summary = json.load(f)
-    balance = [l for l in p.stdout.splitlines() if " balance " in f" {l}"]
+    summary, rows, stdout = hpctrain_run.train(
+        args.build, ranks, CONFIGS[args.model], os.path.join(work, name),
+        [f"data.train={args.train}", "data.val=", f"data.test={args.data}/val.h5",
+         f"train.epochs={args.epochs}", "run.threads=1", "optimizer.schedule.type=constant"]
+        + args.sets + sets, name)
+    rates = [float(r["samples_per_second"]) for r in rows]
+    balance = [l for l in stdout.splitlines() if " balance " in f" {l}"]
     return {"epoch_samples_per_second": rates, "steady": statistics.median(rates[2:]),
             "rank_batches": summary["rank_batches"], "balance_log": balance,
             "comm_fraction": summary["comm_fraction"], "train_loss": summary["train_loss"],
