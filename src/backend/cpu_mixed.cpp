@@ -44,10 +44,12 @@ void CpuBackend::decode_input(const void* raw, SampleType type, size_t n, const 
                               void* out_act) {
   float* f = out(0, out_act, n);
   decode_samples(raw, type, n, f);
-  if (norm.mean != nullptr) {
-    for (size_t i = 0; i < n; ++i) {
-      const size_t c = (i / norm.plane) % static_cast<size_t>(norm.channels);
-      f[i] = (f[i] - norm.mean[c]) * norm.inv_std[c];
+  if (norm.mean != nullptr) {  // n holds whole planes, channel after channel
+    for (size_t start = 0, k = 0; start < n; start += norm.plane, ++k) {
+      const size_t c = k % static_cast<size_t>(norm.channels);
+      const float mean = norm.mean[c], inv_std = norm.inv_std[c];
+      float* v = f + start;
+      for (size_t j = 0; j < norm.plane && start + j < n; ++j) v[j] = (v[j] - mean) * inv_std;
     }
   }
   narrow(0, out_act, n);
