@@ -80,7 +80,7 @@ class CudnnRnn final : public RnnPlan {
                 int batch) override {
     set_batch(batch);
     HT_CUDA(cudnnRNNBackwardData_v8(handle_, rnn_.get(), lengths(), y_.get(), y, dy, x_.get(), dx,
-                                    h_.get(), nullptr, nullptr, nullptr, c_desc(), nullptr, nullptr,
+                                    h_.get(), nullptr, nullptr, nullptr, c_.get(), nullptr, nullptr,
                                     nullptr, weight_bytes_, weights_->p, work_bytes_, work(),
                                     reserve_bytes_, reserve()));
     // Weight gradients are only ever added to (CUDNN_WGRAD_MODE_ADD): from zero.
@@ -107,7 +107,7 @@ class CudnnRnn final : public RnnPlan {
     HT_CUDA(cudnnRNNForward(handle_, rnn_.get(),
                             training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
                             lengths(), x_.get(), x, y_.get(), y, h_.get(), nullptr, nullptr,
-                            c_desc(), nullptr, nullptr, weight_bytes_, weights_->p, work_bytes_,
+                            c_.get(), nullptr, nullptr, weight_bytes_, weights_->p, work_bytes_,
                             work(), training ? reserve_bytes_ : 0, training ? reserve() : nullptr));
     done("rnn_forward");
   }
@@ -195,7 +195,6 @@ class CudnnRnn final : public RnnPlan {
   const int32_t* lengths() const { return static_cast<const int32_t*>(dev_lengths_->p); }
   void* work() const { return work_->p; }
   void* reserve() const { return reserve_->p; }
-  cudnnTensorDescriptor_t c_desc() const { return shape_.lstm ? c_.get() : nullptr; }
   void done(const char* op) const { check_done(options_.sync_each_call, stream_, op); }
 
   cudnnHandle_t handle_;
@@ -207,7 +206,7 @@ class CudnnRnn final : public RnnPlan {
   DropoutDesc dropout_;
   RnnDesc rnn_;
   RnnDataDesc x_, y_;
-  TensorDesc h_, c_;
+  TensorDesc h_, c_;  // c_: the LSTM cell state; GRUs pass it too, and cuDNN ignores it
   size_t weight_bytes_ = 0, work_bytes_ = 0, reserve_bytes_ = 0;
   std::unique_ptr<Scratch> weights_, dweights_, work_, reserve_, dev_lengths_;
   std::vector<int> lengths_;  // steps of each sequence (all of them), host copy
