@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from harness import ARGS, check, fresh, one_error_line, run_dir, train_cmd
+from harness import ARGS, check, fresh, one_error_line, prepared, run_dir, train_cmd
 
 SKIP = 77
 
@@ -59,6 +59,7 @@ def case_full_disk_checkpoints():
 
 def case_full_disk_checkpoints_inner():
     name = "full_disk_checkpoints"
+    prepared(name)  # in_tmpfs mounted the disk in it
     disk = os.path.join(run_dir(name), "disk")
     run = os.path.join(disk, "run")
     # Rank 0's steps are stretched (to about 1 ms), so that the run is still going when the

@@ -19,7 +19,7 @@ import sys
 import h5py
 import numpy as np
 
-from harness import ARGS, check, checkpoints, expect_ok, hpctrain, one_error_line, run_dir
+from harness import ARGS, check, checkpoints, expect_ok, fresh, hpctrain, one_error_line, run_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -323,7 +323,7 @@ def case_export_pytorch_matches_eval():
         labels = torch.from_numpy(f["labels"][()].astype(np.int64))
     for name, config, extra, onnx in TORCH_MODELS:
         run_name = f"export_{name}"
-        subprocess.run(["rm", "-rf", run_dir(run_name)], check=True)
+        fresh(run_name)
         expect_ok(run_name, 2, small_sets(train, test, extra), config=config)
         p = run(["mpiexec", "-n", "1", hpctrain(), "eval", run_dir(run_name)])
         check(p.returncode == 0, f"{name}: eval exit {p.returncode}")
@@ -377,7 +377,7 @@ def case_export_refusals():
     checkpoints, and --format pytorch where python3 has no torch (the temporary file
     removed, nothing written). A checkpoint as TARGET exports with its stored config."""
     folder = run_dir("export_refusals")
-    subprocess.run(["rm", "-rf", folder], check=True)
+    fresh("export_refusals")
     train, test = small_fashion(os.path.join(folder, "data"), 256, 64)
     expect_ok("export_refusals", 1, small_sets(train, test))
     run_folder = run_dir("export_refusals")
@@ -418,7 +418,7 @@ def case_export_refusals():
         one_error_line(p.stderr, damaged, "checksum")
 
     other = "export_refusals_other"
-    subprocess.run(["rm", "-rf", run_dir(other)], check=True)
+    fresh(other)
     expect_ok(other, 1, small_sets(train, test, ["model.hidden=[7]"]))
     p = export(run_folder, "hdf5-layers", out, ["--checkpoint", checkpoints(other)[-1]])
     check(p.returncode == 2, f"another model's checkpoint: exit {p.returncode}")

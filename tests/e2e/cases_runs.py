@@ -9,16 +9,15 @@ import subprocess
 import time
 
 from harness import (
-    ARGS, check, expect_ok, fail, hpctrain, metrics_rows, one_error_line, rank_pids, run_dir,
-    train)
+    ARGS, check, documented_names, expect_ok, fail, fresh, hpctrain, metrics_rows,
+    one_error_line, rank_pids, run_dir, train)
 
 
 def case_mlp_allreduce_ring():
     s = expect_ok("mlp_ring", 2, [])
-    for key in ["test_accuracy", "test_loss", "epochs_completed", "world_size", "backend",
-                "strategy", "samples_per_second", "time_train_s", "time_val_s", "time_test_s",
-                "data_wait_fraction", "resumed_from", "params_sha256"]:
-        check(key in s, f"summary.json lacks {key}")
+    # The keys and columns docs/contracts.md promises, in its order.
+    keys = documented_names("### summary.json")
+    check(list(s) == keys, f"summary.json keys {list(s)}, documented {keys}")
     check(s["world_size"] == 2 and s["epochs_completed"] == 5, "world size / epochs wrong")
     check(s["resumed_from"] is None, "resumed_from should be null")
     check(len(s["params_sha256"]) == 64, "params_sha256 is not a SHA-256 hex digest")
@@ -26,6 +25,8 @@ def case_mlp_allreduce_ring():
     check(s["data_wait_fraction"] < 0.05,
           f"data wait {100 * s['data_wait_fraction']:.2f}% of training time >= 5%")
     rows = metrics_rows("mlp_ring")
+    columns = documented_names("### metrics.csv")
+    check(list(rows[0]) == columns, f"metrics.csv columns {list(rows[0])}, documented {columns}")
     check(len(rows) == 5, f"metrics.csv has {len(rows)} rows, expected 5")
     losses = [float(r["train_loss"]) for r in rows]
     check(losses[-1] < losses[0], f"train loss did not decrease: {losses}")
@@ -126,6 +127,7 @@ def case_more_ranks_than_samples():
 
 def case_killed_rank_ends_job():
     """kill -9 of one rank mid-training must end the whole job promptly."""
+    fresh("killed")
     d = ARGS.data
     cmd = ["mpiexec", "-n", "2", hpctrain(), "train", "configs/fashion_mnist_mlp.yaml",
            "--set", f"data.train={d}/train.h5", "--set", "data.val=", "--set", "data.test=",

@@ -7,6 +7,7 @@ import csv
 import glob
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -35,7 +36,28 @@ def run_dir(name):
     return os.path.join(ARGS.build, "e2e-runs", name)
 
 
+_FRESH = set()  # run directory names emptied by this process
+
+
+def fresh(name):
+    shutil.rmtree(run_dir(name), ignore_errors=True)
+    _FRESH.add(name)
+
+
+def prepared(name):
+    """Run directory `name` was set up by the case (or by the process that started it):
+    its runs start in it as it is."""
+    _FRESH.add(name)
+
+
 def train_cmd(name, ranks, sets, config="configs/fashion_mnist_mlp.yaml", resume=None):
+    """The command of a training run in run directory `name`. The first run of a name in
+    this process starts from an empty directory, unless the case prepared it after fresh()
+    or said so with prepared(): a run directory left by an earlier test run would make
+    `train` find its run complete, and the case would check that run's outputs instead of
+    this binary's."""
+    if name not in _FRESH:
+        fresh(name)
     d = ARGS.data
     cmd = ["mpiexec", "-n", str(ranks), hpctrain(), "train", config,
            "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
@@ -59,6 +81,20 @@ def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml
     print(p.stdout)
     print(p.stderr, file=sys.stderr)
     return p.returncode, p.stdout, p.stderr
+
+
+def documented_names(heading):
+    """The names in the first column of the first table after `heading` in
+    docs/contracts.md (the outward contract), in order."""
+    with open("docs/contracts.md") as f:
+        lines = f.read().splitlines()
+    names = []
+    for line in lines[lines.index(heading) + 1:]:
+        if line.startswith("|"):
+            names += re.findall(r"`([^`]+)`", line.split("|")[1])
+        elif names:
+            break
+    return names
 
 
 def summary(name):
@@ -109,10 +145,6 @@ def checkpoints(name):
 def newest_step(name):
     files = checkpoints(name)
     return int(os.path.basename(files[-1])[5:17]) if files else -1
-
-
-def fresh(name):
-    shutil.rmtree(run_dir(name), ignore_errors=True)
 
 
 DET = ["run.deterministic=true", "train.epochs=4", "data.val=", "data.test="]
