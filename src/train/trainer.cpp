@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -85,6 +86,12 @@ bool Trainer::replay_step(const BatchStager::Input& in, int64_t batch, float gra
       return true;
     }
   }
+  // Two eager steps at each batch size first (balance auto changes it): they make the
+  // plans and choose the algorithms, work that cannot be recorded.
+  if (batch != graph_candidate_batch_) {
+    graph_candidate_batch_ = batch;
+    graph_candidates_ = 0;
+  }
   if (++graph_candidates_ <= 2) return false;
   constexpr size_t kMaxStepGraphs = 8;  // two input slots for each of a few batch plans
   if (step_graphs_.size() >= kMaxStepGraphs) {
@@ -99,7 +106,7 @@ bool Trainer::replay_step(const BatchStager::Input& in, int64_t batch, float gra
     backend_->begin_capture();
     forward_backward(in, batch, grad_scale, timing, 0, 1);
     id = backend_->end_capture();
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // Error, and the kernels' launch failures
     backend_->abort_capture();
     model_->mutable_params();  // nothing recorded ran: convert again when run eagerly
     if (config_.train.cuda_graph == "on") {

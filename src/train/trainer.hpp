@@ -155,8 +155,10 @@ class Trainer {
   };
   std::vector<StepGraph> step_graphs_;
   bool graphs_allowed_ = false;
-  int64_t graph_candidates_ = 0;  // whole-batch steps seen with graphs allowed
-  int64_t graph_steps_ = 0;       // steps replayed from a graph in this run
+  // Whole-batch steps seen with graphs allowed, at the batch size of the latest.
+  int64_t graph_candidates_ = 0;
+  int64_t graph_candidate_batch_ = -1;
+  int64_t graph_steps_ = 0;  // steps replayed from a graph in this run
   // train.on_nonfinite: skip_step: a step's loss statistics go to step_stats_ and join
   // stats_ after the optimizer step unless it was skipped.
   bool skip_nonfinite_ = false;

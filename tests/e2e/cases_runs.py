@@ -201,22 +201,23 @@ def case_cli():
 
 def case_cuda_graph_bit_identical():
     """train.cuda_graph on gives the parameters of eager steps, bit for bit (deterministic):
-    the CNN on 1 GPU in float32, and on 2 ranks sharing it in bf16. Skipped (77) without a
-    CUDA device."""
+    the CNN on 1 GPU in float32 and on 2 ranks sharing it in bf16, and the LSTM (cuDNN's
+    RNN where it runs) on 1 GPU in float32. Skipped (77) without a CUDA device."""
     version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
     if "cuda" not in version.split("backends:")[1] or "CUDA devices: 0" in version:
         print("SKIP: no CUDA device visible to hpctrain")
         raise SystemExit(77)
     base = ["run.deterministic=true", "train.epochs=1", "device=cuda",
             f"data.train={ARGS.data}/test.h5", "checkpoint.every_seconds=0"]
-    for ranks, precision in ((1, "fp32"), (2, "bf16")):
+    for ranks, precision, model in ((1, "fp32", "cnn"), (2, "bf16", "cnn"), (1, "fp32", "lstm")):
         sets = base + [f"precision={precision}"]
-        config = "configs/fashion_mnist_cnn.yaml"
-        eager = expect_ok(f"graph_off_{ranks}", ranks, sets + ["train.cuda_graph=off"],
+        config = f"configs/fashion_mnist_{model}.yaml"
+        eager = expect_ok(f"graph_off_{model}_{ranks}", ranks, sets + ["train.cuda_graph=off"],
                           config=config)
-        graph = expect_ok(f"graph_on_{ranks}", ranks, sets + ["train.cuda_graph=on"],
+        graph = expect_ok(f"graph_on_{model}_{ranks}", ranks, sets + ["train.cuda_graph=on"],
                           config=config)
         check(eager.get("cuda_graph_steps") is None, "cuda_graph_steps without graphs")
         check(graph["cuda_graph_steps"] > 0, f"no step replayed: {graph['cuda_graph_steps']}")
         check(graph["params_sha256"] == eager["params_sha256"],
-              f"{ranks} rank(s) {precision}: graph steps gave other parameters than eager ones")
+              f"{model}, {ranks} rank(s), {precision}: graph steps gave other parameters than "
+              "eager ones")

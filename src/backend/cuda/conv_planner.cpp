@@ -75,6 +75,16 @@ const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
                 s.kw, s.stride_h, s.stride_w, s.pad_h, s.pad_w};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   ConvPlan& p = plans_[key];
+  try {
+    choose(p, s, limit);
+  } catch (...) {
+    plans_.erase(key);  // no half-made plan (algorithm 0, no workspace) for the next call
+    throw;
+  }
+  return p;
+}
+
+void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
   const cudnnDataType_t type = cudnn_type(act_);
   set_tensor(p.x, type, s.n, s.c_in, s.h, s.w, nhwc_);
   set_tensor(p.y, type, s.n, s.c_out, s.out_h(), s.out_w(), nhwc_);
@@ -148,7 +158,6 @@ const ConvPlan& ConvPlanner::plan(const Conv2dShape& s, size_t limit) {
   p.bwd_data = d.algo;
   p.bwd_filter = g.algo;
   p.workspace = std::max({f.memory, d.memory, g.memory});
-  return p;
 }
 
 }  // namespace hpctrain::cuda

@@ -50,6 +50,8 @@ class ConvPlanner {
 
  private:
   const ConvPlan& plan(const Conv2dShape& s, size_t limit);
+  // Fills p: descriptors, then algorithms (timed unless deterministic) within `limit`.
+  void choose(ConvPlan& p, const Conv2dShape& s, size_t limit);
 
   static constexpr size_t kSetupWorkspaceLimit = size_t{1} << 30;
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int>;

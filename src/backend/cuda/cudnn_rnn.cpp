@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "backend/cuda/cuda_check.hpp"
@@ -33,8 +34,11 @@ class CudnnRnn final : public RnnPlan {
         type_(cudnn_type(o.act_type)),
         elem_(dtype_size(o.act_type)) {
     HT_CUDA(cudnnSetDropoutDescriptor(dropout_.get(), handle_, 0.0f, nullptr, 0, 0));
+    // As PyTorch sets them: tensor ops for float16; default math (tensor cores allowed) for
+    // bfloat16 and tf32; FMA only for fp32.
     cudnnMathType_t math = o.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-    if (o.act_type != DType::kF32) math = CUDNN_TENSOR_OP_MATH;
+    if (o.act_type == DType::kF16) math = CUDNN_TENSOR_OP_MATH;
+    if (o.act_type == DType::kBF16) math = CUDNN_DEFAULT_MATH;
     HT_CUDA(cudnnSetRNNDescriptor_v8(
         rnn_.get(), CUDNN_RNN_ALGO_STANDARD, s.lstm ? CUDNN_LSTM : CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
         CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, type_, CUDNN_DATA_FLOAT, math, s.input, s.units,
@@ -42,12 +46,27 @@ class CudnnRnn final : public RnnPlan {
     HT_CUDA(cudnnGetRNNWeightSpaceSize(handle_, rnn_.get(), &weight_bytes_));
     weights_ = std::make_unique<Scratch>(weight_bytes_, nullptr);
     dweights_ = std::make_unique<Scratch>(weight_bytes_, nullptr);
-    HT_CUDA(cudaMemset(weights_->p, 0, weight_bytes_));  // padding, if cuDNN leaves any
+    // On the plan's stream (a non-blocking one, unordered with the legacy default stream),
+    // finished before the probe reads them.
+    HT_CUDA(cudaMemsetAsync(weights_->p, 0, weight_bytes_, stream_));  // padding, if any
     map_weights();
     lengths_.assign(static_cast<size_t>(s.max_batch), s.steps);
     dev_lengths_ = std::make_unique<Scratch>(lengths_.size() * sizeof(int32_t), nullptr);
-    HT_CUDA(cudaMemcpy(dev_lengths_->p, lengths_.data(), lengths_.size() * sizeof(int32_t),
-                       cudaMemcpyHostToDevice));
+    HT_CUDA(cudaMemcpyAsync(dev_lengths_->p, lengths_.data(), lengths_.size() * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, stream_));
+    HT_CUDA(cudaStreamSynchronize(stream_));
+    // Room for every batch size up to the largest, allocated once: a step recorded in a
+    // CUDA graph keeps these addresses, and nothing may be allocated while recording.
+    size_t work = 0, reserve = 0;
+    for (int b = 1; b <= s.max_batch; ++b) {
+      const Spaces need = spaces(b);
+      work = std::max(work, need.work);
+      reserve = std::max(reserve, need.reserve);
+    }
+    work_ = std::make_unique<Scratch>(work, nullptr);
+    reserve_ = std::make_unique<Scratch>(reserve, nullptr);
+    work_bytes_ = work;
+    reserve_bytes_ = reserve;
     set_batch(s.max_batch);
   }
 
@@ -61,8 +80,9 @@ class CudnnRnn final : public RnnPlan {
     run_forward(x, y, batch, training);
   }
 
-  // One training pass of the largest batch on scratch data, waited for: what cuDNN cannot
-  // run on this device fails here, at set-up, not in the first step.
+  // One training pass and one inference pass of the largest batch on scratch data, waited
+  // for: what cuDNN cannot run on this device fails here, at set-up, not in a step or in
+  // the first evaluation.
   void probe() {
     const size_t tb = static_cast<size_t>(shape_.steps) * static_cast<size_t>(shape_.max_batch);
     const size_t in = tb * static_cast<size_t>(shape_.input) * elem_;
@@ -71,6 +91,7 @@ class CudnnRnn final : public RnnPlan {
     Scratch grads(weight_bytes_ / elem_ * sizeof(float), stream_);
     run_forward(x.p, y.p, shape_.max_batch, true);
     backward(x.p, y.p, dy.p, dx.p, static_cast<float*>(grads.p), shape_.max_batch);
+    run_forward(x.p, y.p, shape_.max_batch, false);
     HT_CUDA(cudaStreamSynchronize(stream_));
   }
 
@@ -164,10 +185,8 @@ class CudnnRnn final : public RnnPlan {
     segments_.push_back({src, static_cast<size_t>(bytes) / elem_, count});
   }
 
-  // The descriptors of `batch` sequences, and room for what cuDNN asks for them.
-  void set_batch(int batch) {
-    if (batch == batch_) return;
-    HT_REQUIRE(batch > 0 && batch <= shape_.max_batch, "an RNN batch beyond the planned size");
+  // The descriptors of `batch` sequences (host calls only).
+  void describe(int batch) {
     HT_CUDA(cudnnSetRNNDataDescriptor(x_.get(), type_, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                       shape_.steps, batch, shape_.input, lengths_.data(), nullptr));
     HT_CUDA(cudnnSetRNNDataDescriptor(y_.get(), type_, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
@@ -176,20 +195,26 @@ class CudnnRnn final : public RnnPlan {
     const int stride[3] = {batch * shape_.units, shape_.units, 1};
     HT_CUDA(cudnnSetTensorNdDescriptor(h_.get(), type_, 3, size, stride));
     HT_CUDA(cudnnSetTensorNdDescriptor(c_.get(), type_, 3, size, stride));
+    batch_ = batch;
+  }
+  // What cuDNN asks for `batch` sequences: workspace (training or inference, the larger)
+  // and reserve (training).
+  struct Spaces {
+    size_t work, reserve;
+  };
+  Spaces spaces(int batch) {
+    describe(batch);
     size_t train_work = 0, reserve = 0, infer_work = 0, unused = 0;
     HT_CUDA(cudnnGetRNNTempSpaceSizes(handle_, rnn_.get(), CUDNN_FWD_MODE_TRAINING, x_.get(),
                                       &train_work, &reserve));
     HT_CUDA(cudnnGetRNNTempSpaceSizes(handle_, rnn_.get(), CUDNN_FWD_MODE_INFERENCE, x_.get(),
                                       &infer_work, &unused));
-    // Set-up asks for the largest batch first, so later batches fit (else they grow it).
-    grow(work_, work_bytes_, std::max(train_work, infer_work));
-    grow(reserve_, reserve_bytes_, reserve);
-    batch_ = batch;
+    return {std::max(train_work, infer_work), reserve};
   }
-  static void grow(std::unique_ptr<Scratch>& s, size_t& have, size_t need) {
-    if (s != nullptr && need <= have) return;
-    s = std::make_unique<Scratch>(need, nullptr);
-    have = need;
+  void set_batch(int batch) {
+    if (batch == batch_) return;
+    HT_REQUIRE(batch > 0 && batch <= shape_.max_batch, "an RNN batch beyond the planned size");
+    describe(batch);
   }
 
   const int32_t* lengths() const { return static_cast<const int32_t*>(dev_lengths_->p); }
@@ -229,7 +254,10 @@ std::unique_ptr<RnnPlan> make_cudnn_rnn(cudnnHandle_t handle, cudaStream_t strea
     auto plan = std::make_unique<CudnnRnn>(handle, stream, options, shape);
     plan->probe();
     return plan;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {  // Error, and the kernels' launch failures
+    // A refusal leaves the device usable; a fault while running (an illegal address) does
+    // not, and no fallback could run after it.
+    if (cudaDeviceSynchronize() != cudaSuccess) throw;
     why = e.what();
     return nullptr;
   }

@@ -21,7 +21,8 @@ namespace hpctrain::cuda {
 
 // A plan on `handle` and `stream`, or null with the reason in `why` where cuDNN cannot run
 // `shape` in options.act_type: bfloat16 before cuDNN 9.13, or a refusal while setting up or
-// in a first training pass on scratch data, which the plan runs before it is handed out.
+// in a training and an inference pass on scratch data, which the plan runs before it is
+// handed out. A fault that leaves the device unusable is thrown, not a reason to fall back.
 std::unique_ptr<RnnPlan> make_cudnn_rnn(cudnnHandle_t handle, cudaStream_t stream,
                                         const CudaBackendOptions& options, const RnnShape& shape,
                                         std::string& why);
