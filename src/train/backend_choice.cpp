@@ -3,19 +3,30 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
+#include "backend/recording_backend.hpp"
 #include "core/error.hpp"
 
 namespace hpctrain {
+namespace {
+
+bool env_is_one(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
+}
+
+}  // namespace
 
 // device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
 // (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
 // each sees device 0 under Slurm's --gpus-per-task=1). Else, or for a rank cpu_ranks lists,
 // the CPU backend;
-// HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would (for tests).
+// HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would, and
+// HPCTRAIN_RECORD_CPU=1 record step graphs as the CUDA backend does (for tests).
 std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank) {
   const IntList& cpu = config.cpu_ranks;
   const bool on_cpu = std::find(cpu.begin(), cpu.end(), rank) != cpu.end();
@@ -43,9 +54,10 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
   if (config.rnn == RnnEngine::kCudnn && !on_cpu) {
     throw UsageError("rnn: cudnn needs a GPU, and none is visible (the CPU steps)");
   }
-  const char* stage = std::getenv("HPCTRAIN_STAGE_CPU");
-  return std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
-                                      stage != nullptr && std::string(stage) == "1", act);
+  auto host = std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
+                                           env_is_one("HPCTRAIN_STAGE_CPU"), act);
+  if (env_is_one("HPCTRAIN_RECORD_CPU")) return make_recording_backend(std::move(host));
+  return host;
 }
 
 }  // namespace hpctrain

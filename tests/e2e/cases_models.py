@@ -10,7 +10,7 @@ import subprocess
 
 from harness import (
     ARGS, DET, check, checkpoints, expect_ok, fresh, h5_values, hpctrain, kill_and_resume,
-    metrics_rows, newest_step, run_dir, train)
+    metrics_rows, newest_step, one_error_line, run_dir, train)
 
 
 RESNET = "configs/fashion_mnist_resnet18.yaml"
@@ -96,6 +96,47 @@ def case_staged_memory_matches():
             abs(fractions[k] - phases[k] / b["time_train_s"]) < 1e-6 for k in phases) and
             fractions["data_wait"] == b["data_wait_fraction"],
             f"{label}: step_phase_fractions {fractions}")
+
+
+def case_recorded_steps_match_eager():
+    """The step graphs of train.cuda_graph, recorded and replayed on the CPU
+    (HPCTRAIN_RECORD_CPU=1: each operation of a recorded step kept with its pointers and
+    arguments, as a CUDA graph keeps them) give the parameters of eager steps, bit for bit:
+    the MLP (staged like a GPU's memory, and in place), the CNN in fp16 (loss scaling), the
+    LSTM and a ResNet with BatchNorm state, one with its step phases timed. A value baked
+    into a recording that should change between steps shows here. A model with dropout and
+    train.cuda_graph on is exit 2, one line naming the key."""
+    record = {"HPCTRAIN_RECORD_CPU": "1"}
+    staged = dict(record, HPCTRAIN_STAGE_CPU="1")
+    one = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
+           "data.val=", "data.test=", "checkpoint.every_seconds=0"]
+    mlp, cnn = "configs/fashion_mnist_mlp.yaml", "configs/fashion_mnist_cnn.yaml"
+    for label, ranks, sets, config, env in [
+            ("mlp", 2, one, mlp, staged),
+            ("mlp_bf16_in_place", 1, one + ["precision=bf16"], mlp, record),
+            ("cnn_fp16", 1, one + ["precision=fp16", "train.step_timing=true"], cnn, staged),
+            ("lstm", 1, one, "configs/fashion_mnist_lstm.yaml", staged),
+            ("resnet", 2, resnet_sets() + ["train.epochs=1", "data.test="], RESNET, staged)]:
+        eager = expect_ok(f"eager_{label}", ranks, sets + ["train.cuda_graph=off"],
+                          config=config, env=env)
+        graph = expect_ok(f"graph_{label}", ranks, sets + ["train.cuda_graph=on"],
+                          config=config, env=env)
+        steps = graph["cuda_graph_steps"]
+        check(eager["cuda_graph_steps"] is None and steps is not None and steps > 0,
+              f"{label}: cuda_graph_steps {eager['cuda_graph_steps']} / {steps}")
+        check(graph["params_sha256"] == eager["params_sha256"],
+              f"{label}: {steps} replayed steps gave other parameters than eager ones")
+        print(f"{label}: {steps} replayed steps, the parameters of eager steps")
+    path = os.path.join(run_dir("graph_dropout"), "dropout.yaml")
+    fresh("graph_dropout")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write("model:\n  preset: layers\n  layers:\n    - {type: dense, units: 16}\n"
+                "    - {type: relu}\n    - {type: dropout, rate: 0.2}\n")
+    rc, _, err = train("graph_dropout", 1, one + ["train.cuda_graph=on"], config=path,
+                       env=record)
+    check(rc == 2, f"dropout with train.cuda_graph on: exit {rc}, expected 2")
+    one_error_line(err, "train.cuda_graph: on", "dropout")
 
 
 def case_mixed_precision():
