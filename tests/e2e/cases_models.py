@@ -108,7 +108,7 @@ def case_recorded_steps_match_eager():
     train.cuda_graph on is exit 2, one line naming the key."""
     record = {"HPCTRAIN_RECORD_CPU": "1"}
     staged = dict(record, HPCTRAIN_STAGE_CPU="1")
-    one = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
+    one = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/val.h5",
            "data.val=", "data.test=", "checkpoint.every_seconds=0"]
     mlp, cnn = "configs/fashion_mnist_mlp.yaml", "configs/fashion_mnist_cnn.yaml"
     for label, ranks, sets, config, env in [
@@ -116,7 +116,8 @@ def case_recorded_steps_match_eager():
             ("mlp_bf16_in_place", 1, one + ["precision=bf16"], mlp, record),
             ("cnn_fp16", 1, one + ["precision=fp16", "train.step_timing=true"], cnn, staged),
             ("lstm", 1, one, "configs/fashion_mnist_lstm.yaml", staged),
-            ("resnet", 2, resnet_sets() + ["train.epochs=1", "data.test="], RESNET, staged)]:
+            ("resnet", 2, resnet_sets() + ["train.epochs=1", "data.val=", "data.test="], RESNET,
+             staged)]:
         eager = expect_ok(f"eager_{label}", ranks, sets + ["train.cuda_graph=off"],
                           config=config, env=env)
         graph = expect_ok(f"graph_{label}", ranks, sets + ["train.cuda_graph=on"],
