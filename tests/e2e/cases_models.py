@@ -4,13 +4,14 @@ mixed precision, checkpoint evaluation, image folders, transfer learning.
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
 
 from harness import (
     ARGS, DET, check, checkpoints, expect_ok, fresh, h5_values, hpctrain, kill_and_resume,
-    metrics_rows, newest_step, one_error_line, run_dir, train)
+    metrics_rows, newest_step, one_error_line, run_dir, summary, train)
 
 
 RESNET = "configs/fashion_mnist_resnet18.yaml"
@@ -104,7 +105,8 @@ def case_recorded_steps_match_eager():
     arguments, as a CUDA graph keeps them) give the parameters of eager steps, bit for bit:
     the MLP (staged like a GPU's memory, and in place), the CNN in fp16 (loss scaling), the
     LSTM and a ResNet with BatchNorm state, one with its step phases timed. A value baked
-    into a recording that should change between steps shows here. A model with dropout and
+    into a recording that should change between steps shows here. Under balance auto each
+    new batch size runs two eager steps before it is recorded. A model with dropout and
     train.cuda_graph on is exit 2, one line naming the key."""
     record = {"HPCTRAIN_RECORD_CPU": "1"}
     staged = dict(record, HPCTRAIN_STAGE_CPU="1")
@@ -128,6 +130,21 @@ def case_recorded_steps_match_eager():
         check(graph["params_sha256"] == eager["params_sha256"],
               f"{label}: {steps} replayed steps gave other parameters than eager ones")
         print(f"{label}: {steps} replayed steps, the parameters of eager steps")
+    # balance auto changes rank 0's batch between epochs: each new batch size gets two
+    # eager steps (its plans made) before one is recorded.
+    sets = one + ["train.epochs=3", "train.cuda_graph=on", "distributed.balance=auto",
+                  "debug.slow_rank.rank=1", "debug.slow_rank.factor=3"]
+    rc, out, err = train("graph_balance", 2, sets, env=staged)
+    check(rc == 0, f"balance auto with graphs: exit {rc}")
+    log = out + err
+    steps = int(re.search(r"(\d+) steps/epoch", log).group(1))
+    batches = [64] + [int(b) for b in re.findall(r"next epoch's batches (\d+) \d+", log)]
+    sizes = 1 + sum(a != b for a, b in zip(batches, batches[1:]))
+    got = summary("graph_balance")["cuda_graph_steps"]
+    check(got == 3 * steps - 2 * sizes,
+          f"balance auto: {got} replayed steps, expected {3 * steps - 2 * sizes} (rank 0's "
+          f"batches {batches}, {steps} steps per epoch)")
+    print(f"balance auto: rank 0's batches {batches}, {got} replayed steps")
     path = os.path.join(run_dir("graph_dropout"), "dropout.yaml")
     fresh("graph_dropout")
     os.makedirs(os.path.dirname(path))
