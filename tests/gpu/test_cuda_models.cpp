@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/cpu_backend.hpp"
@@ -31,9 +32,11 @@ using test::relative_error;
 // Gradients of one training step of `mc` on `be` from seed-3 parameters, for input `xf`
 // (float32 values, stored in the backend's activation type) and labels i % classes (one
 // per step with data.per_step), in a model built for batches up to max_batch (0: batch);
-// the loss sum and model state come back too.
+// the loss sum and model state come back too. Then, in float32, the parameters are scaled
+// by 0.9 and an inference forward of the same input gives `logits_after` (a backend that
+// kept the first step's weights, or whose inference pass differs, shows there).
 struct StepResult {
-  std::vector<float> grads, state;
+  std::vector<float> grads, state, logits_after;
   std::vector<size_t> layer_offsets;  // parameter offset of each layer, then the count
   double loss_sum = 0;
 };
@@ -68,7 +71,29 @@ StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, const 
   m.get_state(r.state.data());
   for (size_t l = 0; l < m.layers().size(); ++l) r.layer_offsets.push_back(m.param_offset(l));
   r.layer_offsets.push_back(m.param_count());
+  if (t == DType::kF32) {
+    be.scale(m.mutable_params(), m.param_count(), 0.9f);
+    const Tensor& after = m.forward(gx.data(), batch, false, 5);
+    r.logits_after.resize(static_cast<size_t>(rows) * classes);
+    be.copy_to_host(r.logits_after.data(), after.data, r.logits_after.size() * sizeof(float));
+  }
   return r;
+}
+
+// Float32: each layer's gradients within `tol` relative (||gpu - cpu|| / ||cpu||), which
+// is stricter than element-wise checks where gradients are small (a recurrent layer's:
+// swapped gates stay below 1e-3 element-wise), and the inference logits after the
+// parameters changed. Each layer's error is printed.
+void expect_layers_close(const StepResult& gpu, const StepResult& cpu, double tol) {
+  for (size_t l = 0; l + 1 < cpu.layer_offsets.size(); ++l) {
+    const size_t begin = cpu.layer_offsets[l], end = cpu.layer_offsets[l + 1];
+    if (begin == end) continue;
+    const double e = relative_error(gpu.grads, cpu.grads, begin, end);
+    std::printf("  layer %zu (%zu params): gradient error %.2e\n", l, end - begin, e);
+    EXPECT_LT(e, tol) << "layer " << l << " gradients";
+  }
+  EXPECT_LT(relative_error(gpu.logits_after, cpu.logits_after), tol)
+      << "inference logits after the parameters changed";
 }
 
 // Forward and backward of a whole model on both backends, from the same parameters and
@@ -79,8 +104,9 @@ StepResult model_step(Backend& be, const ModelConfig& mc, const Dims& in, const 
 // 1.5 times the CPU's (or `grad_tol`, whichever is larger). Through BatchNorm the 16-bit
 // error grows layer by layer towards the input (a ResNet's first layers: tens of percent
 // in bfloat16 on both backends).
+// With layer_tol > 0, float32 runs also go through expect_layers_close.
 void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, const ModelData& data,
-                    int64_t batch, double grad_tol = 1e-3) {
+                    int64_t batch, double grad_tol = 1e-3, double layer_tol = 0) {
   const DType t = gpu.act_type();
   std::vector<float> xf = random_vector(static_cast<size_t>(batch * dims_elems(in)), 11);
   for (float& v : xf) v = round_to(t, v);
@@ -95,6 +121,7 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, const M
     EXPECT_NEAR(b.loss_sum, a.loss_sum, grad_tol / 10 * std::fabs(a.loss_sum));
     expect_close(b.grads, a.grads, grad_tol, "model gradients");
     expect_close(b.state, a.state, kSums, "model state");
+    if (layer_tol > 0) expect_layers_close(b, a, layer_tol);
     return;
   }
   CpuBackend f32(1);
@@ -151,6 +178,10 @@ ModelConfig lstm_layers() {
   return c;
 }
 
+// Float32 recurrent layers, per layer: summation order leaves about 1e-6; a gate's
+// gradients swapped with another's give 7e-3 and more.
+constexpr double kRecurrentLayerTol = 1e-4;
+
 // On cuDNN's RNN API (rnn: cudnn) and on cuBLAS GEMMs and kernels/rnn.cu (rnn: steps).
 TEST_F(CudaVsCpu, RecurrentModel) {
   for (auto choice :
@@ -159,7 +190,7 @@ TEST_F(CudaVsCpu, RecurrentModel) {
     CudaBackendOptions o;
     o.cudnn_rnn = choice;
     const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
-    compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8);
+    compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8, 1e-3, kRecurrentLayerTol);
   }
 }
 
@@ -176,7 +207,9 @@ TEST(CudaRnn, CudnnSmallerBatchRepeatable) {
   const StepResult b = model_step(*gpu, lstm_layers(), in, {10}, 5, xf, 8);
   const StepResult c = model_step(*gpu, lstm_layers(), in, {10}, 5, xf, 8);
   expect_close(b.grads, a.grads, 1e-3, "model gradients");
-  EXPECT_EQ(b.grads, c.grads);
+  EXPECT_NEAR(b.loss_sum, a.loss_sum, 1e-4 * std::fabs(a.loss_sum));
+  expect_layers_close(b, a, kRecurrentLayerTol);
+  test::expect_same(c.grads, b.grads, "gradients of the second run");
   EXPECT_EQ(b.loss_sum, c.loss_sum);
 }
 
@@ -195,7 +228,7 @@ TEST_F(CudaVsCpu, LanguageModel) {
   data.num_classes = 11;
   data.vocab_size = 11;
   data.per_step = 7;
-  compare_models(*gpu_, c, {1, 1, 7}, data, 5);
+  compare_models(*gpu_, c, {1, 1, 7}, data, 5, 1e-3, kRecurrentLayerTol);
 }
 
 // Every layer type where the channels-last layout matters: BatchNorm first (on the model
@@ -225,6 +258,7 @@ ModelConfig layout_layers() {
 
 // The CNN and a small ResNet-18 (and, channels last, layout_layers()) in bfloat16 and
 // float16: gradients and state as the float32 reference within the CPU's 16-bit error.
+// (The recurrent layers have a test of their own below.)
 void compare_16bit_models(bool channels_last) {
   for (DType t : {DType::kBF16, DType::kF16}) {
     SCOPED_TRACE(to_string(t));
@@ -244,11 +278,36 @@ void compare_16bit_models(bool channels_last) {
     resnet.width = 8;
     compare_models(*gpu, resnet, {3, 32, 32}, {10}, 4, tol);
     if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, {7}, 5, tol);
-    if (!channels_last) compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8, tol);
   }
 }
 
 TEST(CudaMixed, CnnAndResNetModelsIn16Bits) { compare_16bit_models(false); }
+
+// The recurrent layers in bfloat16 and float16 on both engines, against the float32
+// reference. cuDNN may keep more of its intermediate values in 16 bits than the step
+// engine (a host simulation gave 1.5-1.8 times its error); the floors of the tolerance
+// are 6-10 times the CPU's. A cuDNN without bfloat16 RNNs (before 9.13) is said, not
+// failed.
+TEST(CudaMixed, RecurrentModelIn16Bits) {
+  using Choice = CudaBackendOptions::CudnnRnn;
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    for (Choice choice : {Choice::kRequired, Choice::kOff}) {
+      SCOPED_TRACE(std::string(to_string(t)) + (choice == Choice::kOff ? " steps" : " cudnn"));
+      CudaBackendOptions o;
+      o.act_type = t;
+      o.cudnn_rnn = choice;
+      const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+      try {
+        compare_models(*gpu, lstm_layers(), {1, 14, 9}, {10}, 8, t == DType::kBF16 ? 3e-2 : 5e-3);
+      } catch (const UsageError& e) {
+        const bool old_cudnn = t == DType::kBF16 && choice == Choice::kRequired &&
+                               std::string(e.what()).find("no bfloat16 RNNs") != std::string::npos;
+        if (!old_cudnn) throw;
+        std::printf("bf16 on cuDNN's RNN API not tested: %s\n", e.what());
+      }
+    }
+  }
+}
 
 // Channels last: NHWC activations, KRSC filter copies (16-bit activations only).
 TEST(CudaChannelsLast, ModelsMatchTheFloat32Reference) {

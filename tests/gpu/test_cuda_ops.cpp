@@ -345,7 +345,12 @@ TEST_F(CudaVsCpu, DecodeInputMatchesTheHostBitForBit) {
 // eager work; an operation that waits for the device fails the recording, which is then
 // dropped, and the backend works on.
 TEST_F(CudaVsCpu, StepGraphReplaysWhatItRecorded) {
-  ASSERT_TRUE(gpu_->can_capture());
+  if (!gpu_->can_capture()) GTEST_SKIP() << "no graphs with HPCTRAIN_CUDA_SYNC=1";
+  // A recording left open by a failed expectation would break the tests after this one.
+  struct CloseCapture {
+    Backend& b;
+    ~CloseCapture() { b.abort_capture(); }
+  } close{*gpu_};
   const std::vector<float> x0 = {1, -2, 3.5f, 0.25f, 8};
   float* x = up(x0);
   float* sum = up(std::vector<float>(x0.size(), 0.0f));
