@@ -16,9 +16,14 @@ using Calls = std::vector<std::function<void()>>;
 // Runs a call, or keeps it while recording.
 class Recorder {
  public:
+  explicit Recorder(int refuse_at) : refuse_at_(refuse_at) {}
   template <typename F>
   void run(F&& f) {
     if (recording_) {
+      if (++recorded_ == refuse_at_) {
+        throw Error("operation " + std::to_string(refuse_at_) +
+                    " of the recording refused (HPCTRAIN_RECORD_CPU_REFUSE)");
+      }
       current_.emplace_back(std::forward<F>(f));
     } else {
       f();
@@ -31,6 +36,7 @@ class Recorder {
   void begin() {
     HT_REQUIRE(!recording_, "a step graph is already being recorded");
     recording_ = true;
+    recorded_ = 0;
     current_.clear();
   }
   int end() {
@@ -52,6 +58,8 @@ class Recorder {
   void drop() { graphs_.clear(); }
 
  private:
+  int refuse_at_;     // the operation of each recording to refuse (0: none)
+  int recorded_ = 0;  // operations of the current recording
   bool recording_ = false;
   Calls current_;
   std::vector<Calls> graphs_;
@@ -79,7 +87,8 @@ class RecordingRnnPlan final : public RnnPlan {
 
 class RecordingBackend final : public Backend {
  public:
-  explicit RecordingBackend(std::unique_ptr<Backend> inner) : inner_(std::move(inner)) {}
+  RecordingBackend(std::unique_ptr<Backend> inner, int refuse_at)
+      : inner_(std::move(inner)), rec_(refuse_at) {}
 
   // Questions about the backend: answered at once, recording or not.
   const char* name() const override { return inner_->name(); }
@@ -393,8 +402,8 @@ class RecordingBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_recording_backend(std::unique_ptr<Backend> inner) {
-  return std::make_unique<RecordingBackend>(std::move(inner));
+std::unique_ptr<Backend> make_recording_backend(std::unique_ptr<Backend> inner, int refuse_at) {
+  return std::make_unique<RecordingBackend>(std::move(inner), refuse_at);
 }
 
 }  // namespace hpctrain

@@ -15,6 +15,9 @@
 
 namespace hpctrain {
 
-std::unique_ptr<Backend> make_recording_backend(std::unique_ptr<Backend> inner);
+// With refuse_at > 0, the refuse_at-th operation of every recording is refused as one a CUDA
+// graph cannot hold: tests of what follows a failed recording
+// (HPCTRAIN_RECORD_CPU_REFUSE=N).
+std::unique_ptr<Backend> make_recording_backend(std::unique_ptr<Backend> inner, int refuse_at = 0);
 
 }  // namespace hpctrain

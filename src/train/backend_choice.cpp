@@ -26,7 +26,8 @@ bool env_is_one(const char* name) {
 // each sees device 0 under Slurm's --gpus-per-task=1). Else, or for a rank cpu_ranks lists,
 // the CPU backend;
 // HPCTRAIN_STAGE_CPU=1 makes it stage memory as a GPU backend would, and
-// HPCTRAIN_RECORD_CPU=1 record step graphs as the CUDA backend does (for tests).
+// HPCTRAIN_RECORD_CPU=1 record step graphs as the CUDA backend does, refusing the N-th
+// operation of each recording with HPCTRAIN_RECORD_CPU_REFUSE=N (for tests).
 std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank) {
   const IntList& cpu = config.cpu_ranks;
   const bool on_cpu = std::find(cpu.begin(), cpu.end(), rank) != cpu.end();
@@ -56,8 +57,18 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
   }
   auto host = std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
                                            env_is_one("HPCTRAIN_STAGE_CPU"), act);
-  if (env_is_one("HPCTRAIN_RECORD_CPU")) return make_recording_backend(std::move(host));
-  return host;
+  if (!env_is_one("HPCTRAIN_RECORD_CPU")) return host;
+  int refuse_at = 0;
+  if (const char* n = std::getenv("HPCTRAIN_RECORD_CPU_REFUSE")) {
+    char* end = nullptr;
+    const long v = std::strtol(n, &end, 10);
+    if (end == n || *end != '\0' || v < 1 || v > 1000000) {
+      throw UsageError(
+          std::string("HPCTRAIN_RECORD_CPU_REFUSE: expected a positive integer, got '") + n + "'");
+    }
+    refuse_at = static_cast<int>(v);
+  }
+  return make_recording_backend(std::move(host), refuse_at);
 }
 
 }  // namespace hpctrain

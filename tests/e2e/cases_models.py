@@ -105,14 +105,17 @@ def case_recorded_steps_match_eager():
     arguments, as a CUDA graph keeps them) give the parameters of eager steps, bit for bit:
     the MLP (staged like a GPU's memory, and in place), the CNN in fp16 (loss scaling), the
     LSTM and a ResNet with BatchNorm state, one with its step phases timed. A value baked
-    into a recording that should change between steps shows here. Under balance auto each
-    new batch size runs two eager steps before it is recorded. A model with dropout and
-    train.cuda_graph on is exit 2, one line naming the key."""
+    into a recording that should change between steps shows here. A recording that fails
+    (HPCTRAIN_RECORD_CPU_REFUSE) makes auto run eagerly with the same parameters and on
+    stop. Under balance auto each new batch size runs two eager steps before it is
+    recorded. A model with dropout and train.cuda_graph on is exit 2, one line naming the
+    key."""
     record = {"HPCTRAIN_RECORD_CPU": "1"}
     staged = dict(record, HPCTRAIN_STAGE_CPU="1")
     one = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/val.h5",
            "data.val=", "data.test=", "checkpoint.every_seconds=0"]
     mlp, cnn = "configs/fashion_mnist_mlp.yaml", "configs/fashion_mnist_cnn.yaml"
+    eager_sha = {}
     for label, ranks, sets, config, env in [
             ("mlp", 2, one, mlp, staged),
             ("mlp_bf16_in_place", 1, one + ["precision=bf16"], mlp, record),
@@ -130,6 +133,22 @@ def case_recorded_steps_match_eager():
         check(graph["params_sha256"] == eager["params_sha256"],
               f"{label}: {steps} replayed steps gave other parameters than eager ones")
         print(f"{label}: {steps} replayed steps, the parameters of eager steps")
+        eager_sha[label] = eager["params_sha256"]
+    # A recording that fails (its third operation refused, as one a CUDA graph cannot hold):
+    # auto warns and runs every step eagerly, weights converted again, with the parameters
+    # of eager steps; on stops with one line.
+    bf16 = one + ["precision=bf16"]
+    refused = dict(record, HPCTRAIN_RECORD_CPU_REFUSE="3")
+    rc, _, err = train("graph_refused", 1, bf16 + ["train.cuda_graph=auto"], env=refused)
+    s = summary("graph_refused")
+    check(rc == 0 and s["cuda_graph_steps"] == 0, f"auto after a failed recording: exit {rc}, "
+          f"cuda_graph_steps {s['cuda_graph_steps']}")
+    check("recording a step failed; steps run eagerly" in err, "auto: no warning said why")
+    check(s["params_sha256"] == eager_sha["mlp_bf16_in_place"],
+          "auto after a failed recording gave other parameters than eager steps")
+    rc, _, err = train("graph_refused_on", 1, bf16 + ["train.cuda_graph=on"], env=refused)
+    check(rc == 1, f"on after a failed recording: exit {rc}, expected 1")
+    one_error_line(err, "train.cuda_graph: on, but recording a step failed")
     # balance auto changes rank 0's batch between epochs: each new batch size gets two
     # eager steps (its plans made) before one is recorded.
     sets = one + ["train.epochs=3", "train.cuda_graph=on", "distributed.balance=auto",

@@ -56,5 +56,20 @@ TEST(RecordingBackend, RefusesWhatAGraphCannotHold) {
   EXPECT_EQ(x[1], 1.0f);
 }
 
+// HPCTRAIN_RECORD_CPU_REFUSE=N: the N-th operation of every recording fails it.
+TEST(RecordingBackend, RefusesTheChosenOperationOfEachRecording) {
+  const auto b = make_recording_backend(std::make_unique<CpuBackend>(1), 2);
+  std::vector<float> x = {1, 2};
+  for (int round = 0; round < 2; ++round) {
+    b->begin_capture();
+    b->scale(x.data(), x.size(), 3.0f);
+    EXPECT_THROW(b->scale(x.data(), x.size(), 5.0f), Error);
+    b->abort_capture();
+  }
+  b->scale(x.data(), x.size(), 2.0f);  // eager: not counted
+  b->scale(x.data(), x.size(), 2.0f);
+  EXPECT_EQ(x[1], 8.0f);
+}
+
 }  // namespace
 }  // namespace hpctrain
