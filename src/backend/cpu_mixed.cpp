@@ -44,14 +44,7 @@ void CpuBackend::decode_input(const void* raw, SampleType type, size_t n, const 
                               void* out_act) {
   float* f = out(0, out_act, n);
   decode_samples(raw, type, n, f);
-  if (norm.mean != nullptr) {  // n holds whole planes, channel after channel
-    for (size_t start = 0, k = 0; start < n; start += norm.plane, ++k) {
-      const size_t c = k % static_cast<size_t>(norm.channels);
-      const float mean = norm.mean[c], inv_std = norm.inv_std[c];
-      float* v = f + start;
-      for (size_t j = 0; j < norm.plane && start + j < n; ++j) v[j] = (v[j] - mean) * inv_std;
-    }
-  }
+  if (norm.mean != nullptr) normalize_planes(f, n, norm);
   narrow(0, out_act, n);
 }
 

@@ -44,6 +44,18 @@ struct InputNorm {
   size_t plane = 0;  // values per channel of one sample (h * w)
 };
 
+// Normalises n float32 values of whole planes in place as `norm` says (mean not null),
+// plane k by channel k % channels: the host's arithmetic, which the loader's reader threads
+// and the CPU backend's decode share and the GPU's decode kernels repeat unfused.
+inline void normalize_planes(float* x, size_t n, const InputNorm& norm) {
+  for (size_t start = 0, k = 0; start < n; start += norm.plane, ++k) {
+    const size_t c = k % static_cast<size_t>(norm.channels);
+    const float mean = norm.mean[c], inv_std = norm.inv_std[c];
+    float* v = x + start;
+    for (size_t j = 0; j < norm.plane && start + j < n; ++j) v[j] = (v[j] - mean) * inv_std;
+  }
+}
+
 // The float32 values of a dynamic loss scaler's device state (Backend::unscale_grads).
 struct LossScaleState {
   enum : size_t {

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/op_params.hpp"
 #include "data/dataset_file.hpp"
 #include "data/prefetch_queue.hpp"
 #include "data/sampler.hpp"
@@ -34,10 +35,10 @@ struct Preprocess {
   bool active() const { return !mean.empty() || augments(); }
   // (x - mean) / std per channel of one decoded image of mean.size() planes in place.
   void normalize(float* x, int64_t plane) const {
-    for (size_t ch = 0; ch < mean.size(); ++ch) {
-      float* v = x + static_cast<int64_t>(ch) * plane;
-      for (int64_t j = 0; j < plane; ++j) v[j] = (v[j] - mean[ch]) * inv_std[ch];
-    }
+    if (mean.empty()) return;
+    const auto p = static_cast<size_t>(plane);
+    normalize_planes(x, mean.size() * p,
+                     InputNorm{mean.data(), inv_std.data(), static_cast<int>(mean.size()), p});
   }
 };
 
