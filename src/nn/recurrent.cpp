@@ -13,6 +13,7 @@ namespace {
 
 // `elems` activations of `size` bytes past p.
 std::byte* at(std::byte* p, size_t elems, size_t size) { return p + elems * size; }
+const std::byte* at(const std::byte* p, size_t elems, size_t size) { return p + elems * size; }
 
 }  // namespace
 
@@ -73,7 +74,7 @@ void Recurrent::allocate(Backend& backend, int64_t max_batch) {
   }
   for (Level& v : levels_) {
     v.gx = DeviceArray<std::byte>(backend, tb * g * u * act_size_);
-    v.h = DeviceArray<std::byte>(backend, (tb + b) * u * act_size_);  // zero-filled: h0
+    v.h = DeviceArray<std::byte>(backend, (tb + b) * u * act_size_);  // [h_{-1}, h_0..h_{T-1}]
     v.gates = DeviceArray<float>(backend, tb * g * u);
     v.cell = DeviceArray<float>(backend, tb * u);
   }
@@ -233,6 +234,7 @@ void Recurrent::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/,
   const int u = static_cast<int>(units_), tb = t_steps * b;
   const int gu = static_cast<int>(gates_ * units_);
   const size_t s = act_size_, bu = static_cast<size_t>(b) * units_;
+  const size_t bg = static_cast<size_t>(gates_) * bu;
   // grad: the gradient reaching this level's outputs h_1..h_T, time-major; null when only
   // the last step has one (dy itself).
   std::byte* grad = nullptr;
@@ -244,12 +246,19 @@ void Recurrent::backward(Backend& backend, const Tensor& x, const Tensor& /*y*/,
     Level& v = levels_[l];
     backward_steps(backend, v, grad, dy.data, b);
     const std::byte* dz = v.gx.data();
-    const void* dgh = cell_ == Cell::kLstm ? static_cast<const void*>(dz) : dgh_.data();
+    const std::byte* dgh = cell_ == Cell::kLstm ? dz : dgh_.data();
     const void* in = l == 0 ? static_cast<const void*>(xt_.data())
                             : static_cast<const void*>(at(levels_[l - 1].h.data(), bu, s));
     const int in_f = static_cast<int>(v.in);
     backend.gemm_f32_out(true, false, gu, in_f, tb, 1.0f, dz, in, 0.0f, v.dw_ih);
-    backend.gemm_f32_out(true, false, gu, u, tb, 1.0f, dgh, v.h.data(), 0.0f, v.dw_hh);
+    // dW_hh = sum over t >= 1 of dgh_t^T h_{t-1}: h_{-1} = 0 adds nothing. v.h's first
+    // block is not read: a smaller batch's forward leaves its own steps there.
+    if (t_steps > 1) {
+      backend.gemm_f32_out(true, false, gu, u, tb - b, 1.0f, at(dgh, bg, s), at(v.h.data(), bu, s),
+                           0.0f, v.dw_hh);
+    } else {
+      backend.fill_zero(v.dw_hh, static_cast<size_t>(gu) * u);
+    }
     backend.sum_rows(dz, v.db_ih, tb, gu);
     if (cell_ == Cell::kLstm) {
       backend.copy(v.db_ih, v.db_hh, static_cast<size_t>(gu) * sizeof(float));
