@@ -331,6 +331,10 @@ int Trainer::run() {
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
     if (already_complete()) return kExitOk;
+    if (rank_ == 0) {  // an earlier, shorter run's: this run writes its own at the end
+      std::error_code ec;
+      std::filesystem::remove(config_.run.dir + "/summary.json", ec);
+    }
     if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
       if (rank_ == 0) checkpoints_->check_directory();

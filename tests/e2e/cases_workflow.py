@@ -96,7 +96,8 @@ def case_rerun_finished_and_stopped():
     """A run stopped by SIGUSR1 and resumed to the end leaves its final model, which
     `eval RUN_DIR` and `eval CHECKPOINT` evaluate to the run's test accuracy; the same
     command again exits 0 at once without training or touching metrics.csv; more epochs
-    continue from the final state, each epoch once in metrics.csv."""
+    continue from the final state, each epoch once in metrics.csv; a longer run removes the
+    finished run's summary.json when it starts."""
     name = "rerun"
     fresh(name)
     sets = ["train.epochs=3", "run.deterministic=true", "data.val="]
@@ -140,6 +141,23 @@ def case_rerun_finished_and_stopped():
           f"train.epochs=4 after a finished 3-epoch run: exit {rc}")
     epochs = [r["epoch"] for r in metrics_rows(name)]
     check(epochs == ["1", "2", "3", "4"], f"metrics.csv epochs after one more: {epochs}")
+
+    # A longer run removes the finished run's summary.json as it starts: stopped after its
+    # own final checkpoint, it must not pass for finished when resumed.
+    sets = ["train.epochs=6", "run.deterministic=true", "data.val="]
+    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:
+        if " epoch 5/" in line:
+            p.send_signal(signal.SIGUSR1)
+            break
+    print(p.communicate(timeout=300)[0])
+    check(p.returncode == 75, f"the stopped 6-epoch run: exit {p.returncode}, expected 75")
+    check(not os.path.exists(os.path.join(run_dir(name), "summary.json")),
+          "the 4-epoch run's summary.json outlived the start of the 6-epoch run")
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "already complete" not in out and summary(name)["epochs_completed"] == 6,
+          f"resuming the 6-epoch run: exit {rc}")
 
 
 def case_metrics_once_after_kill():
