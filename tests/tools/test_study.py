@@ -1,7 +1,10 @@
 """Unit tests of the study's arithmetic: reading run directories, mean/min/max over
 repeats, speedup, efficiency and EDP normalisation, the study file's defaults, and the
-alpha-beta scaling model (its formulas, the fit, the interpolation)."""
+alpha-beta scaling model (its formulas, the fit, the interpolation), and bad input to
+`hpctrain study` and `hpctrain scaling` (exit 2, one line naming the key or option)."""
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -111,6 +114,17 @@ class Aggregation(unittest.TestCase):
                          {"mean": 12.0, "median": 12.0, "min": 10.0, "max": 14.0})
 
 
+def run_main(main, argv):
+    """(exit code, stdout, stderr) of a command's main(argv); SystemExit counts as a return."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(argv)
+        except SystemExit as e:
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
 class StudyFile(unittest.TestCase):
     def test_defaults_and_the_order_of_sets(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -132,6 +146,41 @@ class StudyFile(unittest.TestCase):
         self.assertEqual(order, ["train.epochs=2", "device=cpu", "train.epochs=3",
                                  "train.epochs=4"])
         self.assertEqual(sets[-2], "run.dir=/runs/a/r1")
+
+    def test_wrong_types_are_exit_2_naming_the_file_and_key(self):
+        head = "config: train.yaml\nvariants: [{name: a}]\n"
+        net = head + "model: {network: {name: IB, alpha_us: %s, bandwidth_gbs: %s}}\n"
+        cases = [
+            (head + "baselines: [[x]]\n", "baselines"),
+            (head + "baselines: [{a: 1}]\n", "baselines"),
+            (head + "baselines: [1]\n", "baselines"),
+            (head + "cooldown_seconds: .inf\n", "cooldown_seconds"),
+            (head + "cooldown_seconds: .nan\n", "cooldown_seconds"),
+            (net % (".nan", "1"), "model.network.alpha_us"),
+            (net % ("1", "1.0e+999"), "model.network.bandwidth_gbs"),
+            (net.replace("IB", "[x]") % ("1", "1"), "model.network.name"),
+            (head + "model: 0\n", "model"),
+            (head + "model: []\n", "model"),
+            ("config: train.yaml\nvariants: [{name: \"a\\n\"}]\n", "variants[0].name"),
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "train.yaml"), "w") as f:
+                f.write("run: {name: x}\n")
+            path = os.path.join(tmp, "s.yaml")
+            for text, key in cases:
+                with open(path, "w") as f:
+                    f.write(text)
+                rc, out, err = run_main(study.main, [path, "--dry-run"])
+                self.assertEqual((rc, out), (2, ""), text)
+                self.assertEqual(len(err.splitlines()), 1, err)
+                self.assertIn(f"{path}: {key}: ", err, text)
+            with open(path, "wb") as f:
+                f.write(b"config: train.yaml\nvariants: [{name: \xff}]\n")
+            with self.assertRaisesRegex(studyfile.StudyError, "not UTF-8"):
+                studyfile.load(path)
+            with open(path, "w") as f:
+                f.write("config: train.yaml\nvariants: [{name: a}]\nmodel:\n")
+            self.assertEqual(studyfile.load(path)["model"]["network"], "measured")
 
 
 class Model(unittest.TestCase):
@@ -191,6 +240,35 @@ class Model(unittest.TestCase):
         with self.assertRaises(SystemExit):
             scaling.main(["--step-ms", "0", "--params", "1", "--alpha-us", "1",
                           "--bandwidth-gbs", "1"])
+
+    def test_ranks(self):
+        self.assertEqual(scaling.parse_ranks("2-16"), [2, 4, 8, 16])
+        self.assertEqual(scaling.parse_ranks("1-4"), [2, 4])
+        self.assertEqual(scaling.parse_ranks("3-3"), [3])
+        self.assertEqual(scaling.parse_ranks("8,2"), [8, 2])
+        for text in ("8-2", "0-8", "1-1", "1", "1,2", "0", "", "2-4-8", "x", "2,,4"):
+            with self.assertRaises(ValueError, msg=text):
+                scaling.parse_ranks(text)
+
+    def test_bad_options_are_one_line_exit_2_naming_the_option(self):
+        given = {"--step-ms": "10", "--params": "1e6", "--alpha-us": "1",
+                 "--bandwidth-gbs": "10", "--ranks": "2-4"}
+        cases = [("--servers", "0"), ("--average-every", "0"), ("--ranks-per-node", "0"),
+                 ("--slots-per-node", "-1"), ("--step-ms", "nan"), ("--alpha-us", "nan"),
+                 ("--alpha-us", "-1"), ("--bandwidth-gbs", "inf"), ("--params", "0"),
+                 ("--bytes-per-param", "nan"), ("--backward-fraction", "1.5"),
+                 ("--backward-fraction", "nan"), ("--ranks", "8-2"), ("--ranks", "1"),
+                 ("--servers", "1.5")]
+        for option, value in cases:
+            argv = [w for k, v in dict(given, **{option: value}).items() for w in (k, v)]
+            rc, out, err = run_main(scaling.main, argv)
+            self.assertEqual((rc, out), (2, ""), f"{option} {value}")
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn(option, err)
+        rc, out, err = run_main(scaling.main, ["--step-ms", "10"])
+        self.assertEqual(rc, 2)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("--params", err)
 
 
 if __name__ == "__main__":

@@ -188,9 +188,61 @@ def format_table(rows):
     return "\n".join(lines)
 
 
+def parse_ranks(text):
+    """The counts of --ranks: 'A-B' (A, 2A, 4A, ... up to B, from 2 when A is 1) or a
+    comma list, every count >= 2. ValueError saying what is wrong."""
+    is_range = "-" in text
+    try:
+        if is_range:
+            lo, hi = (int(x) for x in text.split("-"))
+        else:
+            ranks = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"expected A-B or a comma list, got '{text}'") from None
+    if not is_range:
+        if min(ranks) < 2:
+            raise ValueError(f"expected counts >= 2, got '{text}'")
+        return ranks
+    if not 1 <= lo <= hi or hi < 2:
+        raise ValueError(f"expected A-B with 1 <= A <= B and B >= 2, got '{text}'")
+    return powers_of_two(lo, hi)
+
+
+# The numeric options of `hpctrain scaling` and the values each takes.
+OPTION_RANGES = {
+    "step_ms": (lambda v: v > 0, "a finite number > 0"),
+    "backward_fraction": (lambda v: 0 <= v <= 1, "a number in [0, 1]"),
+    "params": (lambda v: v > 0, "a finite number > 0"),
+    "bytes_per_param": (lambda v: v > 0, "a finite number > 0"),
+    "alpha_us": (lambda v: v >= 0, "a finite number >= 0"),
+    "bandwidth_gbs": (lambda v: v > 0, "a finite number > 0"),
+    "ranks_per_node": (lambda v: v >= 1, "an integer >= 1"),
+    "slots_per_node": (lambda v: v >= 0, "an integer >= 0"),
+    "average_every": (lambda v: v >= 1, "an integer >= 1"),
+    "servers": (lambda v: v >= 1, "an integer >= 1"),
+}
+
+
+def option_error(args):
+    """The first numeric option of `args` out of its range (nan and inf are), as a line
+    naming it; None when all are in range."""
+    for name, (ok, expected) in OPTION_RANGES.items():
+        value = getattr(args, name)
+        if (isinstance(value, float) and not math.isfinite(value)) or not ok(value):
+            return f"--{name.replace('_', '-')}: expected {expected}, got {value!r}"
+    return None
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line on stderr and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
 def main(argv):
     """`hpctrain scaling`: predictions from figures given on the command line."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="hpctrain scaling",
         description="Predict data-parallel step time, speedup and efficiency at 2..N ranks "
                     "with an alpha-beta model (docs/study.md).")
@@ -206,7 +258,8 @@ def main(argv):
                     help="bandwidth per link (GB/s, 1e9 bytes)")
     ap.add_argument("--network", default="given", help="a name for the network")
     ap.add_argument("--ranks", default="2-4096",
-                    help="counts: 'A-B' (powers of two) or a comma list (default 2-4096)")
+                    help="counts >= 2: 'A-B' (A, 2A, 4A, ... up to B) or a comma list "
+                         "(default 2-4096)")
     ap.add_argument("--ranks-per-node", type=int, default=1)
     ap.add_argument("--slots-per-node", type=int, default=0,
                     help="GPUs (or cores at one per rank) of a node; default: ranks per node, "
@@ -215,21 +268,13 @@ def main(argv):
     ap.add_argument("--servers", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     a = ap.parse_args(argv)
-    for name in ("step_ms", "params", "bandwidth_gbs", "bytes_per_param"):
-        if getattr(a, name) <= 0:
-            ap.error(f"--{name.replace('_', '-')} must be positive")
-    if not 0 <= a.backward_fraction <= 1 or a.alpha_us < 0:
-        ap.error("--backward-fraction must be in [0, 1] and --alpha-us >= 0")
+    bad = option_error(a)
+    if bad:
+        ap.error(bad)
     try:
-        if "-" in a.ranks:
-            lo, hi = (int(x) for x in a.ranks.split("-"))
-            ranks = powers_of_two(lo, hi)
-        else:
-            ranks = [int(x) for x in a.ranks.split(",")]
-    except ValueError:
-        ap.error(f"--ranks: expected A-B or a comma list, got '{a.ranks}'")
-    if a.ranks_per_node < 1 or a.slots_per_node < 0:
-        ap.error("--ranks-per-node must be >= 1 and --slots-per-node >= 0")
+        ranks = parse_ranks(a.ranks)
+    except ValueError as e:
+        ap.error(f"--ranks: {e}")
     comp = Compute(a.step_ms / 1e3, a.backward_fraction, a.params * a.bytes_per_param,
                    slots_per_node=a.slots_per_node or a.ranks_per_node)
     net = Network(a.network, a.alpha_us * 1e-6, 1e-9 / a.bandwidth_gbs)

@@ -395,7 +395,7 @@ def write_outputs(driver, plots):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(
+    ap = scaling.OneLineParser(
         prog="hpctrain study",
         description="Run a scaling study: every variant of STUDY.yaml R times, then the "
                     "table, the scaling model and the plots (docs/study.md).")
@@ -403,8 +403,7 @@ def main(argv):
     ap.add_argument("--out", help="the study directory (default studies/<study file name>)")
     ap.add_argument("--set", action="append", default=[], metavar="key.path=value",
                     help="a config key for every variant's runs (repeatable)")
-    ap.add_argument("--hpctrain", default=os.environ.get("HPCTRAIN_BIN", "hpctrain"),
-                    help=argparse.SUPPRESS)
+    ap.add_argument("--hpctrain", default="hpctrain", help=argparse.SUPPRESS)
     ap.add_argument("--dry-run", action="store_true",
                     help="print the commands of the runs still to do; run nothing")
     ap.add_argument("--report-only", action="store_true",

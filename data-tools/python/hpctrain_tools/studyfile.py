@@ -1,6 +1,7 @@
 """The study file (STUDY.yaml): loading and checking. An error is one line naming the file
 and the key, like hpctrain's config errors (exit 2)."""
 
+import math
 import os
 import re
 
@@ -25,8 +26,9 @@ def _int(path, key, value, lo):
 
 
 def _num(path, key, value, lo):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < lo:
-        raise StudyError(f"{path}: {key}: expected a number >= {lo}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value < lo:
+        raise StudyError(f"{path}: {key}: expected a finite number >= {lo}, got {value!r}")
     return float(value)
 
 
@@ -55,10 +57,12 @@ def load(path):
     """Reads and checks STUDY.yaml; returns a plain dict with every default filled in and
     `config` made absolute (it is relative to the study file)."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             doc = yaml.safe_load(f)
     except OSError as e:
         raise StudyError(f"{path}: cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise StudyError(f"{path}: not UTF-8 text") from e
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
@@ -93,7 +97,7 @@ def load(path):
             raise StudyError(f"{path}: variants[{i}]: expected a mapping")
         _unknown(path, where, v, VARIANT_KEYS)
         name = v.get("name")
-        if not isinstance(name, str) or not NAME.match(name):
+        if not isinstance(name, str) or not NAME.fullmatch(name):
             raise StudyError(f"{path}: {where}name: expected letters, digits, '_.+-', "
                              f"got {name!r}")
         if name in names:
@@ -122,10 +126,13 @@ def load(path):
     if not isinstance(baselines, list) or not baselines:
         raise StudyError(f"{path}: baselines: expected a list of variant names")
     for b in baselines:
+        if not isinstance(b, str):
+            raise StudyError(f"{path}: baselines: expected variant names, got {b!r}")
         if b not in names:
             raise StudyError(f"{path}: baselines: '{b}' is not a variant")
     study["baselines"] = baselines
-    model = doc.get("model") or {}
+    model = doc.get("model")
+    model = {} if model is None else model
     if not isinstance(model, dict):
         raise StudyError(f"{path}: model: expected a mapping")
     _unknown(path, "model.", model, MODEL_KEYS)
@@ -135,8 +142,11 @@ def load(path):
             raise StudyError(f"{path}: model.network: expected 'measured' or a mapping of "
                              "name, alpha_us, bandwidth_gbs")
         _unknown(path, "model.network.", network, NETWORK_KEYS)
+        if not isinstance(network.get("name", "given"), str):
+            raise StudyError(f"{path}: model.network.name: expected a string, "
+                             f"got {network['name']!r}")
         network = {
-            "name": str(network.get("name", "given")),
+            "name": network.get("name", "given"),
             "alpha_us": _num(path, "model.network.alpha_us", network.get("alpha_us"), 0),
             "bandwidth_gbs": _num(path, "model.network.bandwidth_gbs",
                                   network.get("bandwidth_gbs"), 1e-9),
