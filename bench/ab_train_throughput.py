@@ -55,7 +55,7 @@ def main():
     args = ap.parse_args()
     data = os.path.abspath(args.data)
     result = {"what": "CPU training samples/s, NEW against OLD, interleaved runs",
-              "old": os.path.abspath(args.old), "new": os.path.abspath(args.new),
+              "old": args.old, "new": args.new,
               "epochs": args.epochs, "reps": args.reps, "models": {}}
     with tempfile.TemporaryDirectory() as work:
         for model in args.models.split(","):

@@ -26,6 +26,14 @@ import time
 import hpctrain_run
 
 ROOT = hpctrain_run.ROOT
+
+
+def shown(path):
+    """`path` relative to the repository when it lies inside it, for the record."""
+    rel = os.path.relpath(path, ROOT)
+    return path if rel.startswith("..") else rel
+
+
 CONFIGS = {"cnn": "configs/fashion_mnist_cnn.yaml", "mlp": "configs/fashion_mnist_mlp.yaml"}
 
 
@@ -95,7 +103,7 @@ def main():
         "what": f"2 CPU ranks x 1 thread, rank 1 slowed {args.factor}x; samples/s (median of "
                 "epochs 3 on; with --reps, the median over runs of that) against the ideal = "
                 "one rank alone x (1 + 1 / factor)",
-        "model": args.model, "train": args.train, "epochs": args.epochs,
+        "model": args.model, "train": shown(args.train), "epochs": args.epochs,
         "one_rank_alone": alone, "ideal_samples_per_second": ideal,
         "allreduce_equal": equal, "allreduce_auto": auto,
         "equal_fraction_of_ideal": equal["steady"] / ideal,

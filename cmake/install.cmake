@@ -36,8 +36,10 @@ install(FILES ${HT_PYTHON_TOOLS} DESTINATION share/hpctrain/python/hpctrain_tool
 install(FILES ${HT_CONFIGS} DESTINATION share/hpctrain/configs)
 # Job scripts keep their mode (the .sh and .sbatch files are executable, the rest not).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/jobs/ DESTINATION share/hpctrain/jobs USE_SOURCE_PERMISSIONS)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE ${HT_DOCS}
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION share/doc/hpctrain)
+# Under docs/, as in the source tree, so the README's links resolve.
+install(FILES ${HT_DOCS} DESTINATION share/doc/hpctrain/docs)
 
 # The module file finds the prefix from its own path (modulefiles/hpctrain/<version>), so
 # it too survives a move. Not in the Debian package (component "modulefile"): there the

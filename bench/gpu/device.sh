@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs hpctrain's GPU checks and benchmarks on a GPU machine that has no Debian
-# packages of its own (the lent H100/H200 image: CUDA, cuDNN and NCCL come from
-# PyTorch's Python packages there). Binaries and the Debian libraries they need are
+# packages of its own (such as an H100/H200 image where CUDA, cuDNN and NCCL come from
+# PyTorch's Python packages). Binaries and the Debian libraries they need are
 # built and packed on the Debian machine by bench/gpu/make_kit.sh into KIT:
 #   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,ht_gpu_mixed_tests,mpiexec.hydra,h5dump,
 #            hydra_pmi_proxy}
@@ -306,7 +306,7 @@ stage_resnet() {
   resnet_pair 1x148x197 9 3200
 }
 
-# The classic study (configs/study_seed_resnet34.yaml) made small enough for a GPU session:
+# The classic study (configs/study_seed_resnet34.yaml) made small enough for a few minutes of GPU time:
 # the CPU, 1 GPU, and 2 ranks sharing the one GPU (its distributed path; devices 1), on
 # synthetic 1x148x197 images split 85/2/13 (STUDY_N, default 1280), STUDY_EPOCHS epochs
 # (default 2), STUDY_REPEATS repeats (default 2), 5 s of cool-down, NVML energy. study.md
@@ -341,5 +341,5 @@ for s in "$@"; do
 done
 echo "----- table -----"
 cat "$TABLE"
-# At most 8 files come back from a lent machine: the logs travel as one archive.
+# The logs travel as one archive, for machines that hand back only a few files.
 tar czf "$OUT/logs.tar.gz" -C "$OUT" logs && rm -rf "$OUT/logs"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Turns the logs of `bench/gpu/device.sh resnet` (the logs.tar.gz a lent machine sends
-back, unpacked) into one JSON record: per shape and precision, hpctrain's images/s
+"""Turns the logs of `bench/gpu/device.sh resnet` (its logs.tar.gz,
+unpacked) into one JSON record: per shape and precision, hpctrain's images/s
 (last epoch of each run; median over the runs) against PyTorch's (median window), the
 ratio, joules per training image on each side where the energy was read, the model FLOP
 utilisation of each (training FLOPs = 3 x the forward FLOPs `hpctrain inspect` counts,

@@ -34,10 +34,9 @@ constexpr const char* kGenerateUsage =
     "next-token file with a vocabulary). TARGET is a run directory (its config.yaml and\n"
     "newest valid checkpoint), a checkpoint (with the config stored in it) or a config (the\n"
     "newest valid checkpoint in its checkpoint.dir); --checkpoint PATH takes that\n"
-    "checkpoint's parameters instead. Each token is drawn from softmax(logits / T) (default 1; 0: "
-    "always\n"
-    "the most likely), from random stream S (default 1): the same arguments print the same\n"
-    "text. Runs on one CPU core, without MPI.\n";
+    "checkpoint's parameters instead. Each token is drawn from softmax(logits / T)\n"
+    "(default 1; 0: always the most likely), from random stream S (default 1): the same\n"
+    "arguments print the same text. Runs on one CPU core, without MPI.\n";
 
 struct Options {
   TargetArgs target;

@@ -253,6 +253,10 @@ CheckpointState read_checkpoint_file(const std::string& path) {
 bool is_checkpoint_file(const std::string& path) {
   const CrashNote note(path);
   try {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec) && ends_in_checksum_footer(path)) {
+      return true;
+    }
     open_checkpoint(path);
     return true;
   } catch (const Error&) {

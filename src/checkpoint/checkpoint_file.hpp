@@ -19,7 +19,8 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
 // truncated, corrupt or foreign file.
 CheckpointState read_checkpoint_file(const std::string& path);
 
-// True if `path` is an HDF5 file that says it is an hpctrain checkpoint.
+// True if `path` is a regular file that ends in a checkpoint's checksum footer (damaged
+// or not), or an HDF5 file whose root attribute says it is an hpctrain checkpoint.
 bool is_checkpoint_file(const std::string& path);
 
 // Prints what a checkpoint holds and whether each array's checksum matches

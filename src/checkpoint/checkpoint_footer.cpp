@@ -53,6 +53,20 @@ bool crc_of_prefix(int fd, uint64_t bytes, uint32_t& crc) {
   return true;
 }
 
+// Reads the last kFooterBytes of fd (the file `path`, whose size it sets) into footer;
+// false when the file is too short or does not end in the footer's magic.
+bool read_footer(int fd, const std::string& path, uint64_t& size, unsigned char* footer) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw Error(path + ": cannot stat: " + std::strerror(errno));
+  size = static_cast<uint64_t>(st.st_size);
+  if (size < kFooterBytes) return false;
+  if (::pread(fd, footer, kFooterBytes, static_cast<off_t>(size - kFooterBytes)) !=
+      static_cast<ssize_t>(kFooterBytes)) {
+    throw Error(path + ": cannot read: " + std::strerror(errno));
+  }
+  return std::memcmp(footer, kMagic, sizeof(kMagic)) == 0;
+}
+
 }  // namespace
 
 void append_checksum_footer(const std::string& path) {
@@ -79,19 +93,20 @@ void append_checksum_footer(const std::string& path) {
   }
 }
 
+bool ends_in_checksum_footer(const std::string& path) {
+  Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  uint64_t size = 0;
+  unsigned char footer[kFooterBytes];
+  return read_footer(f.fd, path, size, footer);
+}
+
 Footer verify_checksum_footer(const std::string& path) {
   Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (f.fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) throw Error(path + ": cannot stat: " + std::strerror(errno));
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (size < kFooterBytes) return Footer::kAbsent;
+  uint64_t size = 0;
   unsigned char footer[kFooterBytes];
-  if (::pread(f.fd, footer, kFooterBytes, static_cast<off_t>(size - kFooterBytes)) !=
-      static_cast<ssize_t>(kFooterBytes)) {
-    throw Error(path + ": cannot read: " + std::strerror(errno));
-  }
-  if (std::memcmp(footer, kMagic, sizeof(kMagic)) != 0) return Footer::kAbsent;
+  if (!read_footer(f.fd, path, size, footer)) return Footer::kAbsent;
   const std::string corrupt = path + ": the whole-file checksum does not match (corrupt): ";
   if (get_le(footer + 20, 4) != crc32c(footer, 20)) throw UsageError(corrupt + "its footer");
   if (get_le(footer + 8, 8) != size - kFooterBytes) {

@@ -23,4 +23,8 @@ enum class Footer { kValid, kAbsent };
 // there but does not match, Error when the file cannot be read.
 Footer verify_checksum_footer(const std::string& path);
 
+// Whether the file ends in a footer's magic, whatever the rest holds: a checkpoint of
+// format version 2, damaged or not. Throws Error when the file cannot be read.
+bool ends_in_checksum_footer(const std::string& path);
+
 }  // namespace hpctrain

@@ -149,6 +149,12 @@ def case_corrupt_checkpoints():
         one_error_line(err, bad)
         i = subprocess.run([hpctrain(), "inspect", bad], capture_output=True, text=True)
         check(i.returncode == 2, f"inspect of corrupt {bad}: exit {i.returncode}")
+    # Recognised as a checkpoint by its checksum footer under any name, damaged or not.
+    renamed = os.path.join(run_dir("corrupt"), "renamed.h5")
+    shutil.copyfile(newest, renamed)
+    i = subprocess.run([hpctrain(), "inspect", renamed], capture_output=True, text=True)
+    check(i.returncode == 2 and "whole-file checksum does not match" in i.stderr,
+          f"inspect of a damaged checkpoint named renamed.h5: exit {i.returncode}, {i.stderr}")
     rc, out, err = train("corrupt", 2, ["train.epochs=2", "data.val=", "data.test="],
                          resume="auto")
     check(rc == 0, f"--resume auto with corrupt newest checkpoints: exit {rc}")

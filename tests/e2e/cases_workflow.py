@@ -121,7 +121,7 @@ def case_rerun_finished_and_stopped():
     check(eval_json(name)["test_accuracy"] == s["test_accuracy"],
           f"eval RUN_DIR {eval_json(name)['test_accuracy']} != run {s['test_accuracy']}")
     final = checkpoints(name)[-1]
-    eval_run(final, ranks=3, extra=["--set", f"run.dir={run_dir(name)}"])
+    eval_run(final, ranks=3, extra=[f"--set=run.dir={run_dir(name)}"])  # the one-word form
     check(eval_json(name)["test_accuracy"] == s["test_accuracy"], "eval CHECKPOINT differs")
 
     with open(os.path.join(run_dir(name), "metrics.csv")) as f:

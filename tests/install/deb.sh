@@ -44,9 +44,9 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $1, $6}')
 for f in usr/bin/hpctrain usr/bin/hpctrain-data usr/share/hpctrain/jobs/train_single_node.sbatch; do
   grep -q "^-rwxr-xr-x \./$f$" <<<"$contents" || fail "$f missing or not executable in the package"
 done
-readme=README.md
+readme=README.md contracts=docs/contracts.md
 for f in usr/share/hpctrain/configs/fashion_mnist_mlp.yaml "usr/share/doc/hpctrain/$readme" \
-  usr/share/hpctrain/python/hpctrain_tools/__main__.py; do
+  "usr/share/doc/hpctrain/$contracts" usr/share/hpctrain/python/hpctrain_tools/__main__.py; do
   grep -q " \./$f$" <<<"$contents" || fail "$f missing from the package"
 done
 if grep -q modulefiles <<<"$contents"; then fail "the package holds a module file"; fi

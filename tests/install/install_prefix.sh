@@ -35,9 +35,8 @@ installed_as() {  # installed_as SOURCE_FILE INSTALLED_FILE
 }
 for f in "$src"/configs/*.yaml; do installed_as "$f" "$b/share/hpctrain/configs/${f##*/}"; done
 for f in "$src"/jobs/*; do installed_as "$f" "$b/share/hpctrain/jobs/${f##*/}"; done
-for f in "$src"/README.md "$src"/LICENSE "$src"/docs/*.md; do
-  installed_as "$f" "$b/share/doc/hpctrain/${f##*/}"
-done
+for f in "$src"/README.md "$src"/LICENSE; do installed_as "$f" "$b/share/doc/hpctrain/${f##*/}"; done
+for f in "$src"/docs/*.md; do installed_as "$f" "$b/share/doc/hpctrain/docs/${f##*/}"; done
 
 for p in "$build" "$src" "$out/A"; do
   if named=$(grep -rlF -- "$p" "$b"); then
