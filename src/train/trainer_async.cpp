@@ -71,6 +71,9 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     const int64_t every = config_.checkpoint.every_steps;
     const int64_t segment_end =
         every > 0 ? std::min(epoch_end, (begin / every + 1) * every) : epoch_end;
+    // The previous segment's checkpoint may still be copying the parameters and the
+    // optimizer state that this segment's pulls and pushes change.
+    checkpoints_->wait_snapshot();
     if (async_->is_server()) {
       async_->serve(begin, segment_end);
     } else {

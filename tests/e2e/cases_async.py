@@ -2,13 +2,16 @@
 deterministic run is reproducible and survives kill -9 of a worker or a server, two
 servers share the parameters, and impossible settings are exit 2 naming the key.
 """
+import hashlib
 import os
 import random
 import signal
 import subprocess
 
-from harness import (ARGS, check, expect_ok, fresh, kill_and_resume, mpi_rank, newest_step,
-                     one_error_line, rank_pids, run_dir, train, train_cmd)
+import h5py
+
+from harness import (ARGS, check, checkpoints, expect_ok, fresh, kill_and_resume, mpi_rank,
+                     newest_step, one_error_line, rank_pids, run_dir, train, train_cmd)
 
 ASYNC = ["distributed.strategy=async"]
 
@@ -63,6 +66,30 @@ def case_async_deterministic_kill9():
                             ranks=3)
         check(s["params_sha256"] == a["params_sha256"],
               f"rank {victim} killed near step {target}: parameters differ after resume")
+
+
+def case_async_checkpoints_hold_their_step():
+    """A model whose checkpoint snapshot is copied by the writer thread (parameters and
+    velocity above 8 MiB): each checkpoint of a deterministic async run holds the state of
+    its step, so two identical runs write identical checkpoints (the next segment's pulls
+    and pushes wait for the copy)."""
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
+            "run.deterministic=true", "model.hidden=[1024,1024]", "checkpoint.every_steps=10",
+            "checkpoint.keep=100", "run.threads=1"] + ASYNC
+    contents = []
+    for name in ("async_big_a", "async_big_b"):
+        fresh(name)
+        expect_ok(name, 3, sets)
+        digests = {}
+        for path in checkpoints(name):
+            with h5py.File(path, "r") as f:
+                digests[os.path.basename(path)] = [
+                    hashlib.sha256(f[a][...].tobytes()).hexdigest()
+                    for a in ("arrays/model/params", "arrays/optimizer/velocity")]
+        contents.append(digests)
+    check(len(contents[0]) >= 7, f"checkpoints: {sorted(contents[0])}")
+    differ = sorted(c for c in contents[0] if contents[0][c] != contents[1].get(c))
+    check(not differ, f"checkpoints of two identical runs differ: {differ}")
 
 
 def case_async_signal_stop_resume():
