@@ -75,10 +75,13 @@ std::vector<std::string> split_path(const std::string& key) {
 }
 
 // Stores `value` at parts[i..] below `node`, creating absent or empty sections on the way.
+// The value goes into a new entry: assigning to the old one would change the node that
+// YAML aliases of it share (`val: *d`), not this key alone.
 void set_in_tree(const Origins& origins, YAML::Node node, const std::vector<std::string>& parts,
                  std::size_t i, const std::string& parent_path, const YAML::Node& value) {
   const std::string path = parent_path.empty() ? parts[i] : parent_path + "." + parts[i];
   if (i + 1 == parts.size()) {
+    node.remove(parts[i]);
     node[parts[i]] = value;
     return;
   }

@@ -200,6 +200,16 @@ TEST(ConfigOverride, ReplacesLayerList) {
   EXPECT_EQ(c.model.layers[1].name, "act");
 }
 
+TEST(ConfigOverride, ChangesOneKeyOfTheKeysYamlAliasesShare) {
+  const Config c = load_config(write_yaml("data: {train: &d t.h5, val: *d}\n"
+                                          "train: {epochs: &e 2, val_every: *e}\n"),
+                               {"train.epochs=3", "data.train=u.h5"}, catalog());
+  EXPECT_EQ(c.train.epochs, 3);
+  EXPECT_EQ(c.train.val_every, 2);
+  EXPECT_EQ(c.data.train, NameList{"u.h5"});
+  EXPECT_EQ(c.data.val, NameList{"t.h5"});
+}
+
 TEST(ConfigOverride, EmptyValueClearsAnOptionalPath) {
   const Config c = load_config(write_yaml("data:\n  train: t.h5\n  val: v.h5\n"),
                                {"data.val=", "run.dir="}, catalog());
