@@ -184,6 +184,23 @@ bool wants_help(const std::vector<std::string>& args) {
   return false;
 }
 
+// Runs the set-up trainer's work; a failure on one rank ends the whole job (MPI_Abort), so
+// that no rank waits in a collective for it until the watchdog fires.
+template <typename Work>
+int run_or_abort(const MpiEnv& env, Work&& work) {
+  try {
+    return work();
+  } catch (const Error& e) {
+    log_error(e.what());
+    if (env.size() > 1) MpiEnv::abort(e.exit_code());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    log_error(e.what());
+    if (env.size() > 1) MpiEnv::abort(kExitFailure);
+    return kExitFailure;
+  }
+}
+
 int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (wants_help(args)) {
     std::cout << kTrainUsage;
@@ -222,17 +239,7 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   const int code = set_up_trainer(
       env, [&] { return load_config(config_path, overrides, catalog()); }, resume, trainer);
   if (code != 0) return code;
-  try {
-    return trainer->run();
-  } catch (const Error& e) {
-    log_error(e.what());
-    if (env.size() > 1) MpiEnv::abort(e.exit_code());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    log_error(e.what());
-    if (env.size() > 1) MpiEnv::abort(kExitFailure);
-    return kExitFailure;
-  }
+  return run_or_abort(env, [&] { return trainer->run(); });
 }
 
 constexpr const char* kEvalUsage =
@@ -272,13 +279,7 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
       },
       resume, trainer);
   if (code != 0) return code;
-  try {
-    return trainer->evaluate_checkpoint();
-  } catch (const Error& e) {
-    log_error(e.what());
-    if (env.size() > 1) MpiEnv::abort(e.exit_code());
-    return e.exit_code();
-  }
+  return run_or_abort(env, [&] { return trainer->evaluate_checkpoint(); });
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {

@@ -139,6 +139,23 @@ H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
   return file;
 }
 
+// A cursor no writer makes (docs/formats.md: epoch = step / steps_per_epoch, step_in_epoch
+// = step % steps_per_epoch): the checksums of a file another tool wrote match all the same.
+void check_cursor(const CheckpointState& s) {
+  const bool ok =
+      s.steps_per_epoch >= 1 && s.global_batch >= 1 && s.world_size >= 1 && s.epoch >= 0 &&
+      s.step_in_epoch >= 0 && s.step_in_epoch < s.steps_per_epoch &&
+      s.epoch <= (std::numeric_limits<int64_t>::max() - s.step_in_epoch) / s.steps_per_epoch &&
+      s.step == s.epoch * s.steps_per_epoch + s.step_in_epoch;
+  if (!ok) {
+    throw UsageError(
+        "inconsistent cursor: step " + std::to_string(s.step) + ", epoch " +
+        std::to_string(s.epoch) + ", step_in_epoch " + std::to_string(s.step_in_epoch) +
+        ", steps_per_epoch " + std::to_string(s.steps_per_epoch) + ", global_batch " +
+        std::to_string(s.global_batch) + ", world_size " + std::to_string(s.world_size));
+  }
+}
+
 std::string describe_error(const std::string& path, const std::exception& e) {
   const std::string what = e.what();
   return what.rfind(path, 0) == 0 ? what : path + ": " + what;
@@ -226,6 +243,7 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     s.steps_per_epoch = read_int(root, "steps_per_epoch");
     s.global_batch = read_int(root, "global_batch");
     s.world_size = static_cast<int>(read_int(root, "world_size"));
+    check_cursor(s);
     s.strategy = read_string(root, "strategy");
     s.config_yaml = read_string(root, "config_yaml");
     s.architecture = read_string(root, "architecture");

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -32,10 +33,12 @@ std::optional<int64_t> parse_step(const std::string& filename) {
   }
   const std::string digits =
       filename.substr(kPrefix.size(), filename.size() - kPrefix.size() - kSuffix.size());
-  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
-    return std::nullopt;
+  int64_t step = 0;
+  const auto [end, err] = std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (digits.empty() || err != std::errc() || end != digits.data() + digits.size()) {
+    return std::nullopt;  // not digits, or more than int64 holds: not one of ours
   }
-  return std::stoll(digits);
+  return step;
 }
 
 }  // namespace
@@ -51,7 +54,8 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return out;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (!entry.is_regular_file()) continue;
+    std::error_code entry_ec;  // a dangling or looping link is not a checkpoint
+    if (!entry.is_regular_file(entry_ec)) continue;
     if (auto step = parse_step(entry.path().filename().string())) {
       out.push_back({*step, entry.path().string()});
     }
@@ -121,10 +125,13 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& owne
     }
     write_file_atomic(manifest, text);
   }
+  // Temporaries a killed writer left: a checkpoint's, and the manifest's (NAME.tmp.PID).
+  const std::string manifest_tmp = std::string(kManifestName) + ".tmp.";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
-        name.rfind("ckpt-", 0) == 0) {
+    if ((name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
+         name.rfind("ckpt-", 0) == 0) ||
+        name.rfind(manifest_tmp, 0) == 0) {
       fs::remove(entry.path(), ec);
     }
   }

@@ -52,6 +52,28 @@ std::string first_difference(const std::string& stored, const std::string& curre
   return "";
 }
 
+// Why the model arrays of `s` cannot be this model's, or "" when they fit (the architecture
+// agreed; a file another tool wrote may still hold arrays of other sizes).
+std::string array_misfit(const CheckpointState& s, size_t params, size_t state) {
+  auto wrong = [&](const std::string& name, size_t want) -> std::string {
+    const auto it = s.arrays.find(name);
+    if (it == s.arrays.end()) return "array '" + name + "' is missing";
+    if (it->second.size() == want) return "";
+    return "array '" + name + "' holds " + std::to_string(it->second.size()) +
+           " values, the model " + std::to_string(want);
+  };
+  std::string why;
+  if (s.arrays.count(kParamsArray) > 0) {
+    why = wrong(kParamsArray, params);
+  } else {
+    for (int r = 0; r < s.world_size && why.empty(); ++r) {
+      why = wrong(rank_array_name(r, kParamsArray), params);
+    }
+  }
+  if (why.empty() && s.arrays.count(kStateArray) > 0) why = wrong(kStateArray, state);
+  return why;
+}
+
 // Snapshots up to this size are copied by the training thread itself.
 constexpr size_t kInlineSnapshotBytes = size_t{8} << 20;
 
@@ -158,6 +180,9 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume) {
   if (!diff.empty()) {
     throw UsageError(resume_->path + ": cannot resume a different model: " + diff);
   }
+  const std::string misfit =
+      array_misfit(resume_->state, model_.param_count(), model_.state_count());
+  if (!misfit.empty()) throw UsageError(resume_->path + ": " + misfit);
 }
 
 std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {

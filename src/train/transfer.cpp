@@ -2,6 +2,7 @@
 #include "train/transfer.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <sstream>
 
 #include "checkpoint/checkpoint_file.hpp"
@@ -16,9 +17,20 @@ struct StoredLayer {
   size_t state = 0, state_offset = 0;
 };
 
+// The count after `prefix` ("params=") in `word`; a damaged one is bad input naming `path`.
+size_t count_after(const std::string& word, const std::string& prefix, const std::string& path) {
+  size_t n = 0;
+  const char* end = word.data() + word.size();
+  const auto [stop, err] = std::from_chars(word.data() + prefix.size(), end, n);
+  if (err != std::errc() || stop != end) {
+    throw UsageError(path + ": architecture: '" + word + "' is not a count");
+  }
+  return n;
+}
+
 // Parses the "layer NAME TYPE params=N [state=S] out=..." lines of a checkpoint's
 // architecture; offsets follow from the layer order.
-std::vector<StoredLayer> stored_layers(const std::string& architecture) {
+std::vector<StoredLayer> stored_layers(const std::string& architecture, const std::string& path) {
   std::vector<StoredLayer> out;
   std::istringstream in(architecture);
   std::string line;
@@ -29,8 +41,9 @@ std::vector<StoredLayer> stored_layers(const std::string& architecture) {
     StoredLayer l;
     if (!(words >> kind >> l.name >> l.type >> params) || kind != "layer") continue;
     if (params.rfind("params=", 0) != 0) continue;
-    l.params = std::stoull(params.substr(7));
-    if (words >> state && state.rfind("state=", 0) == 0) l.state = std::stoull(state.substr(6));
+    l.params = count_after(params, "params=", path);
+    if (words >> state && state.rfind("state=", 0) == 0)
+      l.state = count_after(state, "state=", path);
     l.offset = offset;
     l.state_offset = state_offset;
     offset += l.params;
@@ -42,14 +55,17 @@ std::vector<StoredLayer> stored_layers(const std::string& architecture) {
 
 // The checkpoint's parameters: the shared array, or the ranks' average when the
 // run that wrote it averaged parameters only every few steps.
-std::vector<float> stored_params(const CheckpointState& s) {
+std::vector<float> stored_params(const CheckpointState& s, const std::string& path) {
   if (auto it = s.arrays.find(kParamsArray); it != s.arrays.end()) return it->second;
   std::vector<float> sum;
   int ranks = 0;
   for (int r = 0;; ++r) {
     auto it = s.arrays.find(rank_array_name(r, kParamsArray));
     if (it == s.arrays.end()) break;
-    if (sum.empty()) sum.assign(it->second.size(), 0.0f);
+    if (r == 0) sum.assign(it->second.size(), 0.0f);
+    if (it->second.size() != sum.size()) {
+      throw UsageError(path + ": the ranks' parameter arrays differ in length");
+    }
     for (size_t i = 0; i < sum.size(); ++i) sum[i] += it->second[i];
     ++ranks;
   }
@@ -61,8 +77,8 @@ std::vector<float> stored_params(const CheckpointState& s) {
 
 std::string load_initial_params(const std::string& path, Model& model) {
   const CheckpointState s = read_checkpoint_file(path);
-  const std::vector<StoredLayer> stored = stored_layers(s.architecture);
-  const std::vector<float> params = stored_params(s);
+  const std::vector<StoredLayer> stored = stored_layers(s.architecture, path);
+  const std::vector<float> params = stored_params(s, path);
   const auto stored_state = s.arrays.find(kStateArray);
   std::vector<float> host(model.param_count()), state(model.state_count());
   model.get_params(host.data());
@@ -78,13 +94,18 @@ std::string load_initial_params(const std::string& path, Model& model) {
     std::string& list = it != stored.end() ? loaded : kept;
     list += (list.empty() ? "" : ", ") + layer.name();
     if (it == stored.end()) continue;
-    HT_REQUIRE(it->offset + it->params <= params.size(), path + ": parameter array too short");
+    if (it->offset + it->params > params.size()) {
+      throw UsageError(path + ": the parameter array is shorter than its architecture says");
+    }
     std::copy_n(params.begin() + static_cast<std::ptrdiff_t>(it->offset), it->params,
                 host.begin() + static_cast<std::ptrdiff_t>(model.param_offset(i)));
     if (it->state > 0) {
-      HT_REQUIRE(stored_state != s.arrays.end() &&
-                     it->state_offset + it->state <= stored_state->second.size(),
-                 path + ": model state array missing or too short");
+      if (stored_state == s.arrays.end() ||
+          it->state_offset + it->state > stored_state->second.size()) {
+        throw UsageError(path +
+                         ": the model state array is missing or shorter than its "
+                         "architecture says");
+      }
       std::copy_n(stored_state->second.begin() + static_cast<std::ptrdiff_t>(it->state_offset),
                   it->state, state.begin() + static_cast<std::ptrdiff_t>(model.state_offset(i)));
     }

@@ -200,6 +200,12 @@ def write_formula_checkpoint(source, path, layout):
         arrays[array][offset:offset + values.size] = values
     for a, v in arrays.items():
         check(not np.isnan(v).any(), f"{source}: the layout leaves values of {a} unset")
+    write_checkpoint(path, attrs, arrays)
+
+
+def write_checkpoint(path, attrs, arrays):
+    """A checkpoint of root attributes `attrs` and float32 `arrays`, their checksums and the
+    whole-file footer included (docs/formats.md), whatever the values say."""
     with h5py.File(path, "w") as f:
         for key, value in attrs.items():
             f.attrs[key] = value
@@ -373,7 +379,8 @@ def case_export_pytorch_matches_eval():
 def case_export_refusals():
     """Exit 2 with one line naming the file or option: an unknown format, no --out or one
     in a missing directory, an --out that exists (replaced with --force), a damaged
-    checkpoint (as TARGET and as --checkpoint), another model's checkpoint, a run without
+    checkpoint (as TARGET and as --checkpoint), another model's checkpoint, one with a
+    short parameter array (eval and train --resume on 2 ranks too), a run without
     checkpoints, and --format pytorch where python3 has no torch (the temporary file
     removed, nothing written). A checkpoint as TARGET exports with its stored config."""
     folder = run_dir("export_refusals")
@@ -416,6 +423,22 @@ def case_export_refusals():
         p = export(args[0], "hdf5-layers", out, args[1:])
         check(p.returncode == 2 and not os.path.exists(out), f"damaged: exit {p.returncode}")
         one_error_line(p.stderr, damaged, "checksum")
+
+    # Checksums that match over arrays another tool got wrong: exit 2 naming the file and
+    # the array, on every rank (eval on 2 ranks, resuming a run), not a crash or a hang.
+    short = os.path.join(folder, "short.h5")
+    with h5py.File(checkpoints("export_refusals")[-1], "r") as f:
+        attrs = dict(f.attrs)
+        arrays = {"model/params": f["arrays/model/params"][:100]}
+    write_checkpoint(short, attrs, arrays)
+    for cmd in (["mpiexec", "-n", "2", hpctrain(), "eval", short, "--set",
+                 f"run.dir={folder}/short_eval"],
+                ["mpiexec", "-n", "2", hpctrain(), "train", os.path.join(run_folder, "config.yaml"),
+                 "--resume", short, "--set", f"run.dir={folder}/short_train"]):
+        p = run(cmd)
+        check(p.returncode == 2, f"{' '.join(cmd[3:5])} of a short parameter array: exit "
+                                 f"{p.returncode}")
+        one_error_line(p.stderr, short, "model/params", "holds 100 values")
 
     other = "export_refusals_other"
     fresh(other)

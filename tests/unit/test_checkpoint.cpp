@@ -142,6 +142,9 @@ TEST(CheckpointStore, NewestValidSkipsCorruptAndIgnoresTemporaries) {
   write_checkpoint_file(checkpoint_path(dir, 30), sample_state(30));
   std::ofstream(checkpoint_path(dir, 40) + ".tmp") << "half a file";  // a crash mid-write
   fs::resize_file(checkpoint_path(dir, 30), 100);                     // a corrupt newest one
+  // Names that are not ours: too many digits for a step, and a link that loops.
+  std::ofstream(dir + "/ckpt-99999999999999999999.h5") << "x";
+  fs::create_symlink("ckpt-000000000050.h5", checkpoint_path(dir, 50));
   const auto list = list_checkpoints(dir);
   ASSERT_EQ(list.size(), 3u);
   EXPECT_EQ(list[0].step, 30);
@@ -159,12 +162,14 @@ TEST(CheckpointStore, PruneKeepsNewest) {
     record_checkpoint(checkpoint_path(dir, s), "run");
   }
   std::ofstream(checkpoint_path(dir, 6) + ".tmp") << "x";
+  std::ofstream(dir + "/" + kManifestName + ".tmp.12345") << "x";  // a killed manifest write
   prune_checkpoints(dir, 2, "run");
   const auto list = list_checkpoints(dir);
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].step, 5);
   EXPECT_EQ(list[1].step, 4);
   EXPECT_FALSE(fs::exists(checkpoint_path(dir, 6) + ".tmp"));
+  EXPECT_FALSE(fs::exists(dir + "/" + kManifestName + ".tmp.12345"));
   std::ifstream manifest(dir + "/" + kManifestName);
   const std::string text((std::istreambuf_iterator<char>(manifest)), {});
   EXPECT_EQ(text, "ckpt-000000000004.h5\trun\nckpt-000000000005.h5\trun\n");
@@ -288,6 +293,46 @@ TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
   EXPECT_EQ(ranges[0].count, target.param_count() - dense0);
   EXPECT_EQ(trainable_ranges(target, {}, "c.yaml")[0].count, target.param_count());
   EXPECT_THROW(trainable_ranges(target, {"dense9"}, "c.yaml"), UsageError);
+
+  // Checksums that match over arrays or counts another tool got wrong: bad input.
+  CheckpointState short_params = s;
+  short_params.arrays[kParamsArray].resize(10);
+  write_checkpoint_file(path, short_params);
+  EXPECT_THROW(load_initial_params(path, target), UsageError);
+  CheckpointState bad_count = s;
+  bad_count.architecture = "layer dense0 dense params=4x out=8\n";
+  write_checkpoint_file(path, bad_count);
+  EXPECT_THROW(load_initial_params(path, target), UsageError);
+}
+
+TEST(CheckpointFile, InconsistentCursorIsRefused) {
+  const std::string dir = fresh_dir("cursor");
+  const auto refused = [&](CheckpointState s) {
+    const std::string path = dir + "/c.h5";
+    write_checkpoint_file(path, s);
+    try {
+      read_checkpoint_file(path);
+    } catch (const UsageError& e) {
+      return std::string(e.what()).find("inconsistent cursor") != std::string::npos;
+    }
+    return false;
+  };
+  EXPECT_FALSE(refused(sample_state(25)));
+  CheckpointState s = sample_state(25);
+  s.epoch = -1;
+  EXPECT_TRUE(refused(s));
+  s = sample_state(25);
+  s.step_in_epoch = 10;  // not below steps_per_epoch
+  EXPECT_TRUE(refused(s));
+  s = sample_state(25);
+  s.step = 26;
+  EXPECT_TRUE(refused(s));
+  s = sample_state(25);
+  s.epoch = int64_t{1} << 62;  // epoch x steps_per_epoch overflows
+  EXPECT_TRUE(refused(s));
+  s = sample_state(25);
+  s.world_size = 0;
+  EXPECT_TRUE(refused(s));
 }
 
 }  // namespace
