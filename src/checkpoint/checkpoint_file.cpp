@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -253,6 +255,11 @@ CheckpointState read_checkpoint_file(const std::string& path) {
       ArrayRead a = read_array(arrays.get(), name);
       if (a.stored_crc != a.actual_crc) {
         throw UsageError("array '" + name + "' fails its CRC-32C check (corrupt)");
+      }
+      // hpctrain never writes such parameters (async_writer.cpp); nothing could train on.
+      if (name.ends_with(kParamsArray) &&
+          !std::all_of(a.data.begin(), a.data.end(), [](float v) { return std::isfinite(v); })) {
+        throw UsageError("array '" + name + "' holds values that are not finite");
       }
       s.arrays[name] = std::move(a.data);
     }

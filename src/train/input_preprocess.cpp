@@ -1,6 +1,7 @@
 #include "train/input_preprocess.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -41,13 +42,17 @@ Preprocess input_preprocess(const Config& config, const DataSource& train) {
   }
   for (size_t ch = 0; ch < channels; ++ch) {
     const size_t k = mean.size() == 1 ? 0 : ch;
-    if (!(std[k] > 0) || !std::isfinite(mean[k])) {
-      throw UsageError(from + ": channel " + std::to_string(ch) + " has mean " +
-                       std::to_string(mean[k]) + " and std " + std::to_string(std[k]) +
-                       " (std must be > 0)");
+    // In float32, as the inputs are computed: 1/std and the mean must be finite there too.
+    const auto m = static_cast<float>(mean[k]), inv = static_cast<float>(1.0 / std[k]);
+    if (!(std[k] > 0) || !std::isfinite(m) || !std::isfinite(inv) || !(inv > 0)) {
+      char values[96];
+      std::snprintf(values, sizeof(values), "channel %zu has mean %g and std %g", ch, mean[k],
+                    std[k]);
+      throw UsageError(from + ": " + values +
+                       " (std must be > 0 and finite, 1/std and the mean finite in float32)");
     }
-    p.mean.push_back(static_cast<float>(mean[k]));
-    p.inv_std.push_back(static_cast<float>(1.0 / std[k]));
+    p.mean.push_back(m);
+    p.inv_std.push_back(inv);
   }
   return p;
 }

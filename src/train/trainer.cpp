@@ -374,6 +374,10 @@ int Trainer::run() {
     const EpochEnd ended =
         async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
     diverged = ended == EpochEnd::kDiverged;
+    if (ended == EpochEnd::kCompleted && !params_finite()) {  // activations hid it from the loss
+      diverged = true;
+      divergence_ = "the parameters are not finite at the end of the epoch, though the loss is";
+    }
     if (scaler_ && ended == EpochEnd::kCompleted) {
       const int64_t steps = steps_per_epoch_ - first_step;
       const int64_t skipped = scaler_->end_epoch(steps, rank_ == 0);
@@ -546,24 +550,6 @@ int Trainer::evaluate_checkpoint() {
   json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
   if (rank_ == 0) write_file_atomic(config_.run.dir + "/eval.json", json);
   return kExitOk;
-}
-
-bool Trainer::already_complete() {
-  const int64_t total = static_cast<int64_t>(config_.train.epochs) * steps_per_epoch_;
-  const std::string summary_path = config_.run.dir + "/summary.json";
-  int complete = 0;
-  if (rank_ == 0) {
-    std::error_code ec;
-    complete = global_step_ >= total && std::filesystem::exists(summary_path, ec) ? 1 : 0;
-  }
-  comm_->broadcast(&complete, sizeof(complete), 0);
-  if (complete == 0) return false;
-  log_info("the run is already complete: its final checkpoint is at epoch " +
-           std::to_string(global_step_ / steps_per_epoch_) + " of " +
-           std::to_string(config_.train.epochs) + " (results in " + summary_path +
-           "); nothing to train. Raise train.epochs to train further, or give another run.dir "
-           "to train again");
-  return true;
 }
 
 bool Trainer::agree_on_control(bool& checkpoint_now, bool& diverged) {

@@ -123,6 +123,9 @@ class Trainer {
   // Collective, after restore: whether the checkpoint resumed from is the end of training
   // and the run wrote its summary, so there is nothing to do (says so on rank 0).
   bool already_complete();
+  // Whether every rank's parameters are finite (ReLU passes NaN weights' activations on as
+  // zeros, so the loss may stay finite); collective.
+  bool params_finite();
   // Per-step agreement across ranks: stop on a signal, checkpoint by time.
   bool agree_on_control(bool& checkpoint_now, bool& diverged);
   void write_summary(const RunSummary& summary);

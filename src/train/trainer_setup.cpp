@@ -5,7 +5,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
@@ -396,6 +399,33 @@ void Trainer::choose_step_graphs() {
   if (graphs_allowed_) return;
   if (mode == "on") throw UsageError(config_.source_file + ": train.cuda_graph: on, but " + why);
   if (backend_->can_capture()) log_info("train.cuda_graph auto: steps run eagerly: " + why);
+}
+
+bool Trainer::already_complete() {
+  const int64_t total = static_cast<int64_t>(config_.train.epochs) * steps_per_epoch_;
+  const std::string summary_path = config_.run.dir + "/summary.json";
+  int complete = 0;
+  if (rank_ == 0) {
+    std::error_code ec;
+    complete = global_step_ >= total && std::filesystem::exists(summary_path, ec) ? 1 : 0;
+  }
+  comm_->broadcast(&complete, sizeof(complete), 0);
+  if (complete == 0) return false;
+  log_info("the run is already complete: its final checkpoint is at epoch " +
+           std::to_string(global_step_ / steps_per_epoch_) + " of " +
+           std::to_string(config_.train.epochs) + " (results in " + summary_path +
+           "); nothing to train. Raise train.epochs to train further, or give another run.dir "
+           "to train again");
+  return true;
+}
+
+bool Trainer::params_finite() {
+  std::vector<float> host(model_->param_count());
+  model_->get_params(host.data());
+  double bad =
+      std::all_of(host.begin(), host.end(), [](float v) { return std::isfinite(v); }) ? 0.0 : 1.0;
+  if (world_size_ > 1) comm_->allreduce_max(&bad, 1);
+  return bad == 0.0;
 }
 
 }  // namespace hpctrain

@@ -260,3 +260,8 @@ def case_augment_normalize_kill_resume():
                                           "data.std=[0.3, 0.3]"])
     check(rc == 2, f"two means for one channel: exit {rc}")
     one_error_line(err, "data.mean and data.std: 2 and 2 values for 1-channel")
+    # 1/std overflows float32: the inputs would be infinite (a NaN model, once).
+    rc, _, err = train("augment_bad", 2, ["data.normalize=given", "data.mean=[0.5]",
+                                          "data.std=[1e-50]"])
+    check(rc == 2, f"data.std 1e-50: exit {rc}")
+    one_error_line(err, "data.std", "std 1e-50", "1/std")

@@ -335,5 +335,18 @@ TEST(CheckpointFile, InconsistentCursorIsRefused) {
   EXPECT_TRUE(refused(s));
 }
 
+TEST(CheckpointFile, ParametersThatAreNotFiniteAreRefused) {
+  const std::string path = fresh_dir("nan") + "/c.h5";
+  CheckpointState s = sample_state(5);
+  s.arrays[kParamsArray][7] = std::nanf("");
+  write_checkpoint_file(path, s);  // the file layer writes what it is given
+  try {
+    read_checkpoint_file(path);
+    ADD_FAILURE() << "read a checkpoint with a NaN parameter";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace hpctrain
