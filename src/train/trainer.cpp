@@ -202,12 +202,19 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       end = EpochEnd::kDiverged;
       break;
     }
+    // At the epoch's last step a checkpoint, and a stop, wait for its row (metrics.csv):
+    // a resume from the end of an epoch never runs that epoch again.
+    const bool last = step + 1 == steps_per_epoch_;
     if (stop) {
-      end = EpochEnd::kStopped;
+      end = last ? EpochEnd::kStopAfter : EpochEnd::kStopped;
       break;
     }
     if (checkpoint_now || checkpoints_->due_by_steps(global_step_)) {
-      save_checkpoint(/*wait=*/false);
+      if (last) {
+        save_after_row_ = true;
+      } else {
+        save_checkpoint(/*wait=*/false);
+      }
     }
     if (progress.due(now_seconds())) {
       LossStats s;
@@ -303,6 +310,24 @@ void Trainer::connect() {
   }
 }
 
+int Trainer::stop_run() {
+  if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
+  checkpoints_->finish();
+  {
+    WatchdogScope w(*watchdog_, "stop barrier", global_step_);
+    comm_->barrier();
+  }
+  if (rank_ == 0) {
+    // mpiexec (MPICH hydra 4.0) sometimes reports 0 instead of the ranks' 75 when it
+    // forwarded the signal; job scripts also look for this marker.
+    write_file_atomic(stopped_marker(), "step " + std::to_string(global_step_) + "\ncheckpoint " +
+                                            checkpoints_->stats().last_path + "\n");
+  }
+  log_info("stopped by a signal at step " + std::to_string(global_step_) +
+           " after committing a checkpoint; resume with --resume auto");
+  return kExitStopped;
+}
+
 int Trainer::run() {
   const double run_t0 = now_seconds();
   const std::string start_time = utc_now();
@@ -374,11 +399,12 @@ int Trainer::run() {
     const EpochEnd ended =
         async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
     diverged = ended == EpochEnd::kDiverged;
-    if (ended == EpochEnd::kCompleted && !params_finite()) {  // activations hid it from the loss
+    const bool complete = ended == EpochEnd::kCompleted || ended == EpochEnd::kStopAfter;
+    if (complete && !params_finite()) {  // activations hid it from the loss
       diverged = true;
       divergence_ = "the parameters are not finite at the end of the epoch, though the loss is";
     }
-    if (scaler_ && ended == EpochEnd::kCompleted) {
+    if (scaler_ && complete) {
       const int64_t steps = steps_per_epoch_ - first_step;
       const int64_t skipped = scaler_->end_epoch(steps, rank_ == 0);
       skipped_steps_ += skipped;
@@ -388,25 +414,7 @@ int Trainer::run() {
         divergence_ = "every step of the epoch had gradients that were not finite and was skipped";
       }
     }
-    if (ended == EpochEnd::kStopped) {
-      // 3. Stop on a signal: commit a checkpoint of this step, then exit 75.
-      if (checkpoints_->last_saved_step() != global_step_) save_checkpoint(/*wait=*/true);
-      checkpoints_->finish();
-      {
-        WatchdogScope w(*watchdog_, "stop barrier", global_step_);
-        comm_->barrier();
-      }
-      if (rank_ == 0) {
-        // mpiexec (MPICH hydra 4.0) sometimes reports 0 instead of the ranks' 75
-        // when it forwarded the signal; job scripts also look for this marker.
-        write_file_atomic(stopped_marker(), "step " + std::to_string(global_step_) +
-                                                "\ncheckpoint " + checkpoints_->stats().last_path +
-                                                "\n");
-      }
-      log_info("stopped by a signal at step " + std::to_string(global_step_) +
-               " after committing a checkpoint; resume with --resume auto");
-      return kExitStopped;
-    }
+    if (ended == EpochEnd::kStopped) return stop_run();
     if (meter_ && epoch < config_.train.epochs && !diverged) rebalance(global_step_);
     total_train += m.time_train_s;
     total_wait += m.data_wait_s;
@@ -425,10 +433,6 @@ int Trainer::run() {
       summary.val_loss = v.loss;
       summary.val_accuracy = v.accuracy;
     }
-    if (config_.checkpoint.at_epoch_end && !diverged &&
-        checkpoints_->last_saved_step() != global_step_) {
-      save_checkpoint(/*wait=*/false);
-    }
     char line[256];
     std::snprintf(line, sizeof(line),
                   "epoch %d/%d  train loss %.4f acc %.4f  val loss %s acc %s  %.2fs  %.0f "
@@ -441,6 +445,14 @@ int Trainer::run() {
                   m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
     log_info(line);
     if (metrics_csv_) metrics_csv_->append(m);
+    // The epoch's checkpoint after its row: killed in between, the resumed run trains the
+    // end of the epoch again and writes the row itself.
+    if ((config_.checkpoint.at_epoch_end || save_after_row_) && !diverged &&
+        checkpoints_->last_saved_step() != global_step_) {
+      save_checkpoint(/*wait=*/false);
+    }
+    save_after_row_ = false;
+    if (ended == EpochEnd::kStopAfter && !diverged) return stop_run();
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
     if (!diverged) summary.epochs_completed = epoch;

@@ -61,7 +61,9 @@ class Trainer {
     double loss = 0, accuracy = 0;
   };
   // kDiverged: a step's loss was not finite; the epoch ends before that step's checkpoint.
-  enum class EpochEnd { kCompleted, kStopped, kDiverged };
+  // kStopAfter: a stop signal was agreed on at the epoch's last step; the epoch is complete
+  // and stops after its validation and metrics row, so that its checkpoint has its row.
+  enum class EpochEnd { kCompleted, kStopped, kDiverged, kStopAfter };
 
   // Training: the train loader from `start_step` and the validation passes still
   // to come; else (evaluation) one pass of validation and test.
@@ -123,6 +125,9 @@ class Trainer {
   // Collective, after restore: whether the checkpoint resumed from is the end of training
   // and the run wrote its summary, so there is nothing to do (says so on rank 0).
   bool already_complete();
+  // 3. Stop on a signal: commits a checkpoint of this step, then the STOPPED marker;
+  // returns the exit code 75.
+  int stop_run();
   // Whether every rank's parameters are finite (ReLU passes NaN weights' activations on as
   // zeros, so the loss may stay finite); collective.
   bool params_finite();
@@ -168,6 +173,8 @@ class Trainer {
   DeviceArray<LossStats> step_stats_;
   std::vector<int64_t> nonfinite_steps_;  // debug.nonfinite_steps, sorted
   std::string divergence_;                // why the run diverged, for the last line
+  // A checkpoint fell due at an epoch's last step: it is saved after the epoch's row.
+  bool save_after_row_ = false;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ModelCollectives> collectives_;

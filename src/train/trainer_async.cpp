@@ -81,11 +81,18 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     }
     const SegmentEnd e = async_->finish_segment(begin, stop_signal() != 0);
     global_step_ = e.cursor;
+    const bool last = global_step_ == epoch_end;  // as in train_epoch: the row first
     if (e.stop) {
-      end = EpochEnd::kStopped;
+      end = last ? EpochEnd::kStopAfter : EpochEnd::kStopped;
       break;
     }
-    if (e.checkpoint || checkpoints_->due_by_steps(global_step_)) save_checkpoint(/*wait=*/false);
+    if (e.checkpoint || checkpoints_->due_by_steps(global_step_)) {
+      if (last) {
+        save_after_row_ = true;
+      } else {
+        save_checkpoint(/*wait=*/false);
+      }
+    }
   }
   backend_->synchronize();
   double times[3] = {now_seconds() - t0, train_loader_ ? train_loader_->wait_seconds() - wait0 : 0,

@@ -162,7 +162,8 @@ def case_rerun_finished_and_stopped():
 
 def case_metrics_once_after_kill():
     """kill -9 after an epoch's row was written but before that epoch's checkpoint:
-    the resumed run repeats the epoch, and metrics.csv still has each epoch once."""
+    the resumed run repeats the epoch, and metrics.csv still has each epoch once. A
+    checkpoint due at an epoch's last step comes after the epoch's row."""
     name = "metrics_kill"
     fresh(name)
     # A checkpoint every 600 steps (429 per epoch on 2 ranks): the first, at step 600, is
@@ -188,6 +189,30 @@ def case_metrics_once_after_kill():
     check(rc == 0 and "resuming at step 171 of epoch 2" in out, f"resume: exit {rc}")
     rows = [r["epoch"] for r in metrics_rows(name)]
     check(rows == ["1", "2", "3"], f"metrics.csv epochs after kill -9 and resume: {rows}")
+
+    # A checkpoint due at an epoch's last step is committed after the epoch's validation
+    # and row: killed as soon as it is there, the row is there too, and the resumed run
+    # (which starts the next epoch) loses no row.
+    name = "metrics_epoch_end"
+    fresh(name)
+    # 78 steps per epoch on 2 ranks; a long validation (55,000 rows) after each.
+    sets = ["train.epochs=2", "run.deterministic=true", f"data.train={ARGS.data}/test.h5",
+            f"data.val={ARGS.data}/train.h5", "data.test=", "checkpoint.every_steps=78"]
+    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline, rows = time.time() + 300, None
+    while p.poll() is None and time.time() < deadline:
+        if checkpoints(name):
+            os.killpg(p.pid, signal.SIGKILL)
+            rows = [r["epoch"] for r in metrics_rows(name)]
+            break
+        time.sleep(0.001)
+    p.wait(timeout=120)
+    check(rows == ["1"], f"metrics.csv when the epoch-end checkpoint appeared: {rows}")
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "resuming at step 0 of epoch 2" in out, f"resume: exit {rc}")
+    rows = [r["epoch"] for r in metrics_rows(name)]
+    check(rows == ["1", "2"], f"metrics.csv epochs after the resume: {rows}")
 
 
 def case_sharded_data_same_params():
