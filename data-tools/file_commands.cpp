@@ -149,6 +149,13 @@ int cmd_stats(std::vector<std::string> argv) {
     std::printf("channel %zu: mean %.6f std %.6f\n", ch, s.mean[ch], s.std[ch]);
   }
   if (dry_run) return 0;
+  for (size_t ch = 0; ch < s.std.size(); ++ch) {
+    if (!(s.std[ch] > 0)) {  // training would refuse it (data.normalize: auto)
+      throw UsageError("stats: channel " + std::to_string(ch) +
+                       " has the same value everywhere (std 0): it cannot be normalised; "
+                       "nothing stored");
+    }
+  }
   for (const std::string& path : args.positional) {
     store_channel_stats(path, s);
     std::printf("stored mean and std in %s\n", path.c_str());

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "data-tools/row_copy.hpp"
 #include "h5/h5.hpp"
 
 namespace hpctrain {
@@ -133,6 +134,11 @@ TextReport convert_text(const TextOptions& o) {
   if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
     throw UsageError("text: --val-fraction and --test-fraction must be >= 0 with a sum below 1");
   }
+  std::vector<std::string> outputs = {o.out};
+  for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
+    outputs.push_back((fs::path(o.out) / name).string());
+  }
+  for (const std::string& f : o.files) check_outputs_differ(f, outputs);
 
   // 1. Tokens as provisional ids (order of first appearance), with their counts.
   std::unordered_map<std::string, int32_t> provisional;

@@ -167,6 +167,13 @@ TEST(TextTool, BadInputIsNamed) {
   o.test_fraction = 0.3;
   expect_usage_error([&] { convert_text(o); }, "the val split gets no window");
   EXPECT_FALSE(std::filesystem::exists(dir + "/x.h5"));
+  // An output that is an input: refused, the text left as it was.
+  o.val_fraction = o.test_fraction = 0;
+  o.files = {dir + "/short.txt"};
+  o.out = dir + "/./short.txt";
+  expect_usage_error([&] { convert_text(o); }, "would overwrite the input file");
+  std::ifstream text(dir + "/short.txt");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(text)), {}), "abc");
 }
 
 }  // namespace

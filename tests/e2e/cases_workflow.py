@@ -10,6 +10,9 @@ import signal
 import subprocess
 import time
 
+import h5py
+import numpy as np
+
 from harness import (ARGS, DET, check, checkpoints, expect_ok, fresh, hpctrain, kill_and_resume,
                      metrics_rows, newest_step, one_error_line, run_dir, summary, train,
                      train_cmd)
@@ -266,6 +269,17 @@ def case_augment_normalize_kill_resume():
                        capture_output=True, text=True, timeout=300)
     print(p.stdout + p.stderr)
     check(p.returncode == 0 and "channel 0: mean 0.28" in p.stdout, "hpctrain-data stats failed")
+    flat = os.path.join(d, "flat.h5")  # every pixel the same: std 0, which training refuses
+    with h5py.File(flat, "w") as f:
+        f["images"] = np.full((4, 1, 28, 28), 7, np.uint8)
+        f["labels"] = np.arange(4, dtype=np.int32) % 2
+        f.attrs["num_classes"] = 2
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "stats", flat],
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and p.stderr.count("\n") == 1 and "channel 0" in p.stderr and
+          "std 0" in p.stderr, f"stats of a flat file: exit {p.returncode}, {p.stderr}")
+    with h5py.File(flat, "r") as f:
+        check("std" not in f.attrs, "stats stored std 0")
     aug = DET + [f"data.train={train_file}", "data.normalize=auto", "data.augment.flip=true",
                  "data.augment.crop_padding=2", "checkpoint.every_steps=40"]
     fresh("augment_full")
