@@ -3,6 +3,7 @@
 #include "data-tools/inspect_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -113,7 +114,8 @@ std::vector<int64_t> label_histogram(hid_t file, const DatasetShape& shape, int6
 }
 
 // Min and max pixel value over the first `samples` samples, as floats.
-std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64_t samples) {
+std::pair<float, float> pixel_range(const std::string& path, hid_t file, const DatasetShape& shape,
+                                    int64_t samples) {
   const hsize_t offset[4] = {0, 0, 0, 0};
   const hsize_t dims[4] = {static_cast<hsize_t>(samples), static_cast<hsize_t>(shape.c),
                            static_cast<hsize_t>(shape.h), static_cast<hsize_t>(shape.w)};
@@ -139,6 +141,13 @@ std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64
   } else {
     HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(),
                         H5P_DEFAULT, values.data()));
+  }
+  const auto bad =
+      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+  if (bad != values.end()) {  // as the loader refuses it
+    const auto sample = (bad - values.begin()) / shape.sample_elems();
+    throw UsageError(path + ": images: sample " + std::to_string(sample) +
+                     " holds a value that is not finite (NaN or infinity)");
   }
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   return {*lo, *hi};
@@ -174,17 +183,9 @@ void inspect_tokens(const DatasetFile& data, std::ostream& out) {
   if (!next) out << "num_classes: " << shape.num_classes << "\n";
 }
 
-}  // namespace
-
-void inspect_data_file(const std::string& path, std::ostream& out) {
-  const DatasetFile data(path);  // validates, with the loader's error messages
-  const DatasetShape& shape = data.shape();
-  if (shape.tokens()) {
-    inspect_tokens(data, out);
-    return;
-  }
+// An image file: shape, class histogram, root attributes and the range of the values.
+void describe_images(const std::string& path, const DatasetShape& shape, std::ostream& out) {
   const H5Handle file = h5_open_read_only(path);
-
   out << "file: " << path << "\n";
   out << "samples: " << shape.n << "\n";
   out << "images: [" << shape.n << ", " << shape.c << ", " << shape.h << ", " << shape.w
@@ -220,9 +221,22 @@ void inspect_data_file(const std::string& path, std::ostream& out) {
 
   // 3. Value range: catches a float file that was never normalised, or an all-zero one.
   const int64_t samples = std::min(shape.n, kPixelSamples);
-  const auto [lo, hi] = pixel_range(file.get(), shape, samples);
+  const auto [lo, hi] = pixel_range(path, file.get(), shape, samples);
   out << "pixel range (first " << samples << " samples): min " << format_double(lo) << ", max "
       << format_double(hi) << "\n";
+}
+
+}  // namespace
+
+void inspect_data_file(const std::string& path, std::ostream& out) {
+  const DatasetFile data(path);  // validates, with the loader's error messages
+  const DatasetShape& shape = data.shape();
+  if (shape.tokens()) {
+    inspect_tokens(data, out);
+    return;
+  }
+  // Reading the histogram and the values may meet damaged chunks that opening did not.
+  h5_reading(path, [&] { describe_images(path, shape, out); });
 }
 
 double inspect_timeout(const std::string& value) {
