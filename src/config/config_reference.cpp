@@ -187,7 +187,8 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "with\n"
       "the keys of type T. `name` is optional (type + index) and must be unique: checkpoints "
       "and\n"
-      "`model.freeze` name layers by it.\n";
+      "`model.freeze` name layers by it. A name is letters, digits, `_`, `.` and `-`, and not\n"
+      "`classifier` (the head every model ends with).\n";
   for (const Table& t : layer_tables(catalog)) {
     out += "\n### " + t.title + "\n\n" + sentence(t.help) + ".\n";
     if (!t.rows.empty()) {

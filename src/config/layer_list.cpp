@@ -4,6 +4,8 @@
 // declaration's order.
 #include "config/layer_list.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 #include "config/config_reader.hpp"
@@ -81,7 +83,22 @@ std::vector<LayerSpec> read_layer_list(const ReadContext& c, const Value& list) 
                      "required key is missing (one of " + join_names(types) + ")");
     }
     spec.type = config_reader::read_choice(c.origins, *type, types);
-    if (const auto name = s.find("name")) spec.name = config_reader::read_string(c.origins, *name);
+    if (const auto name = s.find("name")) {
+      spec.name = config_reader::read_string(c.origins, *name);
+      // The architecture line and export tensor names hold it as one word; the head is
+      // "classifier".
+      const bool word =
+          !spec.name.empty() && std::all_of(spec.name.begin(), spec.name.end(), [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
+                   ch == '-';
+          });
+      if (!word || spec.name == "classifier") {
+        c.origins.fail(entry.path + ".name", name->mark,
+                       "expected letters, digits, '_', '.' and '-', and not 'classifier' (the "
+                       "head's name), got '" +
+                           spec.name + "'");
+      }
+    }
     read_layer_keys(c, s, entry, *c.catalog.layer_type(spec.type), spec);
     // Names identify parameters in checkpoints, so they must be unique.
     if (spec.name.empty()) spec.name = spec.type + std::to_string(i);

@@ -330,14 +330,14 @@ TEST(ConfigToYaml, RoundTripsFullAndDefaultConfigs) {
 TEST(ConfigToYaml, RoundTripsLayersAndAwkwardValues) {
   const Config c = load_config(
       write_yaml(kMinimal),
-      {"model.preset=layers", "model.layers=[{type: dense, units: 7}, {type: relu, name: 'a: #b'}]",
+      {"model.preset=layers", "model.layers=[{type: dense, units: 7}, {type: relu, name: 'null'}]",
        "run.name='true'", "data.val='null'", "optimizer.lr=0.1", "optimizer.momentum=0.3",
        "optimizer.weight_decay=1e-300", "train.progress_seconds=0.30000000000000004",
        "optimizer.schedule.gamma=0.3333333333333333", "run.seed=0"},
       catalog());
   EXPECT_EQ(c.run.name, "true");
   EXPECT_EQ(c.data.val, NameList{"null"});
-  EXPECT_EQ(c.model.layers[1].name, "a: #b");
+  EXPECT_EQ(c.model.layers[1].name, "null");
   expect_round_trip(c);
 }
 

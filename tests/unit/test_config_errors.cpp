@@ -236,6 +236,16 @@ TEST(ConfigErrors, ModelLayers) {
                    "  preset: layers\n  layers:\n    - {type: relu, name: a}\n"
                    "    - {type: relu, name: a}\n",
                "FILE:7: model.layers[1].name: duplicate layer name 'a' (also model.layers[0])");
+  for (const auto& [yaml, name] :
+       std::vector<std::pair<std::string, std::string>>{{"\"hidden 1\"", "hidden 1"},
+                                                        {"classifier", "classifier"},
+                                                        {"\"\"", ""},
+                                                        {"a/b", "a/b"}}) {
+    expect_error(head + "  preset: layers\n  layers:\n    - {type: relu, name: " + yaml + "}\n",
+                 "FILE:6: model.layers[0].name: expected letters, digits, '_', '.' and '-', and "
+                 "not 'classifier' (the head's name), got '" +
+                     name + "'");
+  }
   expect_error(head + "  preset: layers\n  layers: 5\n",
                "FILE:5: model.layers: expected a list of layers, got '5'");
   expect_error(head + "  preset: layers\n  hidden: [10]\n  layers: [{type: relu}]\n",
