@@ -14,6 +14,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <sstream>
 
 #include "apps/bench_checkpoint.hpp"
@@ -123,6 +124,10 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
     ++i;
   }
 
+  if (min_bytes > max_bytes) {
+    throw UsageError("bench allreduce: --min-bytes " + std::to_string(min_bytes) +
+                     " is above --max-bytes " + std::to_string(max_bytes));
+  }
   if (device != "cpu" && device != "cuda") {
     throw UsageError("bench allreduce: --device: expected cpu or cuda, got '" + device + "'");
   }
@@ -130,7 +135,13 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   MpiEnv env(argc, argv);
   Communicator comm(MPI_COMM_WORLD, static_cast<size_t>(chunk_bytes));
   const int n = comm.size();
-  std::vector<float> buffer(static_cast<size_t>(max_bytes / 4));
+  std::vector<float> buffer;
+  try {
+    buffer.resize(static_cast<size_t>(max_bytes / 4));
+  } catch (const std::bad_alloc&) {  // the same on every rank: each exits 2
+    throw UsageError("bench allreduce: --max-bytes: cannot allocate " + std::to_string(max_bytes) +
+                     " bytes here");
+  }
   std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::kRing,
                                                 AllreduceAlgorithm::kMpi};
   // --device cuda: the message on the GPU, `buffer` (pinned) the staging area.

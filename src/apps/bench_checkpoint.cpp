@@ -14,11 +14,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <new>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +31,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/timer.hpp"
+#include "data-tools/cli_args.hpp"
 
 namespace hpctrain {
 namespace {
@@ -67,6 +72,18 @@ void plain_write(const std::string& path, const std::vector<float>& a,
   commit_file(temp, path);
 }
 
+// The integer value of option `key`, at least `least`; anything else is bad input.
+int64_t whole_number(const std::string& key, const std::string& value, int64_t least) {
+  int64_t n = 0;
+  const char* end = value.data() + value.size();
+  const auto [stop, err] = std::from_chars(value.data(), end, n);
+  if (err != std::errc() || stop != end || n < least) {
+    throw UsageError("bench checkpoint: " + key +
+                     ": expected an integer >= " + std::to_string(least) + ", got '" + value + "'");
+  }
+  return n;
+}
+
 }  // namespace
 
 int cmd_bench_checkpoint(const std::vector<std::string>& args) {
@@ -79,28 +96,37 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
       return kExitOk;
     }
     if (i + 1 >= args.size()) throw UsageError("bench checkpoint: " + args[i] + " needs a value");
+    const std::string& key = args[i];
     const std::string& v = args[++i];
-    try {
-      if (args[i - 1] == "--bytes")
-        bytes = std::stoll(v);
-      else if (args[i - 1] == "--reps")
-        reps = std::stoll(v);
-      else if (args[i - 1] == "--dir")
-        dir = v;
-      else if (args[i - 1] == "--step-ms")
-        step_ms = std::stod(v);
-      else if (args[i - 1] == "--out")
-        out_path = v;
-      else
-        throw UsageError("bench checkpoint: unknown option '" + args[i - 1] + "'");
-    } catch (const std::logic_error&) {
-      throw UsageError("bench checkpoint: " + args[i - 1] + ": expected a number, got '" + v + "'");
+    if (key == "--bytes") {
+      bytes = whole_number(key, v, 8);
+    } else if (key == "--reps") {
+      reps = whole_number(key, v, 1);
+    } else if (key == "--dir") {
+      dir = v;
+    } else if (key == "--step-ms") {
+      const std::optional<double> ms = cli::parse_number(v);
+      if (!ms || !std::isfinite(*ms) || *ms < 0 || *ms > 1e6) {
+        throw UsageError("bench checkpoint: --step-ms: expected milliseconds in [0, 1e6], got '" +
+                         v + "'");
+      }
+      step_ms = *ms;
+    } else if (key == "--out") {
+      out_path = v;
+    } else {
+      throw UsageError("bench checkpoint: unknown option '" + key + "'");
     }
   }
-  if (bytes < 8 || reps < 1) throw UsageError("bench checkpoint: --bytes >= 8 and --reps >= 1");
-  make_directories(dir);
   const size_t n = static_cast<size_t>(bytes / 8);  // two arrays of n floats
-  std::vector<float> params(n), velocity(n);
+  std::vector<float> params, velocity;
+  try {
+    params.resize(n);
+    velocity.resize(n);
+  } catch (const std::bad_alloc&) {
+    throw UsageError("bench checkpoint: --bytes: cannot allocate " + std::to_string(bytes) +
+                     " bytes here");
+  }
+  make_directories(dir);
   for (size_t i = 0; i < n; ++i) {
     params[i] = static_cast<float>(i % 1000) * 1e-3f;
     velocity[i] = -params[i];

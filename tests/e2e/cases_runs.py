@@ -197,6 +197,19 @@ def case_cli():
     c = subprocess.run([hpctrain(), "config", "--lst"], capture_output=True, text=True)
     check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1,
           "config with a bad option: " + c.stderr)
+    # bench options: malformed or out of range is one line naming the option (--step-ms inf
+    # waited forever; 4096abc was read as 4096; min above max measured nothing).
+    unused = ["--dir", "bench-unused.tmp"]
+    for args, option in ((["checkpoint", "--step-ms", "inf"] + unused, "--step-ms"),
+                         (["checkpoint", "--bytes", "4096abc"] + unused, "--bytes"),
+                         (["checkpoint", "--reps", "0"] + unused, "--reps"),
+                         (["allreduce", "--min-bytes", "1000000", "--max-bytes", "1000"],
+                          "--min-bytes")):
+        c = subprocess.run([hpctrain(), "bench"] + args, capture_output=True, text=True,
+                           timeout=30)
+        check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1
+              and option in c.stderr, f"bench {' '.join(args)}: exit {c.returncode}, {c.stderr}")
+        check(not os.path.exists("bench-unused.tmp"), "bench checkpoint made its directory")
 
 
 def case_cuda_graph_bit_identical():
