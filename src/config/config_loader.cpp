@@ -42,7 +42,13 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
   }
   YAML::Node root;
   try {
-    root = text ? YAML::Load(*text) : YAML::LoadFile(source);
+    const std::vector<YAML::Node> documents =
+        text ? YAML::LoadAll(*text) : YAML::LoadAllFromFile(source);
+    if (documents.size() > 1) {
+      throw UsageError(line_of(source, documents[1].Mark()) +
+                       ": a second YAML document ('---'): a config is one document");
+    }
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::BadFile&) {
     throw UsageError(source + ": cannot open config file");
   } catch (const YAML::ParserException& e) {

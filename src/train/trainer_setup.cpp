@@ -14,7 +14,6 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
-#include "core/files.hpp"
 #include "core/log.hpp"
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
@@ -249,8 +248,15 @@ void Trainer::prepare() {
   checkpoints_->prepare_resume(resume_);
   choose_step_graphs();
 
-  // 4. Run directory (rank 0).
-  if (rank_ == 0) make_directories(config_.run.dir);
+  // 4. Run directory (rank 0): one that cannot be made is bad input, as checkpoint.dir.
+  if (rank_ == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.run.dir, ec);
+    if (ec) {
+      throw UsageError(config_.source_file + ": run.dir: " + config_.run.dir +
+                       ": cannot create it: " + ec.message());
+    }
+  }
 }
 
 int Trainer::optimizer_slots() const {

@@ -164,7 +164,7 @@ def case_symlink_and_foreign_files():
 def case_checkpoint_dir_checked_at_start():
     """A checkpoint directory that cannot be created, or without room for checkpoint.keep + 1
     checkpoints, is found at start-up (exit 2 naming checkpoint.dir), not at the first
-    checkpoint."""
+    checkpoint; a run directory that cannot be created is exit 2 naming run.dir."""
     fresh("ckdir")
     os.makedirs(run_dir("ckdir"))
     blocker = os.path.join(run_dir("ckdir"), "a-file")
@@ -175,6 +175,9 @@ def case_checkpoint_dir_checked_at_start():
     rc, _, err = train("ckdir", 2, base + [f"checkpoint.dir={blocker}/checkpoints"])
     check(rc == 2, f"uncreatable checkpoint.dir: exit {rc}, expected 2")
     one_error_line(err, "checkpoint.dir", "cannot create it")
+    rc, _, err = train("ckdir", 2, base + [f"run.dir={blocker}/run"])
+    check(rc == 2, f"uncreatable run.dir: exit {rc}, expected 2")
+    one_error_line(err, "run.dir", "cannot create it")
     rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000"])
     check(rc == 2, f"no room for keep + 1 checkpoints: exit {rc}, expected 2")
     one_error_line(err, "checkpoint.dir", "MiB free, but checkpoint.keep + 1 = 2000000001")

@@ -300,6 +300,8 @@ TEST(ConfigErrors, FileLevelProblems) {
   const std::string comments = load_error("# nothing here\n", {}, &path);
   EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
   expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
+  expect_error("train: {epochs: 2}\n---\ntrain: {epochs: 9, bogus: 1}\n",
+               "FILE:3: a second YAML document ('---'): a config is one document");
 
   const std::string missing = (fs::path(::testing::TempDir()) / "no_such_config.yaml").string();
   try {
