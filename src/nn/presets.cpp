@@ -110,25 +110,31 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, cons
   }
   layers.push_back(std::make_unique<Dense>("classifier", num_classes, Dense::Init::kGlorot,
                                            /*per_step=*/data.per_step > 0));
-  if (data.per_step > 0) {
-    if (config.preset != "layers") {
-      throw UsageError(source + ": model.preset: " + config.preset +
-                       " cannot predict the next token at every step; use preset layers with "
-                       "an lstm or gru that has return_sequences: true");
-    }
-    // The classifier sees [steps, features] only if the last sequence layer returns them
-    // (the layers of model.layers compute their output dims again in the model: they are
-    // pure functions of the input dims).
-    Dims dims = input_dims;
-    for (size_t i = 0; i + 1 < layers.size(); ++i) dims = layers[i]->output_dims(dims);
-    if (dims.size() != 2 || dims[0] != data.per_step) {
-      throw UsageError(source + ": model: data.train has " + std::to_string(data.per_step) +
-                       " next tokens per sample, so the layers before the classifier must give " +
-                       std::to_string(data.per_step) + " steps [" + std::to_string(data.per_step) +
-                       ", features], but they give an output of " + dims_text(dims) +
-                       " (the last lstm or gru needs return_sequences: true)");
-    }
+  if (data.per_step > 0 && config.preset != "layers") {
+    throw UsageError(source + ": model.preset: " + config.preset +
+                     " cannot predict the next token at every step; use preset layers with "
+                     "an lstm or gru that has return_sequences: true");
   }
+  // Every layer's output shape now (pure functions of the input dims; the model computes
+  // them again), so that a layer that does not fit its input names the config.
+  auto shape_after = [&](Layer& layer, const Dims& in) {
+    try {
+      return layer.output_dims(in);
+    } catch (const UsageError& e) {
+      throw UsageError(source + ": model: " + e.what());
+    }
+  };
+  Dims dims = input_dims;
+  for (size_t i = 0; i + 1 < layers.size(); ++i) dims = shape_after(*layers[i], dims);
+  // The classifier sees [steps, features] only if the last sequence layer returns them.
+  if (data.per_step > 0 && (dims.size() != 2 || dims[0] != data.per_step)) {
+    throw UsageError(source + ": model: data.train has " + std::to_string(data.per_step) +
+                     " next tokens per sample, so the layers before the classifier must give " +
+                     std::to_string(data.per_step) + " steps [" + std::to_string(data.per_step) +
+                     ", features], but they give an output of " + dims_text(dims) +
+                     " (the last lstm or gru needs return_sequences: true)");
+  }
+  shape_after(*layers.back(), dims);
   return layers;
 }
 

@@ -229,6 +229,12 @@ class PlotsTest(unittest.TestCase):
         rc, _, err = self.run_main(["allreduce", bench])
         self.assertEqual(rc, 2)
         self.assertIn(bench, err)
+        for argv in ([], ["run"], ["bogus", "x"]):  # argument errors: one line too
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as e:
+                plots.main(argv)
+            self.assertEqual(e.exception.code, 2)
+            self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
 
 
 if __name__ == "__main__":

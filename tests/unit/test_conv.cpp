@@ -245,6 +245,19 @@ std::string usage_error(const std::function<void()>& f) {
   return "";
 }
 
+TEST(Conv2dLayer, ALayerThatDoesNotFitItsInputNamesTheConfig) {
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.layers = {{.type = "conv2d",
+                .name = "big",
+                .values = {{"filters", int64_t{4}}, {"kernel", int64_t{40}}}}};
+  EXPECT_EQ(usage_error([&] {
+              build_layers(mc, ModelData{10}, {1, 28, 28}, "c.yaml");
+            }),
+            "c.yaml: model: layer big: input 28x28 with padding 0 is smaller than the 40x40 "
+            "kernel");
+}
+
 TEST(Conv2dLayer, InputsThatDoNotFitAreUsageErrors) {
   Conv2d c("conv1", Conv2d::Options{8, 5, 1, 1, true});
   EXPECT_EQ(usage_error([&] {

@@ -6,7 +6,6 @@ Each plot_* function returns the paths it wrote; main() is `hpctrain plot`. A mi
 malformed input raises PlotInputError, whose message names the file (main: exit 2).
 """
 
-import argparse
 import math
 import os
 import sys
@@ -17,6 +16,7 @@ from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
                                         PlotInputError, _colors, _legend_right, _plot_power,
                                         _read_json, _save, plt, read_metrics, read_power)
 from hpctrain_tools.plot_study import plot_study, study_plot_names
+from hpctrain_tools.scaling import OneLineParser
 
 __all__ = ["plot_run", "plot_study", "plot_allreduce", "study_plot_names", "main",
            "PlotInputError"]
@@ -114,7 +114,7 @@ def main(argv):
     """`hpctrain plot run RUN_DIR [--out DIR] | study STUDY_DIR | allreduce FILE.json
     [--out FILE.png]`: prints "wrote PATH" per PNG; a bad input is one line on stderr
     and exit code 2."""
-    ap = argparse.ArgumentParser(
+    ap = OneLineParser(
         prog="hpctrain plot", description="PNG plots of a run, a study or an all-reduce benchmark")
     sub = ap.add_subparsers(dest="what", required=True)
     run = sub.add_parser("run", help="curves.png and power.png of one training run")
