@@ -274,7 +274,9 @@ double Trainer::data_bytes(int64_t max_batch, bool async) const {
     const int64_t rows = training && async ? s.n : (s.n + world_size_ - 1) / world_size_;
     const double bytes = static_cast<double>(rows) *
                          (static_cast<double>(s.sample_bytes()) + 4.0 * s.labels_per_sample);
-    return bytes <= cache ? bytes : 0.0;  // above data.cache_mb the rows are read per batch
+    // Above data.cache_mb the rows are read per batch; the shuffled order of the rows
+    // (8 bytes each) is held either way.
+    return (bytes <= cache ? bytes : 0.0) + 8.0 * static_cast<double>(rows);
   };
   const DatasetShape& shape = train_file_->shape();
   const double batch_bytes =

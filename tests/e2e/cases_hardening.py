@@ -284,6 +284,16 @@ def case_bounds_refused_at_start():
     check(rc == 2, f"a model of 10^10 parameters: exit {rc}, expected 2")
     one_error_line(err, "needs at least", "GiB of memory per rank", "model", "train.batch_size")
     check(time.time() - t0 < 60, "the refusal took more than a minute")
+    import h5py
+    huge = os.path.join(run_dir("bounds"), "huge.h5")  # 2^40 rows declared, none stored
+    os.makedirs(run_dir("bounds"), exist_ok=True)
+    with h5py.File(huge, "w") as f:
+        f.create_dataset("images", shape=(2**40, 1, 28, 28), dtype="u1", chunks=(1, 1, 28, 28))
+        f.create_dataset("labels", shape=(2**40,), dtype="i4", chunks=(4096,))
+        f.attrs["num_classes"] = 10
+    rc, _, err = train("bounds", 2, base + [f"data.train={huge}"])
+    check(rc == 2, f"2^40 rows: exit {rc}, expected 2")  # their order alone is 4 TiB a rank
+    one_error_line(err, "needs at least", "GiB of memory per rank")
     for key, value in (("run.threads", "100000"), ("data.prefetch_threads", "100000"),
                        ("data.prefetch_depth", "100000")):
         rc, _, err = train("bounds", 1, base + [f"{key}={value}"])
