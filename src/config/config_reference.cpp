@@ -176,7 +176,9 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "default)\n"
       "are errors: exit 2 and one line naming the file, the line and the key. The run "
       "directory's\n"
-      "`config.yaml` holds the resolved config: every key that applies, defaults included.\n";
+      "`config.yaml` holds the resolved config: every key that applies, defaults included. A\n"
+      "file is one YAML document (a second `---` is an error); where YAML aliases share a\n"
+      "value, `--set` changes the key it names only.\n";
   for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;
     out += "\n## " + t.title + "\n\n" + sentence(t.help) + ".\n\n" + markdown_table(t.rows);
