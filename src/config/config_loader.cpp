@@ -8,7 +8,9 @@
 #include <climits>
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -32,6 +34,32 @@ std::string line_of(const std::string& file, const YAML::Mark& mark) {
   return mark.is_null() || mark.line < 0 ? file : file + ":" + std::to_string(mark.line + 1);
 }
 
+// The line (from 1) of a "---" that starts a second document in the YAML text, or the file
+// `source` when there is no text; 0 when there is none. yaml-cpp reads the first document
+// only, and its LoadAll can loop forever on damaged input, so the lines are looked at: a
+// "---" at the start of a line after content (a block scalar cannot hold one there).
+int second_document_line(const std::string& source, const std::optional<std::string>& text) {
+  std::error_code ec;
+  if (!text && !std::filesystem::is_regular_file(source, ec)) return 0;
+  std::istringstream from_text(text.value_or(""));
+  std::ifstream from_file;
+  if (!text) from_file.open(source);
+  std::istream& in = text ? static_cast<std::istream&>(from_text) : from_file;
+  bool content = false;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const bool marker = line.rfind("---", 0) == 0 &&
+                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    if (marker && content) return number;
+    const std::string rest = marker ? line.substr(3) : line;
+    const size_t first = rest.find_first_not_of(" \t\r");
+    if (first != std::string::npos && rest[first] != '#' && (marker || rest[first] != '%')) {
+      content = true;
+    }
+  }
+  return 0;
+}
+
 // The document's top-level map; every way of not getting one is a UsageError naming
 // `source` (the file, or where the text came from). `text`: the YAML itself, else read from
 // the file `source`.
@@ -42,19 +70,17 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
   }
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> documents =
-        text ? YAML::LoadAll(*text) : YAML::LoadAllFromFile(source);
-    if (documents.size() > 1) {
-      throw UsageError(line_of(source, documents[1].Mark()) +
-                       ": a second YAML document ('---'): a config is one document");
-    }
-    if (!documents.empty()) root = documents.front();
+    root = text ? YAML::Load(*text) : YAML::LoadFile(source);
   } catch (const YAML::BadFile&) {
     throw UsageError(source + ": cannot open config file");
   } catch (const YAML::ParserException& e) {
     throw UsageError(line_of(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw UsageError(line_of(source, e.mark) + ": YAML error: " + e.msg);
+  }
+  if (const int line = second_document_line(source, text); line > 0) {
+    throw UsageError(source + ":" + std::to_string(line) +
+                     ": a second YAML document ('---'): a config is one document");
   }
   if (root.IsNull()) {
     throw UsageError(source +

@@ -301,7 +301,13 @@ TEST(ConfigErrors, FileLevelProblems) {
   EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
   expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
   expect_error("train: {epochs: 2}\n---\ntrain: {epochs: 9, bogus: 1}\n",
-               "FILE:3: a second YAML document ('---'): a config is one document");
+               "FILE:2: a second YAML document ('---'): a config is one document");
+  // A leading "---", comments and directives are not content; a block scalar's lines are.
+  EXPECT_EQ(load_error("%YAML 1.2\n# c\n---\ntrain: {epochs: 0}\n", {}).find("second"),
+            std::string::npos);
+  expect_error("data:\n  train: |\n    a\n---\n",
+               "FILE:4: a second YAML document ('---'): a "
+               "config is one document");
 
   const std::string missing = (fs::path(::testing::TempDir()) / "no_such_config.yaml").string();
   try {
