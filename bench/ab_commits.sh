@@ -14,7 +14,7 @@ reps="${REPS:-7}"
 mkdir -p "$work"
 for side in old new; do
   rev=$([[ $side == old ]] && echo "$old" || echo "$new")
-  rm -rf "$work/$side"
+  rm -rf "${work:?}/$side"
   git worktree add -f -q --detach "$work/$side" "$rev"
   cmake -S "$work/$side" -B "$work/$side/build" -DCMAKE_BUILD_TYPE=Release \
     -DHPCTRAIN_WITH_CUDA=OFF -DHPCTRAIN_BUILD_TESTS=OFF > /dev/null

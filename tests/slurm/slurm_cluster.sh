@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A throw-away Slurm cluster for tests, started inside the test itself: munged with its
 # own key, slurmctld and one slurmd per node in the foreground as root, every file
 # (config, state, spool, logs, munge socket) under one temporary directory, free ports.
