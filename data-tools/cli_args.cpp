@@ -1,6 +1,7 @@
 // hpctrain-data's argument handling (cli_args.hpp).
 #include "data-tools/cli_args.hpp"
 
+#include <charconv>
 #include <cstdint>
 #include <exception>
 
@@ -55,14 +56,9 @@ int64_t int_option(const Args& args, const std::string& name, int64_t fallback, 
   const auto it = args.options.find(name);
   if (it == args.options.end()) return fallback;
   const std::string& text = it->second;
-  size_t used = 0;
-  int64_t value = 0;
-  try {
-    value = std::stoll(text, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || value < lo || value > hi) {
+  const std::optional<int64_t> parsed = parse_integer(text);
+  const int64_t value = parsed.value_or(0);
+  if (!parsed || value < lo || value > hi) {
     const std::string expected =
         hi == INT64_MAX && lo == 0
             ? "a non-negative integer"
@@ -81,6 +77,14 @@ std::optional<double> parse_number(const std::string& text) {
     return std::nullopt;
   }
   if (used != text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<int64_t> parse_integer(const std::string& text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, err] = std::from_chars(text.data(), end, value);
+  if (text.empty() || err != std::errc() || stop != end) return std::nullopt;
   return value;
 }
 

@@ -28,6 +28,8 @@ int64_t int_option(const Args& args, const std::string& name, int64_t fallback, 
                    int64_t hi);
 // The whole of `text` as a decimal number (std::stod's syntax); nullopt for anything else.
 std::optional<double> parse_number(const std::string& text);
+// The whole of `text` as a decimal integer that int64 holds; nullopt for anything else.
+std::optional<int64_t> parse_integer(const std::string& text);
 // Returns the positional arguments, which must be exactly `expected` (`what` says which).
 std::vector<std::string> positionals(const Args& args, const std::string& cmd, size_t expected,
                                      const std::string& what);

@@ -3,7 +3,6 @@
 #include "data-tools/inspect_data.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -142,12 +141,12 @@ std::pair<float, float> pixel_range(const std::string& path, hid_t file, const D
     HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(),
                         H5P_DEFAULT, values.data()));
   }
-  const auto bad =
-      std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
-  if (bad != values.end()) {  // as the loader refuses it
-    const auto sample = (bad - values.begin()) / shape.sample_elems();
+  // Widening keeps NaN and infinity: the loader's check on the float values.
+  const auto [sample, what] =
+      first_nonfinite(values.data(), SampleType::kF32, samples, shape.sample_elems());
+  if (sample >= 0) {  // as the loader refuses it
     throw UsageError(path + ": images: sample " + std::to_string(sample) +
-                     " holds a value that is not finite (NaN or infinity)");
+                     " holds a value that is not finite (" + what + ")");
   }
   const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
   return {*lo, *hi};

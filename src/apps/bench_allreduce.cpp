@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include "apps/bench_checkpoint.hpp"
@@ -25,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
+#include "data-tools/cli_args.hpp"
 
 namespace hpctrain {
 namespace {
@@ -45,15 +47,12 @@ constexpr const char* kBenchUsage =
     "usage: hpctrain bench checkpoint --help   (checkpoint write bandwidth)\n";
 
 int64_t parse_size(const std::string& key, const std::string& value) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(value, &used);
-    if (used != value.size() || v <= 0) throw std::invalid_argument(value);
-    return v;
-  } catch (const std::exception&) {
+  const std::optional<int64_t> v = cli::parse_integer(value);
+  if (!v || *v <= 0) {
     throw UsageError("bench allreduce: " + key + ": expected a positive integer, got '" + value +
                      "'");
   }
+  return *v;
 }
 
 // "ring,mpi" -> {"ring", "mpi"}; anything else is a usage error.

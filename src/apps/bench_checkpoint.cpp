@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -74,14 +73,12 @@ void plain_write(const std::string& path, const std::vector<float>& a,
 
 // The integer value of option `key`, at least `least`; anything else is bad input.
 int64_t whole_number(const std::string& key, const std::string& value, int64_t least) {
-  int64_t n = 0;
-  const char* end = value.data() + value.size();
-  const auto [stop, err] = std::from_chars(value.data(), end, n);
-  if (err != std::errc() || stop != end || n < least) {
+  const std::optional<int64_t> n = cli::parse_integer(value);
+  if (!n || *n < least) {
     throw UsageError("bench checkpoint: " + key +
                      ": expected an integer >= " + std::to_string(least) + ", got '" + value + "'");
   }
-  return n;
+  return *n;
 }
 
 }  // namespace

@@ -240,8 +240,11 @@ void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const
   }
 }
 
-// The first non-finite value among `count` samples of `elems` float16/float32 values at
-// `images` (uint8 and tokens cannot hold one): its sample and "nan" or "inf"; -1 if none.
+// Ids are read into the model as float values: exact up to 2^24.
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+
+}  // namespace
+
 std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType type, int64_t count,
                                                 int64_t elems) {
   const size_t n = static_cast<size_t>(count * elems);
@@ -262,11 +265,6 @@ std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType t
   }
   return {-1, ""};
 }
-
-// Ids are read into the model as float values: exact up to 2^24.
-constexpr int64_t kMaxVocab = int64_t{1} << 24;
-
-}  // namespace
 
 DatasetFile::DatasetFile(const std::string& path) : path_(path) {
   h5_quiet();

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/sample_type.hpp"
@@ -71,6 +72,11 @@ class DataSource {
   virtual void read_row_set(const int64_t* rows, int64_t count, void* images,
                             int32_t* labels) const = 0;
 };
+
+// The first non-finite value among `count` samples of `elems` float16/float32 values at
+// `images` (uint8 and tokens cannot hold one): its sample and "nan" or "inf"; -1 if none.
+std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType type, int64_t count,
+                                                int64_t elems);
 
 class DatasetFile final : public DataSource {
  public:
