@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "config/config_reference.hpp"
 #include "core/crash_note.hpp"
 #include "core/deadline.hpp"
+#include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -36,6 +39,7 @@
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/catalog.hpp"
+#include "train/memory_check.hpp"
 #include "train/model_data.hpp"
 #include "train/signals.hpp"
 #include "train/trainer.hpp"
@@ -110,14 +114,21 @@ Dims parse_input_dims(const std::string& text) {
     const std::string part = text.substr(start, end - start);
     if (part.empty() || part.size() > 6 ||
         part.find_first_not_of("0123456789") != std::string::npos || std::stoll(part) < 1) {
-      throw UsageError("inspect: --input: expected CxHxW or F with positive sizes, got '" + text +
-                       "'");
+      throw UsageError("inspect: --input: expected CxHxW or F with sizes 1 to 999999, got '" +
+                       text + "'");
     }
     dims.push_back(std::stoll(part));
     start = end + 1;
   }
   if (dims.size() != 1 && dims.size() != 3) {
     throw UsageError("inspect: --input: expected CxHxW or F, got '" + text + "'");
+  }
+  // the bound a data file's samples have (dataset_file.cpp's check_extent)
+  if (const int64_t elems =
+          std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<>());
+      elems > (int64_t{1} << 31)) {
+    throw UsageError("inspect: --input: '" + text + "' is a sample of " + std::to_string(elems) +
+                     " elements, more than 2^31");
   }
   return dims;
 }
@@ -163,7 +174,15 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
   const std::unique_ptr<Backend> backend =
       time ? make_backend(config, threads, 0, 0) : std::make_unique<CpuBackend>(1);
   const int num_classes = data.num_classes;
-  Model model(*backend, build_layers(config.model, data, dims, path), dims, time ? batch : 1);
+  // A model past the node's memory (a large --input before a dense layer) is exit 2, not
+  // std::bad_alloc: the parameters, their gradients and one batch's activations.
+  const auto fits = [&](const ModelSize& size) {
+    MemoryNeed need;
+    need.model_bytes = model_bytes(size, 0, dtype_size(backend->act_type()));
+    check_memory_fits(input.empty() ? path : path + " with --input " + input, need,
+                      std::string(backend->name()) == "cpu", available_memory_bytes(), 1);
+  };
+  Model model(*backend, build_layers(config.model, data, dims, path), dims, time ? batch : 1, fits);
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
             << " classes (shapes from " << source << ")\n";
   if (!time) {

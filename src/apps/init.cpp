@@ -124,7 +124,7 @@ int cmd_init(const std::vector<std::string>& args) {
   }
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) throw Error("init: cannot make " + dir.string() + ": " + ec.message());
+  if (ec) throw UsageError("init: cannot make " + dir.string() + ": " + ec.message());
   for (size_t i = 0; i < sources.size(); ++i) {
     // remove first: a link at the target is replaced, never written through
     fs::remove(targets[i], ec);

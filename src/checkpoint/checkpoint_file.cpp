@@ -135,6 +135,12 @@ H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
   }
   if (id < 0) throw UsageError(path + ": not a readable HDF5 file (truncated or corrupt?)");
   H5Handle file(id, H5Fclose);
+  if (HT_CHECK_H5(H5Aexists(file.get(), "format")) <= 0) {
+    const bool data = HT_CHECK_H5(H5Lexists(file.get(), "images", H5P_DEFAULT)) > 0 ||
+                      HT_CHECK_H5(H5Lexists(file.get(), "tokens", H5P_DEFAULT)) > 0;
+    throw UsageError(path + ": not an hpctrain checkpoint (no 'format' attribute" +
+                     (data ? "; a data file" : "") + ")");
+  }
   if (read_string(file.get(), "format") != kFormatName) {
     throw UsageError(path + ": not an hpctrain checkpoint");
   }

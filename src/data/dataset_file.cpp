@@ -103,6 +103,14 @@ H5Handle image_memory_type(SampleType t) {
   return H5Handle();
 }
 
+// A label or token id as read into int32: HDF5 converts a wider integer out of range to
+// the nearest bound, so a bound stands for itself or anything beyond it.
+std::string id_text(int32_t v) {
+  if (v == std::numeric_limits<int32_t>::max()) return std::to_string(v) + " or more";
+  if (v == std::numeric_limits<int32_t>::min()) return std::to_string(v) + " or less";
+  return std::to_string(v);
+}
+
 // Reads labels [start, start + count) of a rank-1 dataset as int32.
 void read_label_range(hid_t labels, int64_t start, int64_t count, int32_t* out) {
   H5Handle file_space(HT_CHECK_H5(H5Dget_space(labels)), H5Sclose);
@@ -192,14 +200,14 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
     read_label_range(labels, start, count, block.data());
     for (int64_t i = 0; i < count; ++i) {
       if (block[i] < 0) {
-        throw UsageError(path + ": label " + std::to_string(block[i]) + " at row " +
+        throw UsageError(path + ": label " + id_text(block[i]) + " at row " +
                          std::to_string(start + i) + " is negative");
       }
       max_label = std::max(max_label, block[i]);
     }
   }
   if (int64_t{max_label} + 1 > kMaxClasses) {  // int64: a label of INT32_MAX cannot overflow
-    throw UsageError(path + ": the largest label is " + std::to_string(max_label) + ", more than " +
+    throw UsageError(path + ": the largest label is " + id_text(max_label) + ", more than " +
                      std::to_string(kMaxClasses) +
                      " classes (without a num_classes attribute, labels count the classes)");
   }
@@ -397,7 +405,7 @@ void DatasetFile::read_token_block(int64_t row, int64_t count, int64_t col, int3
   const int64_t n = count * shape_.w;
   for (int64_t i = 0; i < n; ++i) {
     if (out[i] < 0 || out[i] >= shape_.vocab_size) {
-      throw UsageError(path_ + ": token " + std::to_string(out[i]) + " at row " +
+      throw UsageError(path_ + ": token " + id_text(out[i]) + " at row " +
                        std::to_string(row + i / shape_.w) + ", column " +
                        std::to_string(col + i % shape_.w) + " of /tokens is outside [0, " +
                        std::to_string(shape_.vocab_size) + ") (vocab_size)");
@@ -417,7 +425,7 @@ void DatasetFile::check_labels(const int32_t* labels, int64_t count, int64_t sta
                                const int64_t* rows) const {
   for (int64_t i = 0; i < count; ++i) {
     if (labels[i] < 0 || labels[i] >= shape_.num_classes) {
-      throw UsageError(path_ + ": label " + std::to_string(labels[i]) + " at row " +
+      throw UsageError(path_ + ": label " + id_text(labels[i]) + " at row " +
                        std::to_string(rows != nullptr ? rows[i] : start + i) + " is outside [0, " +
                        std::to_string(shape_.num_classes) + ")");
     }

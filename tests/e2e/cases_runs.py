@@ -179,6 +179,13 @@ def case_cli():
     c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
                         "--classes", "9"], capture_output=True, text=True)
     check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
+    # an input whose model cannot fit in memory: exit 2, not std::bad_alloc
+    for dims, words in (("100000x100000x100000", "more than 2^31"),
+                        ("1x40000x40000", "needs at least")):
+        c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_mlp.yaml", "--input",
+                            dims, "--classes", "10"], capture_output=True, text=True)
+        one_error_line(c.stderr, dims, words)
+        check(c.returncode == 2, f"inspect with --input {dims}: exit {c.returncode}")
     # inspect --time: the CNN timed layer by layer on the config's device.
     c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_cnn.yaml", "--input",
                         "1x28x28", "--classes", "10", "--time", "--batch", "8"],

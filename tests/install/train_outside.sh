@@ -41,5 +41,11 @@ cmp -s starter/fashion_mnist_mlp.yaml "$b/share/hpctrain/configs/fashion_mnist_m
 [[ -x starter/train_single_node.sbatch && -x starter/launch.sh ]] || fail "init: job scripts not executable"
 if "$b/bin/hpctrain" init starter 2>err.txt; then fail "init overwrote files without --force"; fi
 grep -q "exists already" err.txt || fail "init refusal: $(cat err.txt)"
+: >a_file
+rc=0
+"$b/bin/hpctrain" init a_file/starter 2>err.txt || rc=$?
+if [[ $rc -ne 2 ]] || ! grep -q "cannot make a_file/starter" err.txt; then
+  fail "init under a file: exit $rc, expected 2 naming the path: $(cat err.txt)"
+fi
 "$b/bin/hpctrain" scaling --help >/dev/null || fail "hpctrain scaling (Python tools) from the installation"
 echo PASS

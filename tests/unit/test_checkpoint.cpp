@@ -13,6 +13,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "h5/h5.hpp"
 #include "nn/presets.hpp"
 #include "train/transfer.hpp"
 
@@ -133,6 +134,28 @@ TEST(CheckpointFile, TruncatedFileIsDetected) {
   fs::resize_file(path, fs::file_size(path) / 3);
   EXPECT_THROW(read_checkpoint_file(path), UsageError);
   EXPECT_THROW(read_checkpoint_file(dir + "/missing.h5"), UsageError);
+}
+
+// A data file given where a checkpoint belongs (--resume, eval, init_from) is named as one.
+TEST(CheckpointFile, DataFileIsNamedAsOne) {
+  const std::string path = fresh_dir("datafile") + "/train.h5";
+  {
+    H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    const hsize_t n[1] = {4};
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
+    H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "images", H5T_STD_U8LE, space.get(),
+                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                 H5Dclose);
+  }
+  try {
+    read_checkpoint_file(path);
+    ADD_FAILURE() << "a data file was read as a checkpoint";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not an hpctrain checkpoint"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("a data file"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CheckpointStore, NewestValidSkipsCorruptAndIgnoresTemporaries) {

@@ -445,6 +445,35 @@ TEST(DataFile, LabelOutOfRangeIsReportedWithItsRow) {
                      {path, "label 5 at row 2 is outside [0, 3)"});
 }
 
+// An int64 label past int32 arrives clamped to INT32_MAX: the message says "or more" rather
+// than name a value the file does not hold.
+TEST(DataFile, WideLabelOutOfRangeIsNotMisreported) {
+  const std::string path = temp_path("widelabel.h5");
+  for (const int classes : {3, 0}) {
+    write_raw(path, {{4, 1, 2, 2}}, {}, {}, classes);
+    {
+      H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
+      const hsize_t n[1] = {4};
+      H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
+      H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "labels", H5T_STD_I64LE, space.get(),
+                                          H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                   H5Dclose);
+      const int64_t values[4] = {0, 1, int64_t{1} << 40, 2};
+      HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values));
+    }
+    if (classes == 0) {
+      expect_usage_error([&] { DatasetFile f(path); },
+                         {path, "the largest label is 2147483647 or more"});
+      continue;
+    }
+    const DatasetFile data(path);
+    std::vector<uint8_t> images(16);
+    std::vector<int32_t> labels(4);
+    expect_usage_error([&] { data.read_rows(0, 4, images.data(), labels.data()); },
+                       {path, "label 2147483647 or more at row 2 is outside [0, 3)"});
+  }
+}
+
 // A NaN or an infinity in float samples is bad input: exit 2 naming the file and row, from
 // the cached read (read_rows) and the per-batch one (read_row_set) alike.
 TEST(DataFile, NonFiniteSampleIsReportedWithItsRow) {
