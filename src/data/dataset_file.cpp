@@ -63,7 +63,12 @@ H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
   // rows from the file (data.cache_mb) touches up to one chunk per row of a shuffled batch.
   H5Handle access(HT_CHECK_H5(H5Pcreate(H5P_DATASET_ACCESS)), H5Pclose);
   HT_CHECK_H5(H5Pset_chunk_cache(access.get(), 2053, size_t{16} << 20, 1.0));
-  return H5Handle(HT_CHECK_H5(H5Dopen2(file, name, access.get())), H5Dclose);
+  H5Handle dataset(HT_CHECK_H5(H5Dopen2(file, name, access.get())), H5Dclose);
+  if (const std::string source = h5_missing_virtual_source(dataset.get(), path); !source.empty()) {
+    throw UsageError(path + ": /" + name + " is a virtual dataset whose source " + source +
+                     " cannot be opened (HDF5 would read its rows as the fill value)");
+  }
+  return dataset;
 }
 
 std::vector<hsize_t> dataset_dims(hid_t dataset) {

@@ -4,8 +4,12 @@
 #include "h5/h5.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -70,6 +74,78 @@ H5Handle h5_open_read_only(const std::string& path) {
   HT_CHECK_H5(H5Pset_file_locking(fapl.get(), false, true));
 #endif
   return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);
+}
+
+namespace {
+
+// Whether `file` (a path to try) opens and holds a dataset `dataset`; "." is `self`.
+bool source_opens(const std::string& file, const std::string& dataset, hid_t self) {
+  hid_t f = self;
+  if (file != ".") {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(file, ec)) return false;
+    // with the virtual dataset's file's access properties, as HDF5 opens its sources
+    H5Handle fapl(HT_CHECK_H5(H5Fget_access_plist(self)), H5Pclose);
+    f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get());
+    if (f < 0) return false;
+  }
+  const hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  if (d >= 0) H5Dclose(d);
+  if (f != self) H5Fclose(f);
+  return d >= 0;
+}
+
+}  // namespace
+
+std::string h5_missing_virtual_source(hid_t dataset, const std::string& file_path) {
+  namespace fs = std::filesystem;
+  H5Handle dcpl(HT_CHECK_H5(H5Dget_create_plist(dataset)), H5Pclose);
+  if (HT_CHECK_H5(H5Pget_layout(dcpl.get())) != H5D_VIRTUAL) return {};
+  const H5Handle self(HT_CHECK_H5(H5Iget_file_id(dataset)), H5Fclose);
+  fs::path origin = fs::path(file_path).parent_path();
+  if (origin.empty()) origin = ".";
+  // where a relative name (or an absolute one's file name, when it is missing) is looked for
+  std::vector<fs::path> dirs;
+  if (const char* prefix = std::getenv("HDF5_VDS_PREFIX"); prefix != nullptr) {
+    const std::string list = prefix;
+    for (size_t start = 0; start <= list.size();) {
+      const size_t end = std::min(list.find(':', start), list.size());
+      std::string dir = list.substr(start, end - start);
+      // a leading ${ORIGIN} (HDF5 1.10 replaces it in the first directory only)
+      if (dir.rfind("${ORIGIN}", 0) == 0) dir.replace(0, 9, origin.string());
+      if (!dir.empty()) dirs.emplace_back(dir);
+      start = end + 1;
+    }
+  }
+  dirs.push_back(origin);
+  dirs.emplace_back();                                    // the working directory
+  std::set<std::pair<std::string, std::string>> checked;  // many mappings share a source
+  size_t count = 0;
+  HT_CHECK_H5(H5Pget_virtual_count(dcpl.get(), &count));
+  for (size_t i = 0; i < count; ++i) {
+    const auto text = [&](auto get) {
+      std::string out(static_cast<size_t>(HT_CHECK_H5(get(dcpl.get(), i, nullptr, 0))) + 1, '\0');
+      HT_CHECK_H5(get(dcpl.get(), i, out.data(), out.size()));
+      out.pop_back();
+      return out;
+    };
+    const std::string file = text(H5Pget_virtual_filename);
+    const std::string name = text(H5Pget_virtual_dsetname);
+    if (file.find('%') != std::string::npos || name.find('%') != std::string::npos ||
+        !checked.emplace(file, name).second) {
+      continue;
+    }
+    const fs::path source(file);
+    const fs::path tail = source.is_absolute() ? source.filename() : source;
+    const bool found = file == "."
+                           ? source_opens(file, name, self.get())
+                           : (source.is_absolute() && source_opens(file, name, self.get())) ||
+                                 std::any_of(dirs.begin(), dirs.end(), [&](const fs::path& d) {
+                                   return source_opens((d / tail).string(), name, self.get());
+                                 });
+    if (!found) return file + ":" + name;
+  }
+  return {};
 }
 
 namespace {

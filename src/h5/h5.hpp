@@ -102,6 +102,14 @@ H5Handle h5_float16_type();
 // (Lustre mounted without flock) make a locking open fail.
 H5Handle h5_open_read_only(const std::string& path);
 
+// The first source of virtual dataset `dataset` (of the file at `file_path`) that cannot be
+// opened, as "FILE:DATASET"; empty when `dataset` is not virtual or every source opens.
+// HDF5 reads a missing source's rows as the fill value without a word. Sources are looked
+// for where HDF5 looks: an absolute name as given, then each directory of $HDF5_VDS_PREFIX
+// (${ORIGIN}: the virtual dataset's directory), the virtual dataset's directory and the
+// working directory. Names with a printf-style pattern (unlimited mappings) are skipped.
+std::string h5_missing_virtual_source(hid_t dataset, const std::string& file_path);
+
 // Whether the HDF5 library serialises calls from several threads itself.
 bool h5_threadsafe();
 
