@@ -98,8 +98,10 @@ def case_async_signal_stop_resume():
     auto continues from that step and finishes."""
     fresh("async_sig")
     sets = small() + ASYNC + ["train.epochs=3"]
-    p = subprocess.Popen(train_cmd("async_sig", 3, sets), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+    # worker 1 slowed: the epochs after the first last long enough for the signal
+    p = subprocess.Popen(train_cmd("async_sig", 3, sets + ["debug.slow_rank.rank=1",
+                                                           "debug.slow_rank.factor=3"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         if " epoch 1/" in line:
             break

@@ -7,11 +7,13 @@ and the run resumes from it once there is room. Where no namespace can be made t
 exit 77 (ctest: skipped) and say why."""
 import glob
 import os
+import signal
 import subprocess
 import sys
 import time
 
-from harness import ARGS, check, fresh, one_error_line, prepared, run_dir, train_cmd
+from harness import (ARGS, check, fresh, one_error_line, prepared, rank_pids, run_dir,
+                     train_cmd)
 
 SKIP = 77
 
@@ -71,12 +73,27 @@ def case_full_disk_checkpoints_inner():
     cmd = train_cmd(name, 2, sets)
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = os.path.join(run, "checkpoints", "ckpt-000000000020.h5")
+    # ckpt-20 is renamed into place before the manifest records it, and the next
+    # checkpoint is written while the filler runs: wait for the manifest line, and hold
+    # the ranks (SIGSTOP) while the disk fills, so the first write to fail is a checkpoint's.
+    manifest = os.path.join(run, "checkpoints", "hpctrain-checkpoints.txt")
+
+    def recorded():
+        try:
+            with open(manifest) as f:
+                return "ckpt-000000000020.h5\t" in f.read()
+        except OSError:
+            return False
     deadline = time.time() + 300
-    while not os.path.exists(first) and p.poll() is None and time.time() < deadline:
+    while not recorded() and p.poll() is None and time.time() < deadline:
         time.sleep(0.005)
+    ranks = rank_pids(run)
+    for pid in ranks:
+        os.kill(pid, signal.SIGSTOP)
     filler = os.path.join(disk, "filler")
     fill(filler)
+    for pid in ranks:
+        os.kill(pid, signal.SIGCONT)
     out, err = p.communicate(timeout=600)
     print(out)
     print(err, file=sys.stderr)

@@ -147,9 +147,11 @@ def case_rerun_finished_and_stopped():
 
     # A longer run removes the finished run's summary.json as it starts: stopped after its
     # own final checkpoint, it must not pass for finished when resumed.
+    # A slowed rank keeps epoch 6 long enough for the signal to arrive within it.
     sets = ["train.epochs=6", "run.deterministic=true", "data.val="]
-    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(train_cmd(name, 2, sets + ["debug.slow_rank.rank=1",
+                                                     "debug.slow_rank.factor=3"]),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     for line in p.stdout:
         if " epoch 5/" in line:
             p.send_signal(signal.SIGUSR1)
@@ -181,8 +183,11 @@ def case_metrics_once_after_kill():
                          start_new_session=True)
     deadline = time.time() + 300
     while p.poll() is None and time.time() < deadline:
-        if os.path.exists(os.path.join(run_dir(name), "metrics.csv")) and \
-                len(metrics_rows(name)) >= 2:
+        # The step-600 checkpoint is committed by the writer thread after its fsync, in
+        # no fixed order with epoch 2's row (only the save at step 1200 waits for it):
+        # wait for both.
+        if checkpoints(name) and os.path.exists(os.path.join(run_dir(name), "metrics.csv")) \
+                and len(metrics_rows(name)) >= 2:
             os.killpg(p.pid, signal.SIGKILL)
             break
         time.sleep(0.005)
