@@ -118,7 +118,7 @@ int64_t AsyncSgd::Worker::take_reply(int s) {
 }
 
 void AsyncSgd::Worker::send(Kind kind, int64_t flags, bool push, bool with_current) {
-  const float* current = with_current ? host_grads() : nullptr;
+  const float* current = with_current && push ? host_grads() : nullptr;
   for (int s = 0; s < ctx.layout.servers; ++s) {
     async_wire::wait(sends_[s]);  // the buffer of the previous message is free again
     const ParamRange r = ctx.layout.slices[s];
@@ -177,10 +177,14 @@ void AsyncSgd::Worker::batch_done() {
     if ((answer & async_wire::kEnd) != 0) give_up_tickets();
     return;
   }
-  // Sum this batch's gradients.
-  const float* g = host_grads();
-  for (size_t i = 0; i < acc_.size(); ++i) acc_[i] = pending_ == 0 ? g[i] : acc_[i] + g[i];
-  ++pending_;
+  // Sum this batch's gradients, unless this push sends them alone: then send() copies
+  // them straight into the messages (no pass over acc_).
+  const bool alone = push && pending_ == 0;
+  if (!alone) {
+    const float* g = host_grads();
+    for (size_t i = 0; i < acc_.size(); ++i) acc_[i] = pending_ == 0 ? g[i] : acc_[i] + g[i];
+    ++pending_;
+  }
   ++steps_;
   taken_end = current_ + 1;
   // Parameters a server sent unasked (after dropping a stale push).
@@ -193,7 +197,7 @@ void AsyncSgd::Worker::batch_done() {
     }
   }
   if (!push && !pull) return;
-  send(Kind::kBatch, pull ? async_wire::kWantPull : 0, push, /*with_current=*/false);
+  send(Kind::kBatch, pull ? async_wire::kWantPull : 0, push, /*with_current=*/alone);
   if (push) pending_ = 0;
   if (!pull) return;
   for (int s = 0; s < servers; ++s) {
