@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """A/B of two hpctrain binaries on one machine: CPU training throughput (samples/s from
 summary.json) of the same jobs bench/train_throughput.sh runs (mlp: 2 ranks x 1 thread;
-cnn: 1 rank x 2 threads; mlp4: 4 ranks x 1 thread; per-rank batch 64, training set only,
+cnn and lstm: 1 rank x 2 threads; mlp4: 4 ranks x 1 thread; per-rank batch 64, training set only,
 constant learning rate),
 the two binaries' runs interleaved REPS times, alternating which goes first. Prints the
 median of each side, the ratio NEW / OLD and each side's spread (max / min - 1, the noise),
 and writes OUT as JSON.
 
   bench/ab_train_throughput.py --old OLD/hpctrain --new build/hpctrain \\
-      --data data/fashion-mnist [--models mlp,cnn,mlp4] [--reps 7] [--epochs 2] [--out FILE]
+      --data data/fashion-mnist [--models mlp,cnn,mlp4,lstm] [--reps 7] [--epochs 2] [--out FILE]
 """
 import argparse
 import json
@@ -24,6 +24,8 @@ JOBS = {
     # More ranks than cores on a 2-core machine: how waiting ranks share the cores.
     "mlp4": {"config": "configs/fashion_mnist_mlp.yaml", "ranks": 4, "threads": 1},
     "cnn": {"config": "configs/fashion_mnist_cnn.yaml", "ranks": 1, "threads": 2},
+    # LSTM 128 over the image rows: many short parallel regions per step (28 time steps).
+    "lstm": {"config": "configs/fashion_mnist_lstm.yaml", "ranks": 1, "threads": 2},
 }
 
 
