@@ -97,9 +97,9 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
                        : std::clamp<int64_t>(kTargetChunkBytes / sample_bytes, 1, kMaxChunkSamples);
 
   h5_quiet();
-  file_ =
-      H5Handle(HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
-               H5Fclose);
+  const H5Handle fapl = h5_unlocked_access();
+  file_ = H5Handle(
+      HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())), H5Fclose);
   try {
     create_datasets();
     write_attributes();

@@ -64,7 +64,8 @@ void write_windows(const std::string& path, const std::vector<int32_t>& ids,
   remove_temporary(temp);
   try {
     h5_quiet();
-    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
+    const H5Handle fapl = h5_unlocked_access();
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
                   H5Fclose);
     const int64_t width = o.seq_len + 1;
     std::vector<int32_t> block(rows.size() * static_cast<size_t>(width));

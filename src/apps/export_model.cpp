@@ -191,7 +191,8 @@ struct Export {
 };
 
 void write_layers_hdf5(const std::string& path, unsigned create_flags, const Export& e) {
-  H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), create_flags, H5P_DEFAULT, H5P_DEFAULT)),
+  const H5Handle fapl = h5_unlocked_access();
+  H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), create_flags, H5P_DEFAULT, fapl.get())),
                 H5Fclose);
   const hid_t root = file.get();
   const DatasetShape& s = e.shape;

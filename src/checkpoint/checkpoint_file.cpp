@@ -130,7 +130,7 @@ H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
   h5_quiet();
   hid_t id = H5I_INVALID_HID;
   {
-    H5Handle fapl(HT_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+    const H5Handle fapl = h5_unlocked_access();
     id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   }
   if (id < 0) throw UsageError(path + ": not a readable HDF5 file (truncated or corrupt?)");
@@ -188,7 +188,8 @@ namespace {
 // The HDF5 part of a checkpoint, at `temp` (created exclusively).
 void write_hdf5(const std::string& temp, const CheckpointState& state) {
   {
-    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT)),
+    const H5Handle fapl = h5_unlocked_access();
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
                   H5Fclose);
     const hid_t root = file.get();
     h5_write_strings(root, "format", {kFormatName}, true);

@@ -67,12 +67,17 @@ H5Handle h5_float16_type() {
   return t;
 }
 
-H5Handle h5_open_read_only(const std::string& path) {
+H5Handle h5_unlocked_access() {
   H5Handle fapl(HT_CHECK_H5(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
 #if H5_VERSION_GE(1, 10, 7)
   // use_file_locking = false; ignore_when_disabled = true.
   HT_CHECK_H5(H5Pset_file_locking(fapl.get(), false, true));
 #endif
+  return fapl;
+}
+
+H5Handle h5_open_read_only(const std::string& path) {
+  const H5Handle fapl = h5_unlocked_access();
   return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);
 }
 

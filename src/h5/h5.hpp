@@ -97,9 +97,15 @@ class H5Handle {
 // copy raw bits and half.hpp does the conversion.
 H5Handle h5_float16_type();
 
-// Opens an existing file read-only, with HDF5's file locking off where the library allows
-// it: data files are never modified after their rename, and many parallel file systems
-// (Lustre mounted without flock) make a locking open fail.
+// A file access property list with HDF5's file locking off where the library allows it.
+// Every file hpctrain writes is written once, under a temporary name, and renamed into
+// place, so the lock guards nothing; and many parallel file systems (Lustre mounted
+// without flock) make a locking open or create fail. The same list everywhere also lets
+// HDF5 share a file that one part of a run has open with another (a data file given as a
+// checkpoint is then refused as such, not as "not a readable HDF5 file").
+H5Handle h5_unlocked_access();
+
+// Opens an existing file read-only with h5_unlocked_access().
 H5Handle h5_open_read_only(const std::string& path);
 
 // The first source of virtual dataset `dataset` (of the file at `file_path`) that cannot be

@@ -188,6 +188,11 @@ def case_resume_refusals():
     rc, _, err = train("refuse", 1, sets, resume="never")
     check(rc == 2, f"--resume never over old checkpoints: exit {rc}, expected 2")
     one_error_line(err, "--resume auto")
+    # the training data file itself as the checkpoint (open already as data.train)
+    data = f"{ARGS.data}/test.h5"
+    rc, _, err = train("refuse", 2, sets, resume=data)
+    check(rc == 2, f"--resume of the data file: exit {rc}, expected 2")
+    one_error_line(err, data, "not an hpctrain checkpoint", "a data file")
 
 
 def case_watchdog_hung_rank():
