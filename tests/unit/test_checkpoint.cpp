@@ -13,7 +13,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
-#include "h5/h5.hpp"
+#include "data-tools/dataset_writer.hpp"
 #include "nn/presets.hpp"
 #include "train/transfer.hpp"
 
@@ -140,13 +140,13 @@ TEST(CheckpointFile, TruncatedFileIsDetected) {
 TEST(CheckpointFile, DataFileIsNamedAsOne) {
   const std::string path = fresh_dir("datafile") + "/train.h5";
   {
-    H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
-                  H5Fclose);
-    const hsize_t n[1] = {4};
-    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
-    H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "images", H5T_STD_U8LE, space.get(),
-                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
-                 H5Dclose);
+    DatasetWriterOptions o;
+    o.num_classes = 2;
+    DatasetWriter writer(path, o);
+    const uint8_t images[2] = {3, 4};
+    const int32_t labels[2] = {0, 1};
+    writer.append(2, images, labels);
+    writer.close();
   }
   try {
     read_checkpoint_file(path);
