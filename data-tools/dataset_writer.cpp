@@ -97,9 +97,12 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
                        : std::clamp<int64_t>(kTargetChunkBytes / sample_bytes, 1, kMaxChunkSamples);
 
   h5_quiet();
+  // Exclusively, after removing what an earlier run left (a link there is removed, never
+  // written through).
+  remove_temporary(temp_path_);
   const H5Handle fapl = h5_unlocked_access();
   file_ = H5Handle(
-      HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())), H5Fclose);
+      HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())), H5Fclose);
   try {
     create_datasets();
     write_attributes();

@@ -123,8 +123,9 @@ constexpr const char* kStatsUsage =
     "Computes the per-channel mean and standard deviation of the images of FILES, read as\n"
     "one data set (as data.train lists them), as the network receives them (uint8 scaled\n"
     "to [0, 1]), prints them and stores them in every file as the root attributes mean and\n"
-    "std (float64 [C], replacing earlier ones; the files are changed in place), which\n"
-    "data.normalize: auto reads. Compute them on the training set only.\n"
+    "std (float64 [C], replacing earlier ones), which data.normalize: auto reads; each\n"
+    "file through a copy (FILE.tmp, renamed over it: a failure leaves it as it was).\n"
+    "Compute them on the training set only.\n"
     "\n"
     "options:\n"
     "  --dry-run      print the figures, change no file\n";

@@ -1,10 +1,15 @@
 #include "data-tools/stats.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
+#include <system_error>
 
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/sample_type.hpp"
 #include "data/dataset_files.hpp"
 #include "h5/h5.hpp"
@@ -55,21 +60,43 @@ ChannelStats channel_stats(const std::vector<std::string>& paths) {
 }
 
 void store_channel_stats(const std::string& path, const ChannelStats& stats) {
-  h5_quiet();
-  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (id < 0) throw UsageError(path + ": cannot open for writing (HDF5 data file, writable?)");
-  H5Handle file(id, H5Fclose);
-  h5_reading(path, [&] {
-    for (const auto& [name, values] :
-         {std::pair<const char*, const std::vector<double>*>{"mean", &stats.mean},
-          std::pair<const char*, const std::vector<double>*>{"std", &stats.std}}) {
-      if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
-        HT_CHECK_H5(H5Adelete(file.get(), name));
-      }
-      h5_write_doubles(file.get(), name, *values);
+  // Into a copy, renamed over the file when complete. Adding attributes grows the file's
+  // metadata, and HDF5 writes it back at the flush: a full disk or a kill there, in place,
+  // left a file HDF5 could no longer open. Now the file stays as it was (and at worst
+  // PATH.tmp is left, removed by the next run).
+  std::error_code ec;
+  const std::string real = std::filesystem::canonical(path, ec).string();  // a link's target
+  if (ec) throw UsageError(path + ": " + ec.message());
+  const std::string temp = real + ".tmp";
+  remove_temporary(temp);
+  if (!std::filesystem::copy_file(real, temp, ec) || ec) {
+    ::unlink(temp.c_str());
+    throw Error(path + ": cannot copy to " + temp + " to add the statistics: " + ec.message());
+  }
+  try {
+    h5_quiet();
+    const H5Handle fapl = h5_unlocked_access();
+    const hid_t id = H5Fopen(temp.c_str(), H5F_ACC_RDWR, fapl.get());
+    if (id < 0) throw UsageError(path + ": cannot open a copy for writing (an HDF5 data file?)");
+    {
+      H5Handle file(id, H5Fclose);
+      h5_reading(path, [&] {
+        for (const auto& [name, values] :
+             {std::pair<const char*, const std::vector<double>*>{"mean", &stats.mean},
+              std::pair<const char*, const std::vector<double>*>{"std", &stats.std}}) {
+          if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
+            HT_CHECK_H5(H5Adelete(file.get(), name));
+          }
+          h5_write_doubles(file.get(), name, *values);
+        }
+        HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+      });
     }
-    HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
-  });
+    commit_file(temp, real);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
 }
 
 }  // namespace hpctrain

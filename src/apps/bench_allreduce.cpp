@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -24,6 +23,7 @@
 #include "comm/device_group.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
@@ -229,9 +229,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
         << ", \"busbw_GBps\": " << p.busbw << "}" << (i + 1 < points.size() ? "," : "") << "\n";
     }
     o << "  ]\n}\n";
-    std::ofstream f(out_path);
-    f << o.str();
-    if (!f) throw Error(out_path + ": cannot write benchmark results");
+    write_file_atomic(out_path, o.str());  // a full disk is an error, never an empty file
   }
   return kExitOk;
 }

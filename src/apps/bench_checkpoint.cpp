@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <new>
 #include <optional>
@@ -202,9 +201,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
       << ",\n  \"checkpoint_vs_plain\": " << plain / ckpt << ",\n  \"target_vs_plain\": 0.8"
       << ",\n  \"blocked_over_write\": " << blocked / async_write
       << ",\n  \"target_blocked_over_write\": 0.1\n}\n";
-    std::ofstream f(out_path);
-    f << o.str();
-    if (!f) throw Error(out_path + ": cannot write benchmark results");
+    write_file_atomic(out_path, o.str());  // a full disk is an error, never an empty file
   }
   return kExitOk;
 }

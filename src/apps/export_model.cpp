@@ -350,13 +350,13 @@ int cmd_export(const std::vector<std::string>& args) {
     return kExitOk;
   }
   h5_quiet();
-  std::string temp = (std::filesystem::temp_directory_path() / "hpctrain-export-XXXXXX").string();
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) throw Error(temp + ": cannot create a temporary file: " + std::strerror(errno));
-  ::close(fd);
+  // Beside OUT, not in TMPDIR: an export killed by a signal leaves it where it is seen, and
+  // the next export to OUT removes it.
+  const std::string temp = o.out + ".layers.tmp";
+  remove_temporary(temp);
   int code = kExitFailure;
   try {
-    write_layers_hdf5(temp, H5F_ACC_TRUNC, e);
+    write_layers_hdf5(temp, H5F_ACC_EXCL, e);
     code = run_python_export(temp, o);
   } catch (...) {
     ::unlink(temp.c_str());

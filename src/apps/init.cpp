@@ -9,6 +9,7 @@
 
 #include "apps/installation.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace hpctrain {
 namespace fs = std::filesystem;
@@ -126,11 +127,15 @@ int cmd_init(const std::vector<std::string>& args) {
   fs::create_directories(dir, ec);
   if (ec) throw UsageError("init: cannot make " + dir.string() + ": " + ec.message());
   for (size_t i = 0; i < sources.size(); ++i) {
-    // remove first: a link at the target is replaced, never written through
-    fs::remove(targets[i], ec);
-    if (!fs::copy_file(sources[i], targets[i], ec) || ec) {
+    // Through a temporary, renamed over the target (a link there is replaced, never
+    // written through): a full disk leaves the old file, not a truncated script.
+    const std::string temp = targets[i].string() + ".tmp";
+    remove_temporary(temp);
+    if (!fs::copy_file(sources[i], temp, ec) || ec) {
+      fs::remove(temp, ec);
       throw Error("init: cannot write " + targets[i].string() + ": " + ec.message());
     }
+    commit_file(temp, targets[i].string());
     std::cout << "wrote " << targets[i].string() << "\n";
   }
 

@@ -63,12 +63,22 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     if (n < 0) {
       const int err = errno;
       ::close(fd);
+      ::unlink(tmp.c_str());
       throw Error(tmp + ": write failed: " + std::strerror(err));
     }
     done += static_cast<size_t>(n);
   }
-  if (::close(fd) != 0) throw Error(tmp + ": close failed: " + std::strerror(errno));
-  commit_file(tmp, path);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw Error(tmp + ": close failed: " + std::strerror(err));
+  }
+  try {
+    commit_file(tmp, path);
+  } catch (...) {
+    ::unlink(tmp.c_str());  // no temporary left behind by a failed write (a full disk)
+    throw;
+  }
 }
 
 }  // namespace hpctrain

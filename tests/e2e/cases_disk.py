@@ -12,6 +12,9 @@ import subprocess
 import sys
 import time
 
+import h5py
+import numpy as np
+
 from harness import (ARGS, check, fresh, one_error_line, prepared, rank_pids, run_dir,
                      train_cmd)
 
@@ -170,3 +173,25 @@ def case_full_disk_data_writers_inner():
               f"{command}: the line does not name {named} and the cause: {lines[0]}")
         files = [os.path.join(r, f) for r, _, fs in os.walk(disk) for f in fs]
         check(not files, f"{command} left files on the full disk: {files}")
+
+    # stats adds attributes to a data file through a copy: on a full disk it fails with one
+    # line and leaves the file as it was (in place, HDF5's flush left it unreadable).
+    data = os.path.join(disk, "small.h5")
+    tool = os.path.join(ARGS.build, "hpctrain-data")
+    with h5py.File(data, "w") as f:  # small enough for the disk to hold twice
+        f["images"] = (np.arange(200 * 16) % 251).astype(np.uint8).reshape(200, 1, 4, 4)
+        f["labels"] = (np.arange(200) % 2).astype(np.int32)
+    filler = os.path.join(disk, "filler")
+    fill(filler)
+    p = subprocess.run([tool, "stats", data], capture_output=True, text=True, timeout=60)
+    print(p.stderr, file=sys.stderr)
+    check(p.returncode == 1 and "No space left on device" in p.stderr and data in p.stderr,
+          f"stats on a full disk: exit {p.returncode}")
+    left = sorted(f for _, _, fs in os.walk(disk) for f in fs)
+    check(left == ["filler", "small.h5"], f"stats on a full disk left {left}")
+    with h5py.File(data, "r") as f:
+        check("mean" not in f.attrs and f["images"].shape[0] == 200, "the data file changed")
+    os.remove(filler)
+    p = subprocess.run([tool, "stats", data], capture_output=True, text=True, timeout=60)
+    with h5py.File(data, "r") as f:
+        check(p.returncode == 0 and "mean" in f.attrs, f"stats with room: exit {p.returncode}")
