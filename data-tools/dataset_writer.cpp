@@ -191,8 +191,8 @@ void DatasetWriter::append(int64_t count, const void* images, const int32_t* lab
   rows_ += count;
 }
 
-void DatasetWriter::close() {
-  if (closed_) return;
+void DatasetWriter::finish() {
+  if (finished_ || closed_) return;
   // 1. Flush through HDF5 while we can still see its errors (H5Handle ignores them).
   try {
     HT_CHECK_H5(H5Fflush(file_.get(), H5F_SCOPE_GLOBAL));
@@ -203,9 +203,26 @@ void DatasetWriter::close() {
   labels_.reset();
   image_type_.reset();
   file_.reset();
-  // 2. Make the data durable before the name points at it, then make the name durable.
-  commit_file(temp_path_, path_);
+  // 2. Make the data durable before a name points at it.
+  fsync_file(temp_path_);
+  finished_ = true;
+}
+
+void DatasetWriter::close() {
+  if (closed_) return;
+  finish();
+  commit_file(temp_path_, path_);  // the rename, then the directory made durable
   closed_ = true;
+}
+
+void commit_together(const std::vector<DatasetWriter*>& writers) {
+  for (DatasetWriter* w : writers) w->finish();
+  for (DatasetWriter* w : writers) {
+    if (::unlink(w->path().c_str()) != 0 && errno != ENOENT) {
+      throw Error(w->path() + ": cannot replace: " + std::strerror(errno));
+    }
+  }
+  for (DatasetWriter* w : writers) w->close();
 }
 
 void DatasetWriter::abandon() noexcept {

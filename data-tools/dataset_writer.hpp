@@ -41,6 +41,10 @@ class DatasetWriter {
   // Finishes the file and moves it to its final name. Idempotent.
   void close();
 
+  // Finishes the file (flushed and synced) under its temporary name, for a later close()
+  // or commit_together(). Idempotent; append() may not follow.
+  void finish();
+
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
   int64_t rows() const { return rows_; }
@@ -55,9 +59,17 @@ class DatasetWriter {
   DatasetWriterOptions options_;
   int64_t chunk_samples_ = 0;
   int64_t rows_ = 0;
-  bool closed_ = false;
+  bool finished_ = false;             // the temporary file is complete
+  bool closed_ = false;               // ... and renamed (or abandoned)
   int uncaught_at_construction_ = 0;  // to tell unwinding from normal destruction
   H5Handle file_, images_, labels_, image_type_;
 };
+
+// The files of one command that belong together (train, val and test; the shards of a
+// file): each is finished first, then every earlier file under their names is removed,
+// then each is renamed. A failure or a kill before the renames leaves the earlier set as
+// it was; one during them leaves files missing, never new files beside old ones that do
+// not belong with them (an earlier split's test rows in the new training set).
+void commit_together(const std::vector<DatasetWriter*>& writers);
 
 }  // namespace hpctrain

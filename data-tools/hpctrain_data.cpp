@@ -259,21 +259,22 @@ int cmd_fashion_mnist(const std::vector<std::string>& argv) {
                                          val_opts);
       hpctrain::write_idx_rows(train, hpctrain::validation_rows(train.images.items(), val, seed),
                                {&train_writer, &val_writer});
-      val_writer.close();
-      train_writer.close();
+      hpctrain::commit_together({&train_writer, &val_writer});  // never a mix of two seeds
       const double seconds = hpctrain::now_seconds() - t0;
       print_written(train_writer, train_opts, seconds);
       print_written(val_writer, val_opts, seconds);
     } else {
       hpctrain::write_idx_rows(train, {}, {&train_writer});
-      train_writer.close();
-      print_written(train_writer, train_opts, hpctrain::now_seconds() - t0);
-      // A val.h5 from an earlier run would overlap this train.h5: remove it.
+      train_writer.finish();
+      // A val.h5 from an earlier run would overlap this train.h5: removed before it is in
+      // place.
       const std::filesystem::path stale = std::filesystem::path(out) / "val.h5";
       std::error_code ec;
       if (std::filesystem::remove(stale, ec)) {
         std::printf("removed %s (it overlaps the new training set)\n", stale.c_str());
       }
+      train_writer.close();
+      print_written(train_writer, train_opts, hpctrain::now_seconds() - t0);
     }
   }
 

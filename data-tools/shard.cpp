@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 
 #include "core/error.hpp"
 #include "data-tools/dataset_writer.hpp"
@@ -46,16 +47,22 @@ ShardReport shard_data_file(const std::string& input, const std::string& out_pre
     report.paths.push_back(shard_output_path(out_prefix, i, parts));
   check_outputs_differ(input, report.paths);
 
+  // Each shard finished in turn, all renamed at the end: never shards of two inputs.
+  std::vector<std::unique_ptr<DatasetWriter>> writers;
+  std::vector<DatasetWriter*> done;
   for (int64_t i = 0; i < parts; ++i) {
     const auto idx = static_cast<size_t>(i);
     const int64_t start = report.bounds[idx], end = report.bounds[idx + 1];
     const std::string how = "shard " + std::to_string(i) + " of " + std::to_string(parts) +
                             " (rows [" + std::to_string(start) + ", " + std::to_string(end) +
                             ")) of " + input + " by hpctrain-data";
-    DatasetWriter writer(report.paths[idx], derived_writer_options(src, how, deflate_level));
-    copy_row_range(src, start, end - start, writer);
-    writer.close();
+    writers.push_back(std::make_unique<DatasetWriter>(
+        report.paths[idx], derived_writer_options(src, how, deflate_level)));
+    copy_row_range(src, start, end - start, *writers.back());
+    writers.back()->finish();
+    done.push_back(writers.back().get());
   }
+  commit_together(done);
   return report;
 }
 

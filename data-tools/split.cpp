@@ -171,7 +171,7 @@ SplitReport split_data_file(const std::string& input, const std::string& out_pre
     targets.push_back(writers.back().get());
   }
   route_rows(src, part, targets);
-  for (auto& w : writers) w->close();
+  commit_together(targets);
   return report;
 }
 

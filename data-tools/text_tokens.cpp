@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -55,11 +57,11 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
-// Writes the windows `rows` (their first tokens' indices / T) of `ids` to `path` through
-// a temporary file that is removed if anything fails.
-void write_windows(const std::string& path, const std::vector<int32_t>& ids,
-                   const std::vector<int64_t>& rows, const TextOptions& o,
-                   const std::vector<std::string>& vocabulary, const std::string& source) {
+// Writes the windows `rows` (their first tokens' indices / T) of `ids` for `path` into a
+// temporary file, removed if anything fails; returns its name, for the caller to commit.
+std::string write_windows(const std::string& path, const std::vector<int32_t>& ids,
+                          const std::vector<int64_t>& rows, const TextOptions& o,
+                          const std::vector<std::string>& vocabulary, const std::string& source) {
   const std::string temp = path + ".tmp";
   remove_temporary(temp);
   try {
@@ -89,7 +91,7 @@ void write_windows(const std::string& path, const std::vector<int32_t>& ids,
     ::unlink(temp.c_str());
     throw Error(path + ": cannot write: " + e.what());
   }
-  commit_file(temp, path);
+  return temp;
 }
 
 }  // namespace
@@ -206,7 +208,7 @@ TextReport convert_text(const TextOptions& o) {
   report.tokens = static_cast<int64_t>(ids.size());
   report.vocab = static_cast<int64_t>(vocabulary.size());
   if (!split) {
-    write_windows(o.out, ids, rows[0], o, vocabulary, source);
+    commit_file(write_windows(o.out, ids, rows[0], o, vocabulary, source), o.out);
     report.outputs = {o.out};
     report.windows = {windows};
     return report;
@@ -224,13 +226,27 @@ TextReport convert_text(const TextOptions& o) {
     }
   }
   make_directories(o.out);
-  for (int k = 0; k < 3; ++k) {
-    if (!wanted[k]) continue;
-    const std::string path = (fs::path(o.out) / names[k]).string();
-    write_windows(path, ids, rows[k], o, vocabulary, source);
-    report.outputs.push_back(path);
-    report.windows.push_back(static_cast<int64_t>(rows[k].size()));
+  // All written before any is renamed, the earlier files removed in between: a failure or
+  // a kill never leaves new splits beside old ones of other windows or another vocabulary.
+  std::vector<std::string> temps;
+  try {
+    for (int k = 0; k < 3; ++k) {
+      if (!wanted[k]) continue;
+      const std::string path = (fs::path(o.out) / names[k]).string();
+      temps.push_back(write_windows(path, ids, rows[k], o, vocabulary, source));
+      report.outputs.push_back(path);
+      report.windows.push_back(static_cast<int64_t>(rows[k].size()));
+    }
+  } catch (...) {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+    throw;
   }
+  for (const std::string& path : report.outputs) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      throw Error(path + ": cannot replace: " + std::strerror(errno));
+    }
+  }
+  for (size_t i = 0; i < temps.size(); ++i) commit_file(temps[i], report.outputs[i]);
   return report;
 }
 

@@ -43,6 +43,35 @@ using tools_test::Rows;
 using tools_test::write_png;
 using tools_test::write_text;
 
+// ---------------------------------------------------------------- commit_together
+
+// Files that belong together are all finished before any is renamed: a failure half-way
+// (here a label out of range in the last one) leaves the earlier set whole, and a success
+// replaces all of it.
+TEST(DataToolsCommit, AFileSetIsReplacedWhole) {
+  const std::string dir = fresh_dir("commit_together");
+  DatasetWriterOptions o;
+  o.num_classes = 2;
+  const auto write_set = [&](uint8_t value, bool fail_last) {
+    DatasetWriter a(dir + "/a.h5", o), b(dir + "/b.h5", o);
+    const uint8_t pixels[2] = {value, value};
+    const int32_t labels[2] = {0, 1}, bad[2] = {0, 7};
+    a.append(2, pixels, labels);
+    a.finish();  // finished, not yet renamed
+    b.append(2, pixels, fail_last ? bad : labels);
+    commit_together({&a, &b});
+  };
+  write_set(1, false);
+  EXPECT_EQ(read_all(dir + "/a.h5").images[0], 1);
+  expect_usage_error([&] { write_set(2, true); }, "outside");
+  EXPECT_EQ(read_all(dir + "/a.h5").images[0], 1);  // not the new a beside the old b
+  EXPECT_EQ(read_all(dir + "/b.h5").images[0], 1);
+  EXPECT_FALSE(fs::exists(dir + "/a.h5.tmp"));
+  write_set(3, false);
+  EXPECT_EQ(read_all(dir + "/a.h5").images[0], 3);
+  EXPECT_EQ(read_all(dir + "/b.h5").images[0], 3);
+}
+
 // ---------------------------------------------------------------- split
 
 // A float32 file whose single pixel holds the row index, with uneven classes: class k has
