@@ -77,8 +77,11 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
     }
     const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};
     H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
+    // No modification time in the object header: the same options write the same bytes.
+    H5Handle dcpl(HT_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    HT_CHECK_H5(H5Pset_obj_track_times(dcpl.get(), false));
     H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "tokens", H5T_STD_I32LE, space.get(),
-                                        H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                                        H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
                  H5Dclose);
     HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()));
     h5_write_int(file.get(), "vocab_size", static_cast<int64_t>(vocabulary.size()));
