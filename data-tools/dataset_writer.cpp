@@ -216,12 +216,12 @@ void DatasetWriter::close() {
 }
 
 void commit_together(const std::vector<DatasetWriter*>& writers) {
-  for (DatasetWriter* w : writers) w->finish();
+  std::vector<std::string> paths;
   for (DatasetWriter* w : writers) {
-    if (::unlink(w->path().c_str()) != 0 && errno != ENOENT) {
-      throw Error(w->path() + ": cannot replace: " + std::strerror(errno));
-    }
+    w->finish();
+    paths.push_back(w->path());
   }
+  remove_files(paths);
   for (DatasetWriter* w : writers) w->close();
 }
 

@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -244,11 +242,7 @@ TextReport convert_text(const TextOptions& o) {
     for (const std::string& t : temps) ::unlink(t.c_str());
     throw;
   }
-  for (const std::string& path : report.outputs) {
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      throw Error(path + ": cannot replace: " + std::strerror(errno));
-    }
-  }
+  remove_files(report.outputs);
   for (size_t i = 0; i < temps.size(); ++i) commit_file(temps[i], report.outputs[i]);
   return report;
 }

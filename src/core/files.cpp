@@ -56,28 +56,31 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   // write fail instead of overwriting what it points to.
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) throw Error(tmp + ": cannot create: " + std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw Error(tmp + ": write failed: " + std::strerror(err));
+  try {  // no temporary left behind by a failed write (a full disk)
+    size_t done = 0;
+    while (done < content.size()) {
+      const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        const int err = errno;
+        ::close(fd);
+        throw Error(tmp + ": write failed: " + std::strerror(err));
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw Error(tmp + ": close failed: " + std::strerror(err));
-  }
-  try {
+    if (::close(fd) != 0) throw Error(tmp + ": close failed: " + std::strerror(errno));
     commit_file(tmp, path);
   } catch (...) {
-    ::unlink(tmp.c_str());  // no temporary left behind by a failed write (a full disk)
+    ::unlink(tmp.c_str());
     throw;
+  }
+}
+
+void remove_files(const std::vector<std::string>& paths) {
+  for (const std::string& path : paths) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      throw Error(path + ": cannot replace: " + std::strerror(errno));
+    }
   }
 }
 

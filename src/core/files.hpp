@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace hpctrain {
 
@@ -24,5 +25,10 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // exclusively: the link itself if it is a symbolic link (never what it points to);
 // nothing if it does not exist. Throws Error if it cannot.
 void remove_temporary(const std::string& path);
+
+// Removes the files at `paths` that exist (a link itself, never what it points to), before
+// a set of files that belong together is renamed over them: the set is then never half
+// new and half old. Throws Error naming one it cannot remove.
+void remove_files(const std::vector<std::string>& paths);
 
 }  // namespace hpctrain
