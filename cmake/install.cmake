@@ -2,13 +2,14 @@
 # so that the programs find their files the same way in both (relative to their own path,
 # never through a build path: an installed prefix may be moved):
 #   bin/hpctrain, bin/hpctrain-data
+#   lib/hpctrain/libhpctrain_cuda.so       the CUDA backend, loaded when a rank uses a GPU
 #   share/hpctrain/python/hpctrain_tools/  hpctrain study | plot | scaling
 #   share/hpctrain/configs/                example configs (hpctrain init copies from here)
 #   share/hpctrain/jobs/                   Slurm and mpiexec job scripts
 #   share/doc/hpctrain/                    README.md, LICENSE and docs/
 #   modulefiles/hpctrain/<version>         environment module (Tcl; Lmod reads it too)
 # The layout is fixed (not GNUInstallDirs' variables): the programs look for
-# share/hpctrain in the folder above bin/.
+# share/hpctrain and lib/hpctrain in the folder above bin/.
 
 # `make install` and `make package` (CPack's "preinstall") do not build first: build, then
 # install or package. So packaging in a test never relinks the programs other tests run.
@@ -32,6 +33,9 @@ foreach(group python/hpctrain_tools:HT_PYTHON_TOOLS configs:HT_CONFIGS jobs:HT_J
 endforeach()
 
 install(TARGETS hpctrain hpctrain-data RUNTIME DESTINATION bin)
+if(TARGET hpctrain_cuda)
+  install(TARGETS hpctrain_cuda LIBRARY DESTINATION lib/hpctrain)
+endif()
 install(FILES ${HT_PYTHON_TOOLS} DESTINATION share/hpctrain/python/hpctrain_tools)
 install(FILES ${HT_CONFIGS} DESTINATION share/hpctrain/configs)
 # Job scripts keep their mode (the .sh and .sbatch files are executable, the rest not).

@@ -5,6 +5,7 @@
 # built and packed on the Debian machine by bench/gpu/make_kit.sh into KIT:
 #   KIT/bin/{hpctrain,hpctrain-data,ht_gpu_tests,ht_gpu_mixed_tests,mpiexec.hydra,h5dump,
 #            hydra_pmi_proxy}
+#   KIT/lib/hpctrain/libhpctrain_cuda.so  (the CUDA backend, loaded by the programs)
 #   KIT/libs.tar.xz  (MPICH, HDF5, yaml-cpp, OpenBLAS and their dependencies)
 #   KIT/fmnist/*.xz  (Fashion-MNIST IDX files, xz: the kit and the tree must fit 64 MiB)
 #   KIT/share/hpctrain (the Python tools of hpctrain study, plot and scaling)
@@ -37,7 +38,8 @@ setup() {
 stage_env() {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee -a "$TABLE"
   note "host: $(nproc) cores, $(uname -r)"
-  ldd "$KIT/bin/hpctrain" | grep -E 'not found|cudnn|cublas|nccl|cudart' | tee -a "$TABLE"
+  ldd "$KIT/lib/hpctrain/libhpctrain_cuda.so" | grep -E 'not found|cudnn|cublas|nccl|cudart' |
+    tee -a "$TABLE"
   hpctrain --version 2>&1 | tee -a "$TABLE"
   python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' |
     tee -a "$TABLE"

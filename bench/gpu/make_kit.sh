@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Packs what bench/gpu/device.sh needs on a GPU machine without Debian packages into
-# KIT (default .dev, ignored by git): the stripped binaries of BUILD (default build),
-# MPICH's launcher, the Debian shared libraries they load (all but glibc, libstdc++
+# KIT (default .dev, ignored by git): the stripped binaries of BUILD (default build) and
+# its CUDA backend module (KIT/lib/hpctrain, where the programs in KIT/bin look), MPICH's
+# launcher, the Debian shared libraries they load (all but glibc, libstdc++
 # and CUDA's, which the GPU machine has), xz-compressed, the Fashion-MNIST files (xz) and the
 # build's share/hpctrain (the Python tools of hpctrain study).
 set -euo pipefail
@@ -13,6 +14,10 @@ bins=("$BUILD/hpctrain" "$BUILD/hpctrain-data" "$BUILD/ht_gpu_tests" "$BUILD/ht_
   /usr/bin/hydra_pmi_proxy)
 cp "${bins[@]}" "$KIT/bin/"
 strip "$KIT"/bin/*
+mkdir -p "$KIT/lib/hpctrain"
+cp "$BUILD/lib/hpctrain/libhpctrain_cuda.so" "$KIT/lib/hpctrain/"
+strip "$KIT/lib/hpctrain/libhpctrain_cuda.so"
+bins+=("$BUILD/lib/hpctrain/libhpctrain_cuda.so")  # for its libraries below
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT
 mkdir "$staging/lib"

@@ -19,13 +19,13 @@
 #include <iostream>
 #include <memory>
 
-#include "apps/installation.hpp"
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/installation.hpp"
 #include "core/version.hpp"
 #include "data/dataset_files.hpp"
 #include "h5/h5.hpp"

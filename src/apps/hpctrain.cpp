@@ -386,7 +386,8 @@ int dispatch(int* argc, char*** argv) {
   if (!args.empty() && args[0] == "--version") {
     std::cout << "hpctrain " << version() << " (commit " << git_commit() << "; backends: cpu"
               << (cuda_built() ? ", cuda" : "") << "; CUDA devices: " << cuda_device_count()
-              << ")\nBLAS: " << blas_description() << "\n";
+              << ")\nBLAS: " << blas_description()
+              << "\nCUDA backend: " << cuda_backend_description() << "\n";
     return kExitOk;
   }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {

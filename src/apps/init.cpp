@@ -7,9 +7,9 @@
 #include <fstream>
 #include <iostream>
 
-#include "apps/installation.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/installation.hpp"
 
 namespace hpctrain {
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
-#include "apps/installation.hpp"
 #include "core/error.hpp"
+#include "core/installation.hpp"
 
 namespace hpctrain {
 namespace fs = std::filesystem;

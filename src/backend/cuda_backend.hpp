@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backend/backend.hpp"
 
@@ -35,8 +36,13 @@ bool cuda_built();
 // Devices this process can use: 0 without a driver or a device, or without the backend.
 int cuda_device_count();
 
-// Throws UsageError when the backend is not built, the device does not exist, or tf32 is
-// asked for with 16-bit activations, or channels_last with float32 ones.
+// Where the backend's module lies and the versions of NVIDIA's libraries it loaded (the
+// module is loaded by this call), or why it cannot be loaded or is not built.
+std::string cuda_backend_description();
+
+// Throws UsageError when the backend is not built or its module cannot be loaded, the device
+// does not exist, or tf32 is asked for with 16-bit activations, or channels_last with
+// float32 ones.
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace hpctrain

@@ -9,6 +9,8 @@ bool cuda_built() { return false; }
 
 int cuda_device_count() { return 0; }
 
+std::string cuda_backend_description() { return "not built"; }
+
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& /*options*/) {
   throw UsageError(
       "device: cuda was requested, but this build of hpctrain has no CUDA backend (configure "

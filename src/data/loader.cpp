@@ -69,10 +69,23 @@ Loader::~Loader() {
   request_cv_.notify_all();
 }
 
+const BatchBuffer& Loader::next() {
+  const BatchBuffer& batch = queue_->pop();
+  ++popped_;
+  return batch;
+}
+
 void Loader::request(int64_t seq) {
   HT_REQUIRE(seq >= 0, "batch requests are >= 0");
   {
     std::lock_guard<std::mutex> lock(request_mutex_);
+    // A popped slot was filled, so its reader has read its request: drop those in batches
+    // of 64, in place (the few live requests move to the front; no allocation).
+    const int64_t read = popped_ - first_request_;
+    if (read >= 64) {
+      requests_.erase(requests_.begin(), requests_.begin() + read);
+      first_request_ = popped_;
+    }
     requests_.push_back(seq);
   }
   request_cv_.notify_all();
@@ -80,8 +93,10 @@ void Loader::request(int64_t seq) {
 
 int64_t Loader::requested(int64_t k) {
   std::unique_lock<std::mutex> lock(request_mutex_);
-  request_cv_.wait(lock, [&] { return closing_ || static_cast<int64_t>(requests_.size()) > k; });
-  return closing_ ? -1 : requests_[static_cast<size_t>(k)];
+  request_cv_.wait(lock, [&] {
+    return closing_ || first_request_ + static_cast<int64_t>(requests_.size()) > k;
+  });
+  return closing_ ? -1 : requests_[static_cast<size_t>(k - first_request_)];
 }
 
 std::shared_ptr<const std::vector<int64_t>> Loader::order_for(int64_t epoch) {

@@ -80,7 +80,7 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Next batch in sequence (blocks until ready).
-  const BatchBuffer& next() { return queue_->pop(); }
+  const BatchBuffer& next();
   // on_request: batch `seq` (epoch * batches_per_epoch + step) is the next one after those
   // requested before; the readers start on it at once.
   void request(int64_t seq);
@@ -128,7 +128,11 @@ class Loader {
       orders_;  // GUARDED_BY order_mutex_
   std::mutex request_mutex_;
   std::condition_variable request_cv_;
-  std::vector<int64_t> requests_;         // on_request, GUARDED_BY request_mutex_
+  // on_request: the batches of slots first_request_ ... (GUARDED_BY request_mutex_); those
+  // of popped slots are dropped now and then, so it does not grow with the run.
+  std::vector<int64_t> requests_;
+  int64_t first_request_ = 0;             // GUARDED_BY request_mutex_
+  int64_t popped_ = 0;                    // slots popped; the consumer thread's
   bool closing_ = false;                  // GUARDED_BY request_mutex_
   std::unique_ptr<PrefetchQueue> queue_;  // last: its threads use the members above
 };

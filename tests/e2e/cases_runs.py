@@ -82,6 +82,10 @@ def case_bad_config():
     # device: cuda where no GPU is visible (or the build has no CUDA backend): exit 2.
     version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
     check("CUDA devices" in version, "hpctrain --version: " + version)
+    if "backends: cpu, cuda" in version:
+        # The CUDA backend's module loads, its references to hpctrain resolved, GPU or not.
+        check("CUDA backend: " in version and "cuDNN" in version,
+              "the CUDA backend's module does not load: " + version)
     if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
         # What needs a GPU, asked for where there is none: exit 2 with one line saying so.
         for k, (sets, needle) in enumerate([

@@ -65,7 +65,9 @@ exec chroot "\$t/root" /bin/bash -euc '
   echo "== dpkg -i (in a throw-away root)"
   dpkg -i /tmp/package.deb
   [[ "\$(command -v hpctrain)" == /usr/bin/hpctrain ]] || { echo "hpctrain is not /usr/bin/hpctrain" >&2; exit 1; }
-  /usr/bin/hpctrain --version
+  /usr/bin/hpctrain --version | tee /tmp/version.txt
+  ! grep -q "backends: cpu, cuda" /tmp/version.txt ||
+    grep -q "^CUDA backend: /usr/lib/hpctrain/libhpctrain_cuda.so (CUDA runtime" /tmp/version.txt
   /usr/bin/hpctrain-data --version
   cd /tmp && /usr/bin/hpctrain init starter >/dev/null
   test -x /tmp/starter/train_single_node.sbatch

@@ -26,6 +26,9 @@ done
 for f in share/hpctrain/python/hpctrain_tools/__main__.py "modulefiles/hpctrain/$version"; do
   [[ -f "$b/$f" ]] || fail "$f is missing from the installation"
 done
+if [[ -f "$build/lib/hpctrain/libhpctrain_cuda.so" ]]; then  # a build with the CUDA backend
+  [[ -f "$b/lib/hpctrain/libhpctrain_cuda.so" ]] || fail "lib/hpctrain/libhpctrain_cuda.so is missing"
+fi
 # The example configs, every file of jobs/ (executable where the source is), the README
 # and docs/, as they are.
 installed_as() {  # installed_as SOURCE_FILE INSTALLED_FILE

@@ -19,6 +19,10 @@ cd "$work"
 "$b/bin/hpctrain" --version | tee version.txt
 grep -Eq "^hpctrain [0-9.]+ \(commit [0-9a-f]{12}|unknown" version.txt || fail "--version names no commit"
 [[ "$("$b/bin/hpctrain-data" --version)" == "hpctrain-data "* ]] || fail "hpctrain-data --version"
+if grep -q "backends: cpu, cuda" version.txt; then  # the CUDA backend's module, from lib/hpctrain
+  grep -q "^CUDA backend: $b/lib/hpctrain/libhpctrain_cuda.so (CUDA runtime" version.txt ||
+    fail "the installed CUDA backend does not load"
+fi
 
 echo "== hpctrain-data fashion-mnist"
 "$b/bin/hpctrain-data" fashion-mnist --out data/fashion-mnist

@@ -338,6 +338,22 @@ TEST_P(DataRoundTrip, StreamingLoaderMatchesCachedLoader) {
           << "requested batch " << b;
     }
   }
+  // A long run, two requests ahead as an asynchronous worker keeps them: the requests of
+  // popped slots are dropped on the way, and every batch is still the one asked for.
+  LoaderOptions many = asked;
+  many.epochs = 60;
+  Loader longer(file, shard, many);
+  const int64_t batches = seq.batches_per_epoch();
+  const auto asked_at = [&](int64_t i) { return (i * 7) % batches; };
+  longer.request(asked_at(0));
+  longer.request(asked_at(1));
+  for (int64_t i = 0; i < 300; ++i) {
+    const BatchBuffer& x = longer.next();
+    ASSERT_EQ(std::vector<float>(x.images.begin(), x.images.begin() + x.size * c * h * w),
+              want[static_cast<size_t>(asked_at(i))])
+        << "request " << i;
+    longer.request(asked_at(i + 2));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,4 +1,4 @@
-#include "apps/installation.hpp"
+#include "core/installation.hpp"
 
 #include "core/error.hpp"
 
@@ -12,15 +12,19 @@ fs::path program_path() {
   return self;
 }
 
-fs::path share_dir(const fs::path& item) {
-  const fs::path self = program_path();
-  const fs::path bin = self.parent_path();
-  const fs::path share = "share/hpctrain";
-  for (const fs::path& dir : {bin / share, bin.parent_path() / share}) {
+std::optional<fs::path> prefix_holding(const fs::path& item) {
+  const fs::path bin = program_path().parent_path();
+  for (const fs::path& dir : {bin, bin.parent_path()}) {
     std::error_code ec;
     if (fs::exists(dir / item, ec)) return dir.lexically_normal();
   }
-  throw UsageError((share / item).string() + " is not beside " + self.string() +
+  return std::nullopt;
+}
+
+fs::path share_dir(const fs::path& item) {
+  const fs::path share = "share/hpctrain";
+  if (const auto prefix = prefix_holding(share / item)) return *prefix / share;
+  throw UsageError((share / item).string() + " is not beside " + program_path().string() +
                    " or in the prefix above it: rebuild or reinstall hpctrain");
 }
 
