@@ -7,6 +7,7 @@
 // hdf5-layers file written to a temporary file first.
 #include "apps/export_model.hpp"
 
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -305,8 +306,17 @@ Export gather(const Options& o) {
   return e;
 }
 
+// The python3 that run_python_export waits for, to which its handler passes a signal on.
+volatile sig_atomic_t g_python_child = 0;
+
+extern "C" void pass_signal_to_python(int sig) {
+  if (g_python_child > 0) kill(static_cast<pid_t>(g_python_child), sig);
+}
+
 // Runs `python3 -m hpctrain_tools export` on the hdf5-layers file `layers` and returns its
-// exit code.
+// exit code. SIGTERM, SIGINT or SIGHUP sent to hpctrain alone (a batch system's, a parent's)
+// is passed on to python3, so that the export ends with it instead of writing on without a
+// parent; the signals are held from before the spawn until the handler is in place.
 int run_python_export(const std::string& layers, const Options& o) {
   const std::filesystem::path dir = share_dir("python/hpctrain_tools/__main__.py") / "python";
   const char* old = std::getenv("PYTHONPATH");
@@ -318,16 +328,44 @@ int run_python_export(const std::string& layers, const Options& o) {
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  const int passed[] = {SIGTERM, SIGINT, SIGHUP};
+  sigset_t held, before, none;
+  sigemptyset(&held);
+  sigemptyset(&none);
+  for (int sig : passed) sigaddset(&held, sig);
+  pthread_sigmask(SIG_BLOCK, &held, &before);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &none);  // python3 starts with the signals open
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
   pid_t pid = 0;
-  const int err = posix_spawnp(&pid, "python3", nullptr, nullptr, argv.data(), environ);
+  const int err = posix_spawnp(&pid, "python3", nullptr, &attr, argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
   if (err != 0) {
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     throw UsageError("export: cannot start python3 (" + std::string(std::strerror(err)) +
                      "): --format " + o.format +
                      " needs python3 with python3-torch; --format hdf5-layers does not");
   }
+  g_python_child = pid;
+  struct sigaction pass {};
+  pass.sa_handler = pass_signal_to_python;
+  sigemptyset(&pass.sa_mask);
+  struct sigaction old_actions[3];
+  for (int i = 0; i < 3; ++i) sigaction(passed[i], &pass, &old_actions[i]);
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   int status = 0;
+  int wait_error = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(std::string("export: waiting for python3: ") + strerror(errno));
+    if (errno != EINTR) {
+      wait_error = errno;
+      break;
+    }
+  }
+  for (int i = 0; i < 3; ++i) sigaction(passed[i], &old_actions[i], nullptr);
+  g_python_child = 0;
+  if (wait_error != 0) {
+    throw Error(std::string("export: waiting for python3: ") + std::strerror(wait_error));
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   throw Error("export: python3 ended by signal " + std::to_string(WTERMSIG(status)));

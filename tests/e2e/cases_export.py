@@ -12,9 +12,11 @@ import json
 import math
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 
 import h5py
 import numpy as np
@@ -468,3 +470,25 @@ def case_export_refusals():
     one_error_line(p.stderr, "python3-torch", "hdf5-layers")
     left = os.listdir(tmp) + [f for f in os.listdir(folder) if f.endswith(".tmp")]
     check(left == [], f"temporary files left: {left}")
+
+    # SIGTERM to hpctrain alone while its python3 works: python3 gets it too, hpctrain
+    # fails naming the signal, and its temporary file goes.
+    pid_file = os.path.join(folder, "python3.pid")
+    with open(os.path.join(bin_dir, "python3"), "w") as f:
+        f.write(f'#!/bin/sh\necho $$ > {pid_file}\nexec sleep 120\n')
+    p = subprocess.Popen([hpctrain(), "export", run_folder, "--format", "pytorch", "--out", pt],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not os.path.exists(pid_file) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.05)
+    check(os.path.exists(pid_file), "the stand-in python3 did not start")
+    child = int(open(pid_file).read())
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode != 0 and "signal 15" in err, f"SIGTERM: exit {p.returncode}: {err}")
+    deadline = time.time() + 10
+    while os.path.exists(f"/proc/{child}") and time.time() < deadline:
+        time.sleep(0.05)
+    check(not os.path.exists(f"/proc/{child}"), "python3 outlived the SIGTERM to hpctrain")
+    left = [f for f in os.listdir(folder) if f.endswith(".tmp")]
+    check(left == [] and not os.path.exists(pt), f"after SIGTERM: left {left}")
