@@ -17,7 +17,8 @@
 namespace hpctrain {
 
 ChannelStats channel_stats(const std::vector<std::string>& paths) {
-  const std::unique_ptr<DataSource> data = open_data(paths);
+  // The stored statistics are what this replaces: a damaged pair must not stop it.
+  const std::unique_ptr<DataSource> data = open_data(paths, StoredStats::kIgnore);
   HT_REQUIRE(data != nullptr, "channel_stats: no files");
   const DatasetShape& s = data->shape();
   if (s.tokens()) throw UsageError(data->path() + ": holds tokens; stats are for images");

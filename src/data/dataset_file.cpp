@@ -279,7 +279,7 @@ std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType t
   return {-1, ""};
 }
 
-DatasetFile::DatasetFile(const std::string& path) : path_(path) {
+DatasetFile::DatasetFile(const std::string& path, StoredStats stats) : path_(path) {
   h5_quiet();
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
@@ -299,6 +299,7 @@ DatasetFile::DatasetFile(const std::string& path) : path_(path) {
       open_tokens();
     } else {
       open_images();
+      if (stats == StoredStats::kRead) read_normalisation(file_.get(), path, shape_);
     }
   });
 }
@@ -330,7 +331,6 @@ void DatasetFile::open_images() {
   // 2. Element types: images u8/f16/f32; labels any integer type (read as int32).
   shape_.type = image_type(images_.get(), path);
   read_classes(file_.get(), labels_.get(), path, shape_);
-  read_normalisation(file_.get(), path, shape_);
 }
 
 void DatasetFile::open_tokens() {

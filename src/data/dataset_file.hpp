@@ -78,11 +78,16 @@ class DataSource {
 std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType type, int64_t count,
                                                 int64_t elems);
 
+// Whether opening a file reads its stored normalisation (the attributes mean and std) or
+// leaves it out of the shape: `hpctrain-data stats` replaces it, so a damaged or half one
+// (mean without std) must not stop it.
+enum class StoredStats { kRead, kIgnore };
+
 class DatasetFile final : public DataSource {
  public:
   // Opens and validates; throws UsageError naming the file and what is wrong
   // (missing file or dataset, wrong rank, unsupported type, N mismatch).
-  explicit DatasetFile(const std::string& path);
+  explicit DatasetFile(const std::string& path, StoredStats stats = StoredStats::kRead);
 
   const std::string& path() const override { return path_; }
   const DatasetShape& shape() const override { return shape_; }

@@ -57,11 +57,11 @@ std::vector<std::string> expand_data_paths(const std::vector<std::string>& entri
   return out;
 }
 
-DatasetFiles::DatasetFiles(const std::vector<std::string>& paths) {
+DatasetFiles::DatasetFiles(const std::vector<std::string>& paths, StoredStats stats) {
   HT_REQUIRE(paths.size() >= 2, "DatasetFiles: fewer than two files");
   int64_t rows = 0;
   for (const std::string& p : paths) {
-    parts_.push_back(std::make_unique<DatasetFile>(p));
+    parts_.push_back(std::make_unique<DatasetFile>(p, stats));
     const DatasetShape& s = parts_.back()->shape();
     if (parts_.size() > 1) {
       const std::string diff = difference(s, parts_.front()->shape());
@@ -137,10 +137,10 @@ void DatasetFiles::read_row_set(const int64_t* rows, int64_t count, void* images
   }
 }
 
-std::unique_ptr<DataSource> open_data(const std::vector<std::string>& paths) {
+std::unique_ptr<DataSource> open_data(const std::vector<std::string>& paths, StoredStats stats) {
   if (paths.empty()) return nullptr;
-  if (paths.size() == 1) return std::make_unique<DatasetFile>(paths.front());
-  return std::make_unique<DatasetFiles>(paths);
+  if (paths.size() == 1) return std::make_unique<DatasetFile>(paths.front(), stats);
+  return std::make_unique<DatasetFiles>(paths, stats);
 }
 
 }  // namespace hpctrain

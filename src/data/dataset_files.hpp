@@ -23,7 +23,8 @@ class DatasetFiles final : public DataSource {
  public:
   // Opens every file (two or more); throws UsageError naming the first whose samples,
   // element type, classes or vocabulary differ from the first file's.
-  explicit DatasetFiles(const std::vector<std::string>& paths);
+  explicit DatasetFiles(const std::vector<std::string>& paths,
+                        StoredStats stats = StoredStats::kRead);
 
   const std::string& path() const override { return name_; }
   const DatasetShape& shape() const override { return shape_; }
@@ -47,6 +48,7 @@ class DatasetFiles final : public DataSource {
 };
 
 // One file as a DatasetFile, several as DatasetFiles; null for none.
-std::unique_ptr<DataSource> open_data(const std::vector<std::string>& paths);
+std::unique_ptr<DataSource> open_data(const std::vector<std::string>& paths,
+                                      StoredStats stats = StoredStats::kRead);
 
 }  // namespace hpctrain

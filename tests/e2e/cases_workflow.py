@@ -293,6 +293,23 @@ def case_augment_normalize_kill_resume():
           "std 0" in p.stderr, f"stats of a flat file: exit {p.returncode}, {p.stderr}")
     with h5py.File(flat, "r") as f:
         check("std" not in f.attrs, "stats stored std 0")
+    # Stored statistics that training refuses (a mean without a std, three values for one
+    # channel) are what stats replaces: it reads the file regardless.
+    for name, attrs in (("half", {"mean": [0.5]}),
+                        ("three", {"mean": [0.1] * 3, "std": [1.0] * 3})):
+        path = os.path.join(d, name + ".h5")
+        with h5py.File(path, "w") as f:
+            f["images"] = np.arange(4 * 28 * 28, dtype=np.uint8).reshape(4, 1, 28, 28)
+            f["labels"] = np.arange(4, dtype=np.int32) % 2
+            f.attrs["num_classes"] = 2
+            f.attrs.update(attrs)
+        p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "stats", path],
+                           capture_output=True, text=True, timeout=60)
+        with h5py.File(path, "r") as f:
+            stored = {k: list(f.attrs[k]) for k in ("mean", "std") if k in f.attrs}
+        check(p.returncode == 0 and len(stored.get("mean", [])) == 1 and
+              len(stored.get("std", [])) == 1,
+              f"stats over {attrs}: exit {p.returncode}, {p.stderr}, stored {stored}")
     aug = DET + [f"data.train={train_file}", "data.normalize=auto", "data.augment.flip=true",
                  "data.augment.crop_padding=2", "checkpoint.every_steps=40"]
     fresh("augment_full")
