@@ -3,6 +3,7 @@ input, missing data and a killed rank.
 """
 import gzip
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -10,7 +11,7 @@ import time
 
 from harness import (
     ARGS, check, documented_names, expect_ok, fail, fresh, hpctrain, metrics_rows,
-    one_error_line, rank_pids, run_dir, train)
+    one_error_line, rank_pids, run_dir, train, train_cmd)
 
 
 def case_mlp_allreduce_ring():
@@ -86,6 +87,23 @@ def case_bad_config():
         # The CUDA backend's module loads, its references to hpctrain resolved, GPU or not.
         check("CUDA backend: " in version and "cuDNN" in version,
               "the CUDA backend's module does not load: " + version)
+        # The program without its module beside it says why, and still trains on the CPU:
+        # a CPU rank never loads the CUDA backend.
+        lone = os.path.join(ARGS.build, "e2e-runs", "lone_program")
+        shutil.rmtree(lone, ignore_errors=True)
+        os.makedirs(lone)
+        shutil.copy(hpctrain(), lone)
+        program = os.path.join(lone, "hpctrain")
+        v = subprocess.run([program, "--version"], capture_output=True, text=True).stdout
+        check("CUDA backend: lib/hpctrain/libhpctrain_cuda.so is not beside " +
+              os.path.realpath(program) in v,
+              "--version of a program without its module: " + v)
+        cmd = train_cmd("lone_program_run", 1, ["device=cpu", "train.epochs=1",
+                                                f"data.train={ARGS.data}/test.h5"])
+        cmd[cmd.index(hpctrain())] = program
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"a CPU run without the CUDA module: exit {p.returncode}: "
+                                 f"{p.stderr[-2000:]}")
     if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
         # What needs a GPU, asked for where there is none: exit 2 with one line saying so.
         for k, (sets, needle) in enumerate([
