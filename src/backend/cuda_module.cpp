@@ -59,16 +59,20 @@ bool cuda_built() { return true; }
 
 int cuda_device_count() {
   static const int count = [] {
-    // The driver API's count is the runtime's (cudaGetDeviceCount): CUDA_VISIBLE_DEVICES
-    // applies to both. No driver, or no device: 0.
+    // What cudaGetDeviceCount says, through the driver API: CUDA_VISIBLE_DEVICES applies to
+    // both, and no driver, no device or a driver older than the CUDA major version the
+    // backend was built with (the runtime's "insufficient driver") is 0.
     void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (driver == nullptr) return 0;
-    using Init = int (*)(unsigned);
-    using Count = int (*)(int*);
-    const auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
-    const auto get_count = reinterpret_cast<Count>(dlsym(driver, "cuDeviceGetCount"));
-    int n = 0;
-    if (init == nullptr || get_count == nullptr || init(0) != 0 || get_count(&n) != 0) return 0;
+    using Int = int (*)(int*);
+    const auto init = reinterpret_cast<int (*)(unsigned)>(dlsym(driver, "cuInit"));
+    const auto version = reinterpret_cast<Int>(dlsym(driver, "cuDriverGetVersion"));
+    const auto get_count = reinterpret_cast<Int>(dlsym(driver, "cuDeviceGetCount"));
+    int supported = 0, n = 0;
+    if (init == nullptr || version == nullptr || get_count == nullptr || init(0) != 0 ||
+        version(&supported) != 0 || supported / 1000 < HT_CUDA_MAJOR || get_count(&n) != 0) {
+      return 0;
+    }
     return n;
   }();
   return count;
