@@ -256,7 +256,8 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   MpiEnv env(argc, argv);
   std::unique_ptr<Trainer> trainer;
   const int code = set_up_trainer(
-      env, [&] { return load_config(config_path, overrides, catalog()); }, resume, trainer);
+      env, [&] { return load_config(config_path, overrides, catalog()); }, resume, trainer,
+      Trainer::Purpose::kTrain);
   if (code != 0) return code;
   return run_or_abort(env, [&] { return trainer->run(); });
 }
@@ -296,7 +297,7 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
         resume = t.checkpoint;
         return std::move(t.config);
       },
-      resume, trainer);
+      resume, trainer, Trainer::Purpose::kEval);
   if (code != 0) return code;
   return run_or_abort(env, [&] { return trainer->evaluate_checkpoint(); });
 }

@@ -29,6 +29,7 @@
 #include "train/exchange.hpp"
 #include "train/loss_scaler.hpp"
 #include "train/metrics.hpp"
+#include "train/run_lock.hpp"
 #include "train/watchdog.hpp"
 
 namespace hpctrain {
@@ -38,6 +39,10 @@ class Progress;
 
 class Trainer {
  public:
+  // What the trainer is set up for: `train` (run()) or `eval` (evaluate_checkpoint()),
+  // which may read a run directory that a training run is using.
+  enum class Purpose { kTrain, kEval };
+
   // Set-up stage 1, local: the data files and the backend. Throws UsageError for bad input.
   // `resume` is "auto", "never" or a checkpoint path.
   Trainer(const Config& config, const MpiEnv& env, const std::string& resume);
@@ -45,9 +50,10 @@ class Trainer {
   // Set-up stage 2, collective: the communicator, and every rank's device. Nothing in it
   // fails on some ranks only.
   void meet();
-  // Set-up stage 3, local: the batch plan, the model, the optimizer, the checkpoint to
-  // resume from, the run directory. Throws UsageError for bad input.
-  void prepare();
+  // Set-up stage 3, local: the batch plan, the model, the optimizer, the run directory (for
+  // training, its lock, RunLock, held by rank 0 until the end), the checkpoint to resume
+  // from. Throws UsageError for bad input.
+  void prepare(Purpose purpose);
 
   // Collective: resumes, trains, evaluates, writes outputs (rank 0). Returns the
   // exit code: 0 done, 75 stopped by a signal after committing a checkpoint.
@@ -181,6 +187,7 @@ class Trainer {
   std::unique_ptr<Exchange> exchange_;  // distributed.strategy
   std::unique_ptr<TrainingCheckpoints> checkpoints_;
   std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<RunLock> run_lock_;    // rank 0 of train: run.dir is this job's
   std::unique_ptr<BatchStager> stager_;  // before the loaders, whose buffers it pins
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;
@@ -207,11 +214,15 @@ class Trainer {
 
 // The checkpoint array of the per-rank batches under balance auto.
 inline constexpr const char* kBatchesArray = "train/batches";
+// How long a run waits for the run directory's lock (RunLock): the ranks of a job killed
+// just before take that long at most to end.
+inline constexpr double kRunLockWaitSeconds = 10.0;
 
 // Loads the config (`load`) and sets a Trainer up on every rank of MPI_COMM_WORLD: stage 1
 // and stage 3 with their failures agreed on by all ranks (the lowest failing rank prints
 // its message), stage 2 between them. Returns 0 with `trainer` set, or the exit code.
 int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
-                   const std::string& resume, std::unique_ptr<Trainer>& trainer);
+                   const std::string& resume, std::unique_ptr<Trainer>& trainer,
+                   Trainer::Purpose purpose);
 
 }  // namespace hpctrain

@@ -83,13 +83,14 @@ int compute_threads(const Config& config, const MpiEnv& env) {
 }  // namespace
 
 int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
-                   const std::string& resume, std::unique_ptr<Trainer>& trainer) {
+                   const std::string& resume, std::unique_ptr<Trainer>& trainer,
+                   Trainer::Purpose purpose) {
   set_log_timestamps(true);
   int code = run_and_agree(MPI_COMM_WORLD,
                            [&] { trainer = std::make_unique<Trainer>(load(), env, resume); });
   if (code != 0) return code;
   trainer->meet();
-  return run_and_agree(MPI_COMM_WORLD, [&] { trainer->prepare(); });
+  return run_and_agree(MPI_COMM_WORLD, [&] { trainer->prepare(purpose); });
 }
 
 Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& resume)
@@ -134,7 +135,7 @@ void Trainer::meet() {
   for (double d : all) devices_.push_back(d != 0.0 ? "cuda" : "cpu");
 }
 
-void Trainer::prepare() {
+void Trainer::prepare(Purpose purpose) {
   // 1. How the ranks share the batch.
   const DatasetShape& shape = train_file_->shape();
   const bool async = !exchange_strategy(config_.distributed.strategy).decl.lockstep;
@@ -230,7 +231,22 @@ void Trainer::prepare() {
                                           shape.h * shape.w, shape.labels_per_sample, preprocess_);
   if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
 
-  // 3. Checkpoints: what to resume from.
+  // 3. Run directory (rank 0): one that cannot be made is bad input, as checkpoint.dir. A
+  //    training run takes its lock before it looks for a checkpoint to resume from.
+  if (rank_ == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(config_.run.dir, ec);
+    if (ec) {
+      throw UsageError(config_.source_file + ": run.dir: " + config_.run.dir +
+                       ": cannot create it: " + ec.message());
+    }
+    if (purpose == Purpose::kTrain) {
+      run_lock_ =
+          std::make_unique<RunLock>(config_.run.dir, config_.source_file, kRunLockWaitSeconds);
+    }
+  }
+
+  // 4. Checkpoints: what to resume from.
   JobShape job;
   job.rank = rank_;
   job.world_size = world_size_;
@@ -247,16 +263,6 @@ void Trainer::prepare() {
   }
   checkpoints_->prepare_resume(resume_);
   choose_step_graphs();
-
-  // 4. Run directory (rank 0): one that cannot be made is bad input, as checkpoint.dir.
-  if (rank_ == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(config_.run.dir, ec);
-    if (ec) {
-      throw UsageError(config_.source_file + ": run.dir: " + config_.run.dir +
-                       ": cannot create it: " + ec.message());
-    }
-  }
 }
 
 int Trainer::optimizer_slots() const {

@@ -229,3 +229,34 @@ def case_watchdog_hung_rank():
     check(p.returncode != 0, "job reported success with a hung rank")
     check("has not finished after 10 s" in out, "no watchdog message")
     print(f"job ended {time.time() - t0:.1f} s after the rank hung")
+
+
+def case_run_dir_in_use():
+    """A second training run given the run directory of one still running waits 10 s for
+    its lock (hpctrain.lock), then ends with exit 2 naming the holder, and the first goes
+    on; after a kill -9 of the first, a run started at once gets the lock."""
+    name = "in_use"
+    fresh(name)
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2000",
+            "checkpoint.at_epoch_end=false"]
+    first = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    lock = os.path.join(run_dir(name), "hpctrain.lock")
+    deadline = time.time() + 120
+    while time.time() < deadline and first.poll() is None and not (
+            os.path.exists(lock) and open(lock).read().endswith("\n")):
+        time.sleep(0.05)
+    check(first.poll() is None, f"the first run ended (exit {first.returncode})")
+    holder = open(lock).read().strip()
+    print("lock:", holder)
+    t0 = time.time()
+    rc, _, err = train(name, 2, sets)
+    waited = time.time() - t0
+    check(rc == 2 and waited >= 10, f"second run: exit {rc} after {waited:.1f} s")
+    one_error_line(err, run_dir(name), "is in use by another training run", holder.split(",")[1])
+    check(first.poll() is None, "the second run stopped the first")
+    for pid in rank_pids(run_dir(name)):
+        os.kill(pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    rc, _, _ = train(name, 2, sets[:2] + ["train.epochs=1"], resume="never")
+    check(rc == 0, f"a run started at once after the kill -9: exit {rc}")

@@ -1,0 +1,28 @@
+// The run directory's lock, RUN_DIR/hpctrain.lock: rank 0 of `train` holds it for the whole
+// run, so that a second job given the same run.dir (a job submitted twice, a launcher
+// started again while the first still runs) stops with exit 2 before it writes anything,
+// instead of writing checkpoints, metrics.csv and summary.json over the first's. A flock:
+// the kernel drops it when its holder ends, kill -9 included (a job resumed at once after a
+// kill waits a few seconds for the killed ranks to go); NFS and Lustre (mounted with flock)
+// hold it across nodes. Where the file system has no locks it is a warning.
+#pragma once
+
+#include <string>
+
+namespace hpctrain {
+
+class RunLock {
+ public:
+  // Takes the lock of `dir` (which exists), waiting up to `wait_seconds` for a holder to
+  // end; then UsageError naming the holder (host, pid, Slurm job, since when).
+  // `source_file` names the config in messages.
+  RunLock(const std::string& dir, const std::string& source_file, double wait_seconds);
+  ~RunLock();
+  RunLock(const RunLock&) = delete;
+  RunLock& operator=(const RunLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace hpctrain
