@@ -51,9 +51,10 @@ if(HT_HAVE_CUDA)
   string(REPLACE ";" " and " HT_CUDA_DIRS "${HT_CUDA_DIRS}")
   string(APPEND HT_PACKAGE_TEXT
          "\nThis build has the CUDA backend (CUDA ${CUDAToolkit_VERSION}, architectures\n"
-         "${CMAKE_CUDA_ARCHITECTURES}). It needs NVIDIA's CUDA runtime "
-         "${CUDAToolkit_VERSION_MAJOR}, cuBLAS, cuDNN 9 and\nNCCL 2, which are not Debian "
-         "packages: it looks for them in ${HT_CUDA_DIRS},\nthen LD_LIBRARY_PATH.")
+         "${CMAKE_CUDA_ARCHITECTURES}). Its GPU ranks need NVIDIA's CUDA runtime "
+         "${CUDAToolkit_VERSION_MAJOR}, cuBLAS, cuDNN 9\nand NCCL 2, which are not Debian "
+         "packages: it looks for them in ${HT_CUDA_DIRS},\nthen LD_LIBRARY_PATH. CPU ranks "
+         "never load them.")
 else()
   set(CPACK_PACKAGE_NAME hpctrain)
   string(APPEND HT_PACKAGE_TEXT "\nThis build has the CPU backend only.")
