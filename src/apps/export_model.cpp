@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <memory>
 
 #include "apps/model_target.hpp"
@@ -351,8 +352,8 @@ int run_python_export(const std::string& layers, const Options& o) {
   struct sigaction pass {};
   pass.sa_handler = pass_signal_to_python;
   sigemptyset(&pass.sa_mask);
-  struct sigaction old_actions[3];
-  for (int i = 0; i < 3; ++i) sigaction(passed[i], &pass, &old_actions[i]);
+  struct sigaction old_actions[std::size(passed)];
+  for (size_t i = 0; i < std::size(passed); ++i) sigaction(passed[i], &pass, &old_actions[i]);
   pthread_sigmask(SIG_SETMASK, &before, nullptr);
   int status = 0;
   int wait_error = 0;
@@ -362,7 +363,7 @@ int run_python_export(const std::string& layers, const Options& o) {
       break;
     }
   }
-  for (int i = 0; i < 3; ++i) sigaction(passed[i], &old_actions[i], nullptr);
+  for (size_t i = 0; i < std::size(passed); ++i) sigaction(passed[i], &old_actions[i], nullptr);
   g_python_child = 0;
   if (wait_error != 0) {
     throw Error(std::string("export: waiting for python3: ") + std::strerror(wait_error));

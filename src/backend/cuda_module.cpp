@@ -1,9 +1,9 @@
 // The CUDA backend entry points of a build with CUDA. The backend itself is a module,
 // lib/hpctrain/libhpctrain_cuda.so beside the programs or in the prefix above them, loaded
 // only when a rank makes a CUDA backend: cuBLAS, cuDNN and NCCL take about half a second and
-// 200 MB per process to load (cuBLASLt's initialisers), which CPU ranks, the data tools and
-// a node without NVIDIA's libraries never pay. Devices are counted through the driver
-// (libcuda.so.1), which loads none of them.
+// 200 MB per process to load (cuBLASLt's initialisers), which CPU ranks, the subcommands
+// that use no GPU and a node without NVIDIA's libraries never pay. Devices are counted through the
+// driver (libcuda.so.1), which loads none of them.
 #include <dlfcn.h>
 
 #include <string>
@@ -28,11 +28,10 @@ struct Module {
 const Module& module() {
   static const Module m = [] {
     Module r;
-    const auto prefix = prefix_holding(kModule);
-    r.path = prefix ? (*prefix / kModule).string() : kModule;
-    if (!prefix) {
-      r.error = std::string(kModule) + " is not beside " + program_path().string() +
-                " or in the prefix above it: rebuild or reinstall hpctrain";
+    try {
+      r.path = (installed_prefix(kModule) / kModule).string();
+    } catch (const UsageError& e) {
+      r.error = e.what();
       return r;
     }
     void* handle = dlopen(r.path.c_str(), RTLD_NOW | RTLD_LOCAL);

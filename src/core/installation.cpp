@@ -12,20 +12,19 @@ fs::path program_path() {
   return self;
 }
 
-std::optional<fs::path> prefix_holding(const fs::path& item) {
+fs::path installed_prefix(const fs::path& item) {
   const fs::path bin = program_path().parent_path();
   for (const fs::path& dir : {bin, bin.parent_path()}) {
     std::error_code ec;
     if (fs::exists(dir / item, ec)) return dir.lexically_normal();
   }
-  return std::nullopt;
+  throw UsageError(item.string() + " is not beside " + program_path().string() +
+                   " or in the prefix above it: rebuild or reinstall hpctrain");
 }
 
 fs::path share_dir(const fs::path& item) {
   const fs::path share = "share/hpctrain";
-  if (const auto prefix = prefix_holding(share / item)) return *prefix / share;
-  throw UsageError((share / item).string() + " is not beside " + program_path().string() +
-                   " or in the prefix above it: rebuild or reinstall hpctrain");
+  return installed_prefix(share / item) / share;
 }
 
 }  // namespace hpctrain

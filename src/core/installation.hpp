@@ -5,7 +5,6 @@
 #pragma once
 
 #include <filesystem>
-#include <optional>
 
 namespace hpctrain {
 
@@ -13,8 +12,9 @@ namespace hpctrain {
 std::filesystem::path program_path();
 
 // The folder that holds `item` (a relative path, e.g. "lib/hpctrain/x.so"): this program's,
-// else the one above it; nullopt when neither does.
-std::optional<std::filesystem::path> prefix_holding(const std::filesystem::path& item);
+// else the one above it; UsageError "ITEM is not beside PROGRAM or in the prefix above it"
+// when neither does.
+std::filesystem::path installed_prefix(const std::filesystem::path& item);
 
 // The share/hpctrain folder that holds `item` (a path inside it, e.g. "configs"); throws
 // UsageError naming what is missing when neither place has it.

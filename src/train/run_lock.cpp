@@ -29,13 +29,13 @@ std::string holder(int fd) {
 
 }  // namespace
 
-RunLock::RunLock(const std::string& dir, const std::string& source_file, double wait_seconds) {
+RunLock::RunLock(const std::string& dir, const std::string& source_file) {
   const std::string path = dir + "/hpctrain.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     throw UsageError(source_file + ": run.dir: cannot open " + path + ": " + std::strerror(errno));
   }
-  const double deadline = now_seconds() + wait_seconds;
+  const double deadline = now_seconds() + kWaitSeconds;
   bool said = false;
   while (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
@@ -55,7 +55,7 @@ RunLock::RunLock(const std::string& dir, const std::string& source_file, double 
                        "let it end, or give this run another run.dir");
     }
     if (!said) {
-      log_info("waiting up to " + std::to_string(static_cast<int>(wait_seconds)) + " s for " +
+      log_info("waiting up to " + std::to_string(static_cast<int>(kWaitSeconds)) + " s for " +
                path + " (" + holder(fd_) + ")");
       said = true;
     }

@@ -13,10 +13,14 @@ namespace hpctrain {
 
 class RunLock {
  public:
-  // Takes the lock of `dir` (which exists), waiting up to `wait_seconds` for a holder to
+  // How long a run waits for a holder to end: the ranks of a job killed just before take
+  // that long at most to go.
+  static constexpr double kWaitSeconds = 10.0;
+
+  // Takes the lock of `dir` (which exists), waiting up to kWaitSeconds for a holder to
   // end; then UsageError naming the holder (host, pid, Slurm job, since when).
   // `source_file` names the config in messages.
-  RunLock(const std::string& dir, const std::string& source_file, double wait_seconds);
+  RunLock(const std::string& dir, const std::string& source_file);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

@@ -214,9 +214,6 @@ class Trainer {
 
 // The checkpoint array of the per-rank batches under balance auto.
 inline constexpr const char* kBatchesArray = "train/batches";
-// How long a run waits for the run directory's lock (RunLock): the ranks of a job killed
-// just before take that long at most to end.
-inline constexpr double kRunLockWaitSeconds = 10.0;
 
 // Loads the config (`load`) and sets a Trainer up on every rank of MPI_COMM_WORLD: stage 1
 // and stage 3 with their failures agreed on by all ranks (the lowest failing rank prints

@@ -241,8 +241,7 @@ void Trainer::prepare(Purpose purpose) {
                        ": cannot create it: " + ec.message());
     }
     if (purpose == Purpose::kTrain) {
-      run_lock_ =
-          std::make_unique<RunLock>(config_.run.dir, config_.source_file, kRunLockWaitSeconds);
+      run_lock_ = std::make_unique<RunLock>(config_.run.dir, config_.source_file);
     }
   }
 

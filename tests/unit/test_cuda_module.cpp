@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "backend/cuda_backend.hpp"
@@ -21,9 +22,9 @@ TEST(CudaModule, LoadsAndItsErrorsReachTheCaller) {
   ASSERT_NE(description.find("cuDNN"), std::string::npos) << description;
 
   const std::string name = "lib/hpctrain/libhpctrain_cuda.so";
-  const auto prefix = prefix_holding(name);
-  ASSERT_TRUE(prefix.has_value());
-  void* module = dlopen((*prefix / name).c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::filesystem::path path;
+  ASSERT_NO_THROW(path = installed_prefix(name) / name);
+  void* module = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(module, nullptr) << dlerror();
   const auto make = reinterpret_cast<Backend* (*)(const CudaBackendOptions*)>(
       dlsym(module, "hpctrain_cuda_new_backend"));
