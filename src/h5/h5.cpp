@@ -116,8 +116,9 @@ std::string h5_missing_virtual_source(hid_t dataset, const std::string& file_pat
     for (size_t start = 0; start <= list.size();) {
       const size_t end = std::min(list.find(':', start), list.size());
       std::string dir = list.substr(start, end - start);
-      // a leading ${ORIGIN} (HDF5 1.10 replaces it in the first directory only)
-      if (dir.rfind("${ORIGIN}", 0) == 0) dir.replace(0, 9, origin.string());
+      // HDF5 1.10 replaces ${ORIGIN} only where the whole variable starts with it: in the
+      // first directory; elsewhere it is a directory of that name.
+      if (start == 0 && dir.rfind("${ORIGIN}", 0) == 0) dir.replace(0, 9, origin.string());
       if (!dir.empty()) dirs.emplace_back(dir);
       start = end + 1;
     }

@@ -32,15 +32,21 @@ class H5Error : public Error {
 // Throws H5Error for CALL at file:line.
 [[noreturn]] void throw_h5_error(const char* call, const char* file, int line);
 
+// Turns off HDF5's automatic error-stack printing (idempotent). A thread-safe HDF5 (Debian's)
+// keeps this setting per thread: every thread that calls HDF5 must call it.
+void h5_quiet();
+
 // Runs `read`, which reads the file at `path` through HDF5, and gives its result. A failed
 // HDF5 call that the operating system did not cause means the file's contents are damaged
 // or unsupported: bad input, so UsageError naming the file (exit 2); one it did cause (an
 // I/O error) stays an Error (exit 1), also naming the file. A fatal signal meanwhile (HDF5
-// crashes on some damaged files) names the file too (core/crash_note.hpp).
+// crashes on some damaged files) names the file too (core/crash_note.hpp). HDF5's own
+// printing is off for the calling thread (h5_quiet), which may be a prefetch thread.
 template <typename Read>
 auto h5_reading(const std::string& path, Read&& read) -> decltype(read()) {
   const CrashNote note(path);
   try {
+    h5_quiet();
     return read();
   } catch (const H5Error& e) {
     if (e.os_error().empty()) {
@@ -55,9 +61,6 @@ T check_h5(T result, const char* call, const char* file, int line) {
   if (result < 0) throw_h5_error(call, file, line);
   return result;
 }
-
-// Turns off HDF5's automatic error-stack printing for this process (idempotent).
-void h5_quiet();
 
 // Owns one hid_t and closes it with the matching H5*close. Move-only.
 // Not thread-safe (neither is the serial HDF5 library).

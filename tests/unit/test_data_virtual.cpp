@@ -111,8 +111,10 @@ TEST_F(VirtualDataTest, MissingSourceDatasetIsRefusedByName) {
 }
 
 // HDF5 also looks in the directories of HDF5_VDS_PREFIX, a leading ${ORIGIN} being the
-// virtual dataset's own directory: a source found there is not refused. (HDF5 reads the
-// variable as it starts, so this process's setenv reaches the check, not HDF5's reads.)
+// virtual dataset's own directory: a source found there is not refused. HDF5 1.10 replaces
+// ${ORIGIN} only at the start of the whole variable, so in a later directory it finds
+// nothing and reads fill values: refused. (HDF5 reads the variable as it starts, so this
+// process's setenv reaches the check, not HDF5's reads.)
 TEST_F(VirtualDataTest, SourceInTheVdsPrefixIsFound) {
   fs::create_directories(dir_ / "parts");
   write_source(dir_ / "parts" / "source.h5", "images", 9);
@@ -120,10 +122,12 @@ TEST_F(VirtualDataTest, SourceInTheVdsPrefixIsFound) {
   const H5Handle file = h5_open_read_only(path.string());
   const H5Handle images(HT_CHECK_H5(H5Dopen2(file.get(), "images", H5P_DEFAULT)), H5Dclose);
   EXPECT_EQ(h5_missing_virtual_source(images.get(), path.string()), "source.h5:images");
-  for (const char* prefix : {"${ORIGIN}/parts", "/nowhere::${ORIGIN}/parts"}) {
+  for (const char* prefix : {"${ORIGIN}/parts", "${ORIGIN}/parts:/nowhere"}) {
     ASSERT_EQ(setenv("HDF5_VDS_PREFIX", prefix, 1), 0);
     EXPECT_EQ(h5_missing_virtual_source(images.get(), path.string()), "") << prefix;
   }
+  ASSERT_EQ(setenv("HDF5_VDS_PREFIX", "/nowhere:${ORIGIN}/parts", 1), 0);
+  EXPECT_EQ(h5_missing_virtual_source(images.get(), path.string()), "source.h5:images");
   ASSERT_EQ(setenv("HDF5_VDS_PREFIX", (dir_ / "parts").c_str(), 1), 0);
   EXPECT_EQ(h5_missing_virtual_source(images.get(), path.string()), "");
   unsetenv("HDF5_VDS_PREFIX");
