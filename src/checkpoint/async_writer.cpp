@@ -126,7 +126,7 @@ void AsyncCheckpointWriter::worker() {
       if (finite) {
         write_checkpoint_file(path, state);
         record_checkpoint(path, owner_);
-        prune_checkpoints(dir_, keep_, owner_);
+        prune_checkpoints(dir_, keep_, owner_, state.step);
       } else {
         log_warn("checkpoint of step " + std::to_string(state.step) +
                  " not written: its parameters are not finite");

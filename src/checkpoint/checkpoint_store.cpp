@@ -92,7 +92,8 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
   if (synced != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));
 }
 
-void prune_checkpoints(const std::string& dir, int keep, const std::string& owner) {
+void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
+                       int64_t committed) {
   const std::string manifest = (fs::path(dir) / kManifestName).string();
   std::map<std::string, std::string> owners;  // file name -> owner, from the manifest
   {
@@ -110,7 +111,17 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& owne
     const std::string name = fs::path(e.path).filename().string();
     const auto it = owners.find(name);
     if (it == owners.end() || it->second != owner || fs::is_symlink(e.path, ec)) continue;
-    if (kept++ < keep) continue;
+    if (e.step > committed) {
+      // It would come before the checkpoint just committed at the next --resume auto, which
+      // therefore did not choose it (corrupt), or it counts steps of an earlier job (other
+      // ranks or batch), or of a trajectory a --resume PATH went back from.
+      log_info(e.path + ": deleted: it is numbered after the checkpoint just committed (step " +
+               std::to_string(committed) +
+               ") but is older (corrupt, of an earlier job counting other steps, or of steps "
+               "a resume went back from)");
+    } else if (kept++ < keep) {
+      continue;
+    }
     if (!fs::remove(e.path, ec) && ec) {
       log_warn(e.path + ": cannot delete old checkpoint: " + ec.message());
       continue;

@@ -39,9 +39,13 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 inline constexpr const char* kManifestName = "hpctrain-checkpoints.txt";
 void record_checkpoint(const std::string& path, const std::string& owner);
 
-// Deletes all but the newest `keep` of the checkpoints the manifest lists as `owner`'s,
-// never a file it does not list (another run's, the user's) and never through a symbolic
-// link; then the temporary files interrupted writes left (ckpt-*.h5.tmp).
-void prune_checkpoints(const std::string& dir, int keep, const std::string& owner);
+// After the commit of step `committed`: of the checkpoints the manifest lists as `owner`'s,
+// deletes those numbered above `committed` (older than it whatever their number: corrupt, of
+// a job counting other steps, or of steps a resume went back from; they would shadow it at
+// the next --resume auto), then all but the newest `keep` of the rest; never a file it does
+// not list (another run's, the user's) and never through a symbolic link. Then the temporary
+// files interrupted writes left (ckpt-*.h5.tmp).
+void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
+                       int64_t committed);
 
 }  // namespace hpctrain

@@ -300,7 +300,9 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   int64_t step_in_epoch = h.step_in_epoch;
   if (h.world_size != world_size_ || h.global_batch != global_batch_) {
     const int64_t samples = h.step_in_epoch * h.global_batch;
-    step_in_epoch = std::min((samples + global_batch_ - 1) / global_batch_, steps_per_epoch_);
+    // At most the epoch's last step: the epoch still ends with its validation, metrics row
+    // and checkpoint (the stored epoch had not ended).
+    step_in_epoch = std::min((samples + global_batch_ - 1) / global_batch_, steps_per_epoch_ - 1);
   }
   start_step_ = h.epoch * steps_per_epoch_ + step_in_epoch;
   last_saved_step_ = start_step_;

@@ -29,11 +29,12 @@ std::string holder(int fd) {
 
 }  // namespace
 
-RunLock::RunLock(const std::string& dir, const std::string& source_file) {
+RunLock::RunLock(const std::string& dir, const std::string& key, const std::string& source_file) {
   const std::string path = dir + "/hpctrain.lock";
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw UsageError(source_file + ": run.dir: cannot open " + path + ": " + std::strerror(errno));
+    throw UsageError(source_file + ": " + key + ": cannot open " + path + ": " +
+                     std::strerror(errno));
   }
   const double deadline = now_seconds() + kWaitSeconds;
   bool said = false;
@@ -42,17 +43,18 @@ RunLock::RunLock(const std::string& dir, const std::string& source_file) {
     if (err == EINTR) continue;
     if (err != EWOULDBLOCK) {  // ENOLCK, EOPNOTSUPP: a file system without locks
       log_warn(path + ": no file locks here (" + std::strerror(err) +
-               "): a second job given this run.dir would not be stopped");
+               "): a second job given this " + key + " would not be stopped");
       return;
     }
     if (now_seconds() >= deadline) {
       const std::string who = holder(fd_);
       ::close(fd_);
       fd_ = -1;
-      throw UsageError(source_file + ": run.dir: " + dir + " is in use by another training run (" +
-                       who + "; " + path +
+      throw UsageError(source_file + ": " + key + ": " + dir +
+                       " is in use by another training run (" + who + "; " + path +
                        "): two runs in one directory would overwrite each other's checkpoints; "
-                       "let it end, or give this run another run.dir");
+                       "let it end, or give this run another " +
+                       key);
     }
     if (!said) {
       log_info("waiting up to " + std::to_string(static_cast<int>(kWaitSeconds)) + " s for " +

@@ -4,7 +4,9 @@
 // instead of writing checkpoints, metrics.csv and summary.json over the first's. A flock:
 // the kernel drops it when its holder ends, kill -9 included (a job resumed at once after a
 // kill waits a few seconds for the killed ranks to go); NFS and Lustre (mounted with flock)
-// hold it across nodes. Where the file system has no locks it is a warning.
+// hold it across nodes. Where the file system has no locks it is a warning. A checkpoint.dir
+// outside the run directory has a lock of its own, as two runs sharing it would prune and
+// overwrite each other's checkpoints.
 #pragma once
 
 #include <string>
@@ -19,8 +21,8 @@ class RunLock {
 
   // Takes the lock of `dir` (which exists), waiting up to kWaitSeconds for a holder to
   // end; then UsageError naming the holder (host, pid, Slurm job, since when).
-  // `source_file` names the config in messages.
-  RunLock(const std::string& dir, const std::string& source_file);
+  // `source_file` and `key` (run.dir, checkpoint.dir) name the config and key in messages.
+  RunLock(const std::string& dir, const std::string& key, const std::string& source_file);
   ~RunLock();
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;

@@ -185,9 +185,11 @@ class Trainer {
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<ModelCollectives> collectives_;
   std::unique_ptr<Exchange> exchange_;  // distributed.strategy
+  // rank 0 of train: run.dir and checkpoint.dir (where that is another directory) are this
+  // job's; released after checkpoints_'s writer has ended
+  std::unique_ptr<RunLock> run_lock_, checkpoint_lock_;
   std::unique_ptr<TrainingCheckpoints> checkpoints_;
   std::unique_ptr<Watchdog> watchdog_;
-  std::unique_ptr<RunLock> run_lock_;    // rank 0 of train: run.dir is this job's
   std::unique_ptr<BatchStager> stager_;  // before the loaders, whose buffers it pins
   std::unique_ptr<Loader> train_loader_, val_loader_, test_loader_;
   DeviceArray<LossStats> stats_;

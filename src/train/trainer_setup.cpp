@@ -232,7 +232,8 @@ void Trainer::prepare(Purpose purpose) {
   if (plan_.accumulate > 1) accumulated_ = DeviceArray<float>(*backend_, model_->param_count());
 
   // 3. Run directory (rank 0): one that cannot be made is bad input, as checkpoint.dir. A
-  //    training run takes its lock before it looks for a checkpoint to resume from.
+  //    training run takes its lock, and checkpoint.dir's where that is another directory,
+  //    before it looks for a checkpoint to resume from.
   if (rank_ == 0) {
     std::error_code ec;
     std::filesystem::create_directories(config_.run.dir, ec);
@@ -241,7 +242,16 @@ void Trainer::prepare(Purpose purpose) {
                        ": cannot create it: " + ec.message());
     }
     if (purpose == Purpose::kTrain) {
-      run_lock_ = std::make_unique<RunLock>(config_.run.dir, config_.source_file);
+      run_lock_ = std::make_unique<RunLock>(config_.run.dir, "run.dir", config_.source_file);
+      const std::string& dir = config_.checkpoint.dir;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) {
+        throw UsageError(config_.source_file + ": checkpoint.dir: " + dir +
+                         ": cannot create it: " + ec.message());
+      }
+      if (!std::filesystem::equivalent(dir, config_.run.dir, ec)) {
+        checkpoint_lock_ = std::make_unique<RunLock>(dir, "checkpoint.dir", config_.source_file);
+      }
     }
   }
 
@@ -260,7 +270,12 @@ void Trainer::prepare(Purpose purpose) {
     batches_.assign(plan_.batch.begin(), plan_.batch.end());
     checkpoints_->keep_array(kBatchesArray, &batches_);
   }
-  checkpoints_->prepare_resume(resume_);
+  {
+    // Rank 0 reads the candidates (HDF5 loops on some damaged files; a file system may
+    // stall) while the other ranks wait for the agreement on set-up.
+    WatchdogScope w(*watchdog_, "start-up (reading the checkpoint to resume from)", 0);
+    checkpoints_->prepare_resume(resume_);
+  }
   choose_step_graphs();
 }
 

@@ -11,7 +11,7 @@ import time
 
 from harness import (
     ARGS, DET, check, checkpoints, expect_ok, fail, fresh, h5_values, hpctrain,
-    kill_and_resume, newest_step, one_error_line, rank_pids, run_dir, train, train_cmd,
+    kill_and_resume, metrics_rows, newest_step, one_error_line, rank_pids, run_dir, train, train_cmd,
     uninterrupted_sha)
 
 
@@ -177,6 +177,33 @@ def case_resume_other_world_sizes():
         check(s["test_accuracy"] >= 0.85, f"{name}: test accuracy {s['test_accuracy']} < 0.85")
 
 
+def case_retention_after_resume():
+    """After a resume on other ranks the job's checkpoints count other steps. Its first commit
+    deletes the run's files numbered above it, so checkpoint.keep keeps the job's own and a
+    rerun finds its final state; a mid-epoch cursor rounded up to the epoch's end still gets
+    the epoch's row."""
+    small = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=",
+             "checkpoint.every_steps=50", "checkpoint.keep=1"]  # 156 steps/epoch on 1 rank
+    def steps(name):
+        return [int(os.path.basename(f)[5:17]) for f in checkpoints(name)]
+    fresh("keep1")
+    expect_ok("keep1", 1, small + ["train.epochs=2"])
+    check(steps("keep1") == [312], f"1 rank kept {steps('keep1')}")
+    s = expect_ok("keep1", 2, small + ["train.epochs=3"])  # 78 steps/epoch
+    check(s["resumed_from"] == 312 and steps("keep1") == [234], f"2 ranks kept {steps('keep1')}")
+    rc, out, _ = train("keep1", 2, small + ["train.epochs=3"])
+    check(rc == 0 and "already complete" in out, f"rerun: exit {rc}: {out}")
+    # Step 155 of 156 on 1 rank: 155 x 64 samples are step 77.5 of 78 on 2 ranks.
+    fresh("round_up")
+    expect_ok("round_up", 1, small + ["train.epochs=1", "checkpoint.every_steps=155",
+                                      "checkpoint.keep=2"])
+    os.remove(checkpoints("round_up")[-1])  # the epoch's end, 156
+    rc, out, _ = train("round_up", 2, small + ["train.epochs=2", "checkpoint.keep=2"])
+    check(rc == 0 and "resuming at step 77 of epoch 1" in out, f"exit {rc}: {out}")
+    rows = [r["epoch"] for r in metrics_rows("round_up")]
+    check(rows == ["1", "2"], f"metrics.csv epochs {rows}")
+
+
 def case_resume_refusals():
     fresh("refuse")
     expect_ok("refuse", 1, ["train.epochs=1", "checkpoint.every_steps=200", "data.val=",
@@ -249,11 +276,21 @@ def case_run_dir_in_use():
     check(first.poll() is None, f"the first run ended (exit {first.returncode})")
     holder = open(lock).read().strip()
     print("lock:", holder)
+    # Meanwhile a run of another run directory given the first's checkpoint.dir (a sweep
+    # whose config names one): that directory has a lock of its own.
+    shared = os.path.join(run_dir(name), "checkpoints")
+    fresh(name + "_other")
+    third = subprocess.Popen(train_cmd(name + "_other", 1, sets + [f"checkpoint.dir={shared}"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     rc, _, err = train(name, 2, sets)
     waited = time.time() - t0
     check(rc == 2 and waited >= 10, f"second run: exit {rc} after {waited:.1f} s")
     one_error_line(err, run_dir(name), "is in use by another training run", holder.split(",")[1])
+    _, err = third.communicate(timeout=120)
+    check(third.returncode == 2, f"a run sharing checkpoint.dir: exit {third.returncode}")
+    one_error_line(err, f"checkpoint.dir: {shared} is in use by another training run",
+                   holder.split(",")[1], "another checkpoint.dir")
     check(first.poll() is None, "the second run stopped the first")
     for pid in rank_pids(run_dir(name)):
         os.kill(pid, signal.SIGKILL)

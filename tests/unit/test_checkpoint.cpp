@@ -186,7 +186,7 @@ TEST(CheckpointStore, PruneKeepsNewest) {
   }
   std::ofstream(checkpoint_path(dir, 6) + ".tmp") << "x";
   std::ofstream(dir + "/" + kManifestName + ".tmp.12345") << "x";  // a killed manifest write
-  prune_checkpoints(dir, 2, "run");
+  prune_checkpoints(dir, 2, "run", 5);
   const auto list = list_checkpoints(dir);
   ASSERT_EQ(list.size(), 2u);
   EXPECT_EQ(list[0].step, 5);
@@ -196,6 +196,23 @@ TEST(CheckpointStore, PruneKeepsNewest) {
   std::ifstream manifest(dir + "/" + kManifestName);
   const std::string text((std::istreambuf_iterator<char>(manifest)), {});
   EXPECT_EQ(text, "ckpt-000000000004.h5\trun\nckpt-000000000005.h5\trun\n");
+}
+
+// A commit makes the committed checkpoint the newest: the run's own files numbered above it
+// (a corrupt one the resume skipped, an earlier job's counted in other steps) go, whatever
+// `keep` allows, so that --resume auto comes back to it; another run's stay.
+TEST(CheckpointStore, PruneDeletesOwnFilesNumberedAfterTheCommit) {
+  const std::string dir = fresh_dir("prune_after");
+  for (int64_t s : {1, 2, 3, 9}) {
+    write_checkpoint_file(checkpoint_path(dir, s), sample_state(s));
+    record_checkpoint(checkpoint_path(dir, s), "run");
+  }
+  write_checkpoint_file(checkpoint_path(dir, 8), sample_state(8));
+  record_checkpoint(checkpoint_path(dir, 8), "other run");
+  prune_checkpoints(dir, 2, "run", 2);
+  std::vector<int64_t> steps;
+  for (const CheckpointEntry& e : list_checkpoints(dir)) steps.push_back(e.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{8, 2, 1}));
 }
 
 // Retention deletes only the checkpoints its run wrote: another run's (in the manifest
