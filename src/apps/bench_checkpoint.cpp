@@ -39,11 +39,12 @@ constexpr const char* kUsage =
     "                                 [--out FILE.json]\n"
     "\n"
     "Writes checkpoints of N bytes (default 268435456: parameters and momentum, half\n"
-    "each) into DIR (default ./bench-checkpoint.tmp) and compares them with a plain\n"
+    "each) on the file system of DIR (default .) and compares them with a plain\n"
     "sequential write of the same bytes; also measures how long the training thread is\n"
     "blocked per asynchronous checkpoint when a training step of T ms (default 100)\n"
-    "follows it (the snapshot copy overlaps the step). The directory is removed\n"
-    "afterwards.\n";
+    "follows it (the snapshot copy overlaps the step). The files go to a new folder\n"
+    "DIR/hpctrain-bench-checkpoint.XXXXXX, which is removed afterwards; nothing else in\n"
+    "DIR is touched.\n";
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -85,7 +86,7 @@ int64_t whole_number(const std::string& key, const std::string& value, int64_t l
 int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   int64_t bytes = int64_t{256} << 20, reps = 5;
   double step_ms = 100;
-  std::string dir = "bench-checkpoint.tmp", out_path;
+  std::string parent = ".", out_path;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
       std::cout << kUsage;
@@ -99,7 +100,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     } else if (key == "--reps") {
       reps = whole_number(key, v, 1);
     } else if (key == "--dir") {
-      dir = v;
+      parent = v;
     } else if (key == "--step-ms") {
       const std::optional<double> ms = cli::parse_number(v);
       if (!ms || !std::isfinite(*ms) || *ms < 0 || *ms > 1e6) {
@@ -122,7 +123,13 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     throw UsageError("bench checkpoint: --bytes: cannot allocate " + std::to_string(bytes) +
                      " bytes here");
   }
-  make_directories(dir);
+  make_directories(parent);
+  // A folder of its own, so that removing it afterwards removes only what it wrote.
+  std::string dir = parent + "/hpctrain-bench-checkpoint.XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
+    throw UsageError("bench checkpoint: --dir: cannot make a folder in " + parent + ": " +
+                     std::strerror(errno));
+  }
   for (size_t i = 0; i < n; ++i) {
     params[i] = static_cast<float>(i % 1000) * 1e-3f;
     velocity[i] = -params[i];

@@ -160,7 +160,8 @@ def case_symlink_and_foreign_files():
     check(written == 8, f"{written} checkpoints written, expected 8 (steps 10 to 70 and 78)")
     names = sorted(os.listdir(ckdir))
     check(names == ["ckpt-000000000003.h5", "ckpt-000000000005.h5", "ckpt-000000000070.h5",
-                    "ckpt-000000000078.h5", "hpctrain-checkpoints.txt", "notes.txt"],
+                    "ckpt-000000000078.h5", "hpctrain-checkpoints.txt", "hpctrain.lock",
+                    "notes.txt"],
           f"checkpoint directory after retention: {names}")
     for name, text in foreign.items():
         with open(os.path.join(ckdir, name)) as f:

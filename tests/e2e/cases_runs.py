@@ -239,6 +239,18 @@ def case_cli():
         check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1
               and option in c.stderr, f"bench {' '.join(args)}: exit {c.returncode}, {c.stderr}")
         check(not os.path.exists("bench-unused.tmp"), "bench checkpoint made its directory")
+    # bench checkpoint writes in a folder of its own inside --dir and removes only that (it
+    # removed --dir itself, with whatever the user kept there).
+    fresh("cli")
+    scratch = os.path.join(run_dir("cli"), "bench-scratch")
+    os.makedirs(scratch)
+    with open(os.path.join(scratch, "keep.txt"), "w") as f:
+        f.write("mine\n")
+    c = subprocess.run([hpctrain(), "bench", "checkpoint", "--bytes", "4096", "--reps", "1",
+                        "--step-ms", "0", "--dir", scratch], capture_output=True, text=True,
+                       timeout=120)
+    check(c.returncode == 0 and os.listdir(scratch) == ["keep.txt"],
+          f"bench checkpoint --dir: exit {c.returncode}, left {os.listdir(scratch)}, {c.stderr}")
 
 
 def case_cuda_graph_bit_identical():
