@@ -1,6 +1,7 @@
 """End-to-end cases of `hpctrain study`: a small study stopped by a signal, then killed
-with its whole process group, resumes each time without redoing finished runs; bad study
-files are exit 2 with one line naming the file and key."""
+with its whole process group, resumes each time without redoing finished runs, and plots
+that fail are exit 1; bad study files, training keys and options are exit 2 with one line
+naming the file and key (or the option) before anything runs."""
 import csv
 import glob
 import json
@@ -128,10 +129,22 @@ def case_study_stop_kill_resume():
     check(pngs == sorted(["accuracy.png", "phases.png", "scaling.png", "scaling_model.png",
                           "power.png", "energy.png"]), f"plots {pngs}")
 
+    # Plots that cannot be drawn fail the study (exit 1, one line), after its tables.
+    subprocess.run(["rm", "-rf", os.path.join(out, "plots"), os.path.join(out, "study.md")],
+                   check=True)
+    open(os.path.join(out, "plots"), "w").close()
+    p = subprocess.run([hpctrain(), "study", study, "--out", out, "--report-only"],
+                       capture_output=True, text=True, timeout=300)
+    print(p.stderr, file=sys.stderr)
+    check(p.returncode == 1, f"report with plots that fail: exit {p.returncode}, expected 1")
+    one_error_line(p.stderr, "the plots failed", "plots: not a directory")
+    check(os.path.exists(os.path.join(out, "study.md")), "no study.md when the plots failed")
+
 
 def case_study_bad_files():
-    """A study file with a mistake is exit 2 with one line naming the file and the key,
-    and runs nothing."""
+    """A study file with a mistake (in its own keys or in the training keys it passes on)
+    is exit 2 with one line naming the file and the key, and runs nothing; so is a bad
+    option. --dry-run checks the same and prints the commands that would run."""
     folder = run_dir("study_bad")
     subprocess.run(["rm", "-rf", folder], check=True)
     cfg = f"config: {REPO}/configs/fashion_mnist_mlp.yaml\n"
@@ -147,11 +160,56 @@ def case_study_bad_files():
          "model.network.bandwidth_gbs"),
         (cfg + "variants: [{name: a}\n", "line"),
     ]
+    # The training keys and the training config, checked by `hpctrain inspect` before any
+    # run starts, and by --dry-run (train.yaml: a config with a mistake, beside the study).
+    inspected = len(cases)
+    cases += [
+        (cfg + "set: [train.epoch=2]\nvariants: [{name: a}]\n",
+         "variants[0] (a): --set train.epoch: unknown key"),
+        (cfg + "variants: [{name: a}, {name: b, set: [train.batch_size=0]}]\n",
+         "variants[1] (b): --set train.batch_size"),
+        ("config: train.yaml\nvariants: [{name: a}]\n", "config: "),
+        (cfg + "repeats: 1\nrepeats: 2\nvariants: [{name: a}]\n",
+         ":3: repeats: duplicate key (first given at line 2)"),
+        (cfg + "variants: [{name: a, ranks: true}]\n", "variants[0].ranks: expected an "
+         "integer >= 1, got true"),
+        (cfg + "variants: [{ranks: 2}]\n", "variants[0].name: required"),
+    ]
     for i, (text, key) in enumerate(cases):
         study = write_study(os.path.join(folder, str(i)), text)
-        p = subprocess.run([hpctrain(), "study", study, "--out", os.path.join(folder, "out")],
-                           capture_output=True, text=True, timeout=120)
+        with open(os.path.join(folder, str(i), "train.yaml"), "w") as f:
+            f.write("train: {epochs: 1, epoch: 2}\n")
+        for extra in ([], ["--dry-run"]) if inspected <= i < inspected + 3 else ([],):
+            p = subprocess.run([hpctrain(), "study", study, "--out", os.path.join(folder, "out")]
+                               + extra, capture_output=True, text=True, timeout=120)
+            print(p.stderr, file=sys.stderr)
+            check(p.returncode == 2 and not p.stdout,
+                  f"case {i} ({key}) {extra}: exit {p.returncode}, expected 2; {p.stdout}")
+            one_error_line(p.stderr, study, key)
+            check(not os.path.exists(os.path.join(folder, "out")), f"case {i} created its output")
+
+    # A good study with a bad option: the command line's --set, an --out that cannot be a
+    # directory, a report with no finished run. --dry-run prints the commands that run.
+    study = small_study(folder)
+    afile = os.path.join(folder, "afile")
+    open(afile, "w").close()
+    empty = os.path.join(folder, "empty")
+    for args, needle in ([["--set", "train.epoch=1", "--out", empty],
+                          "--set train.epoch: unknown key"],
+                         [["--out", afile], f"--out {afile}: not a directory"],
+                         [["--out", "/proc/nope"], "--out /proc/nope: cannot create"],
+                         [["--out", empty, "--report-only"],
+                          f"--out {empty}: no run of the study has finished"]):
+        p = subprocess.run([hpctrain(), "study", study] + args, capture_output=True, text=True,
+                           timeout=120)
         print(p.stderr, file=sys.stderr)
-        check(p.returncode == 2, f"case {i} ({key}): exit {p.returncode}, expected 2")
-        one_error_line(p.stderr, study, key)
-        check(not os.path.exists(os.path.join(folder, "out")), f"case {i} created its output")
+        check(p.returncode == 2, f"{args}: exit {p.returncode}, expected 2")
+        one_error_line(p.stderr, needle)
+    check(not os.path.exists(empty), "--report-only made its --out")
+    p = subprocess.run([hpctrain(), "study", study, "--dry-run", "--out", empty],
+                       capture_output=True, text=True, timeout=120)
+    lines = p.stdout.splitlines()
+    check(p.returncode == 0 and len(lines) == 4, f"--dry-run: exit {p.returncode}: {p.stdout}")
+    check(all(x.startswith("to run: ") and " train " in x and " --resume auto --set " in x
+              for x in lines), f"--dry-run printed {lines}")
+    check(not os.path.exists(empty), "--dry-run made its --out")

@@ -236,6 +236,33 @@ class PlotsTest(unittest.TestCase):
             self.assertEqual(e.exception.code, 2)
             self.assertEqual(len(err.getvalue().splitlines()), 1, err.getvalue())
 
+    def test_main_out_that_cannot_be_made_is_exit_2_naming_out(self):
+        run = Path(self.tmp, "run")
+        run.mkdir()
+        write_metrics(run / "metrics.csv", 2)
+        bench = make_allreduce(os.path.join(self.tmp, "ar.json"))
+        afile = os.path.join(self.tmp, "afile")
+        Path(afile).write_text("")
+        cases = [(["run", str(run), "--out", afile], f"--out {afile}: not a directory"),
+                 (["run", str(run), "--out", "/proc/nope"], "--out /proc/nope: cannot create: "),
+                 (["run", str(run), "--out", os.path.join(afile, "x")],
+                  f"--out {os.path.join(afile, 'x')}: cannot create: "),
+                 (["allreduce", bench, "--out", self.tmp], f"--out {self.tmp}: a directory"),
+                 (["allreduce", bench, "--out", os.path.join(afile, "x.png")],
+                  f"--out {os.path.join(afile, 'x.png')}: {afile} is not a directory"),
+                 (["allreduce", bench, "--out", "/proc/nope/x.png"],
+                  "--out /proc/nope/x.png: cannot create /proc/nope: "),
+                 (["allreduce", bench, "--out", "/proc/x.png"], "--out /proc/x.png: cannot write")]
+        for argv, start in cases:
+            rc, out, err = self.run_main(argv)
+            self.assertEqual((rc, out), (2, ""), argv)
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertTrue(err.startswith("error: " + start), err)
+        study = make_study(os.path.join(self.tmp, "study"))
+        Path(study, "plots").write_text("")
+        rc, out, err = self.run_main(["study", study])
+        self.assertEqual((rc, err), (2, f"error: {study}/plots: not a directory\n"))
+
 
 if __name__ == "__main__":
     unittest.main()

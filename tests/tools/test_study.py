@@ -1,16 +1,22 @@
 """Unit tests of the study's arithmetic: reading run directories, mean/min/max over
 repeats, speedup, efficiency and EDP normalisation, the study file's defaults, and the
 alpha-beta scaling model (its formulas, the fit, the interpolation), and bad input to
-`hpctrain study` and `hpctrain scaling` (exit 2, one line naming the key or option)."""
+`hpctrain study` and `hpctrain scaling` (exit 2, one line naming the key or option): study
+files with duplicate keys or values of the wrong type, training keys that a stand-in
+`hpctrain inspect` refuses, an --out that cannot be a directory, a report with no finished
+run; plots that fail (exit 1), and --dry-run printing the very commands that run."""
 
 import contextlib
 import io
 import json
 import os
+import shlex
+import signal
 import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
 
@@ -181,6 +187,198 @@ class StudyFile(unittest.TestCase):
             with open(path, "w") as f:
                 f.write("config: train.yaml\nvariants: [{name: a}]\nmodel:\n")
             self.assertEqual(studyfile.load(path)["model"]["network"], "measured")
+
+    def load_error(self, text):
+        """The one error line of loading `text` as s.yaml, without the file name."""
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "train.yaml"), "w") as f:
+                f.write("run: {name: x}\n")
+            path = os.path.join(tmp, "s.yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            rc, out, err = run_main(study.main, [path, "--dry-run"])
+        self.assertEqual((rc, out), (2, ""), text)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith(f"error: {path}"), err)
+        return err[len(f"error: {path}"):].rstrip("\n")
+
+    def test_duplicate_keys_at_any_depth(self):
+        head = "config: train.yaml\n"
+        cases = [
+            (head + "repeats: 1\nrepeats: 2\nvariants: [{name: a}]\n",
+             ":3: repeats: duplicate key (first given at line 2)"),
+            (head + "variants:\n  - name: a\n  - name: b\n    ranks: 2\n    ranks: 3\n",
+             ":6: variants[1].ranks: duplicate key (first given at line 5)"),
+            (head + "variants: [{name: a}]\nmodel:\n  network: {name: x, name: y}\n",
+             ":4: model.network.name: duplicate key (first given at line 4)"),
+            (head + "variants: [{name: a}]\nconfig: other.yaml\n",
+             ":3: config: duplicate key (first given at line 1)"),
+        ]
+        for text, expected in cases:
+            self.assertEqual(self.load_error(text), expected, text)
+
+    def test_values_are_spelled_as_in_yaml(self):
+        head = "config: train.yaml\n"
+        net = head + "variants: [{name: a}]\nmodel: {network: {%s}}\n"
+        cases = [
+            (head + "variants: [{ranks: 2}]\n", ": variants[0].name: required, "),
+            (head + "variants: [{name: null}]\n", ": variants[0].name: expected letters, "
+                                                   "digits, '_.+-', got null"),
+            (head + "variants: [{name: a, ranks: true}]\n",
+             ": variants[0].ranks: expected an integer >= 1, got true"),
+            (head + "variants: [{name: a, devices: 1.5}]\n",
+             ": variants[0].devices: expected an integer >= 1, got 1.5"),
+            (head + "variants: [{name: a, device: false}]\n",
+             ": variants[0].device: expected one of auto, cpu, cuda, got false"),
+            (head + "variants: [{name: a}]\nrepeats: '3'\n",
+             ": repeats: expected an integer >= 1, got \"3\""),
+            (head + "variants: [{name: a}]\nbaselines: [true]\n",
+             ": baselines: expected variant names, got true"),
+            (head + "variants: [{name: a}]\ncooldown_seconds: .nan\n",
+             ": cooldown_seconds: expected a finite number >= 0, got .nan"),
+            (net % "bandwidth_gbs: 1", ": model.network.alpha_us: required, "),
+            (net % "name: [x], alpha_us: 1, bandwidth_gbs: 1",
+             ": model.network.name: expected a string, got [\"x\"]"),
+            ("config: [a]\nvariants: [{name: a}]\n",
+             ": config: expected the training config file, got [\"a\"]"),
+        ]
+        for text, expected in cases:
+            err = self.load_error(text)
+            self.assertTrue(err.startswith(expected), f"{text}: {err}")
+            for word in ("None", "True", "False", "'3'"):
+                self.assertNotIn(word, err)
+
+
+FAKE_HPCTRAIN = """#!{python}
+# hpctrain for the tests: logs its arguments; `inspect` refuses the key train.epoch and a
+# config file holding the word 'bad', as hpctrain does (exit 2, one error line).
+import sys
+args = sys.argv[1:]
+with open({log!r}, "a") as f:
+    f.write(" ".join(args) + "\\n")
+if args[:1] == ["inspect"]:
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    if any(s.startswith("train.epoch=") for s in sets):
+        print("error: --set train.epoch: unknown key (did you mean 'epochs'?)", file=sys.stderr)
+        sys.exit(2)
+    with open(args[1]) as f:
+        if "bad" in f.read():
+            print(f"error: {{args[1]}}:1: bad: unknown key", file=sys.stderr)
+            sys.exit(2)
+"""
+
+
+class StudyChecks(unittest.TestCase):
+    """What `hpctrain study` refuses before it runs anything, with a stand-in hpctrain."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+        self.log = os.path.join(self.dir, "calls.log")
+        self.hpctrain = os.path.join(self.dir, "hpctrain")
+        with open(self.hpctrain, "w") as f:
+            f.write(FAKE_HPCTRAIN.format(python=sys.executable, log=self.log))
+        os.chmod(self.hpctrain, 0o755)
+        self.config = os.path.join(self.dir, "train.yaml")
+        with open(self.config, "w") as f:
+            f.write("run: {name: x}\n")
+        self.path = os.path.join(self.dir, "s.yaml")
+        self.out = os.path.join(self.dir, "out")
+        handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT,
+                                                       signal.SIGUSR1)}
+        self.addCleanup(lambda: [signal.signal(s, h) for s, h in handlers.items()])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def study(self, text, *argv):
+        with open(self.path, "w") as f:
+            f.write(text)
+        return run_main(study.main, [self.path, "--out", self.out,
+                                     f"--hpctrain={self.hpctrain}", *argv])
+
+    def refused(self, text, argv, start, code=2):
+        """The study is exit `code` with one line starting with `start`, and runs nothing."""
+        rc, out, err = self.study(text, *argv)
+        self.assertEqual((rc, out), (code, ""), err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertTrue(err.startswith("error: " + start), err)
+        self.assertFalse(os.path.exists(self.out), "the study made its directory")
+        if os.path.exists(self.log):
+            with open(self.log) as f:
+                self.assertEqual([c for c in f if not c.startswith("inspect ")], [])
+        return err
+
+    def test_training_keys_are_checked_before_anything_runs(self):
+        two = "config: train.yaml\n%svariants:\n  - {name: a}\n  - {name: b%s}\n"
+        typo = "--set train.epoch: unknown key (did you mean 'epochs'?)\n"
+        for argv in ([], ["--dry-run"]):
+            err = self.refused(two % ("set: [train.epoch=2]\n", ""), argv,
+                               f"{self.path}: variants[0] (a): ")
+            self.assertTrue(err.endswith(typo), err)
+            self.refused(two % ("", ", set: [train.epoch=2]"), argv,
+                         f"{self.path}: variants[1] (b): --set train.epoch: ")
+            self.refused(two % ("", ""), argv + ["--set", "train.epoch=2"],
+                         "--set train.epoch: unknown key")
+            with open(self.config, "a") as f:
+                f.write("bad: 1\n")
+            self.refused(two % ("", ""), argv, f"{self.path}: config: {self.config}:1: bad")
+            with open(self.config, "w") as f:
+                f.write("run: {name: x}\n")
+
+    def test_dry_run_prints_the_commands_that_run(self):
+        text = "config: train.yaml\nrepeats: 1\nlauncher: mpiexec\nvariants: [{name: a}]\n"
+        rc, out, err = self.study(text, "--dry-run", "--set", "train.epochs=1")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(out.splitlines()), 1, out)
+        self.assertIn(" train " + self.config + " --resume auto --set ", out)
+        started = []
+
+        def spawn(_driver, cmd, _log):
+            started.append(cmd)
+            return 1
+        with mock.patch.object(study.Driver, "spawn", spawn):
+            rc, _, err = self.study(text, "--set", "train.epochs=1")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(out, "to run: " + shlex.join(started[0]) + "\n")
+
+    def test_out_that_cannot_be_a_directory(self):
+        text = "config: train.yaml\nvariants: [{name: a}]\n"
+        afile = os.path.join(self.dir, "afile")
+        with open(afile, "w"):
+            pass
+        cases = [(afile, [], "not a directory"), (afile, ["--dry-run"], "not a directory"),
+                 (afile, ["--report-only"], "not a directory"),
+                 (os.path.join(afile, "sub"), ["--dry-run"], "is not a directory"),
+                 ("/proc/nope", [], "cannot create: ")]
+        for out, argv, why in cases:
+            self.out = out
+            rc, stdout, err = self.study(text, *argv)
+            self.assertEqual((rc, stdout), (2, ""), err)
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertTrue(err.startswith(f"error: --out {out}: "), err)
+            self.assertIn(why, err)
+
+    def test_report_without_runs_and_failed_plots(self):
+        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
+        rc, out, err = self.study(text, "--report-only")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertEqual(err, f"error: --out {self.out}: no run of the study has finished "
+                              "there; nothing to report\n")
+        self.assertFalse(os.path.exists(self.out))
+        run = make_run(os.path.join(self.out, "runs", "a"), "r0", [(1, 1.0, 0.1, 0.7)])
+        with open(os.path.join(run, study.MARKER), "w") as f:
+            json.dump({"variant": "a", "repeat": 0, "attempts": 1, "exit_code": 0}, f)
+        with open(os.path.join(self.out, "plots"), "w"):
+            pass  # a file where the plots' folder goes
+        rc, out, err = self.study(text, "--report-only")
+        self.assertEqual(rc, 1, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("error: the plots failed (exit 2: ", err)
+        self.assertIn(f"hpctrain plot study {self.out}", err)
+        self.assertTrue(os.path.exists(os.path.join(self.out, "study.md")))
+        rc, out, err = self.study(text, "--report-only", "--no-plots")
+        self.assertEqual((rc, err), (0, ""))
 
 
 class Model(unittest.TestCase):

@@ -25,7 +25,20 @@ POWER_COLUMNS = ("time_s", "device", "power_w")
 
 
 class PlotInputError(Exception):
-    """A missing or malformed input file: the message is one line that names the file."""
+    """A missing or malformed input file, or an output folder that cannot be made: the
+    message is one line that names the file (or the option)."""
+
+
+def make_out_dir(path, shown):
+    """Makes the folder the PNGs go into; PlotInputError naming `shown` (the option and
+    its value, or the folder) when it is a file or cannot be made."""
+    folder = "" if shown.endswith(path) else f" {path}"
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PlotInputError(f"{shown}:{folder}{' is' if folder else ''} not a directory")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise PlotInputError(f"{shown}: cannot create{folder}: {e.strerror}") from e
 
 
 def _read_rows(path, columns):

@@ -12,7 +12,8 @@ from matplotlib.ticker import MaxNLocator
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
                                         PlotInputError, _array, _colors, _energy_reason,
                                         _legend_right, _log2_axis, _note, _plot_power,
-                                        _save, _stat, plt, read_power, read_study)
+                                        _save, _stat, make_out_dir, plt, read_power,
+                                        read_study)
 
 STUDY_PLOTS = ("accuracy.png", "phases.png", "scaling.png", "scaling_model.png", "power.png",
                "energy.png")
@@ -36,7 +37,7 @@ def plot_study(study_dir):
     path = os.path.join(study_dir, "study.json")
     doc = read_study(path)
     out_dir = os.path.join(study_dir, "plots")
-    os.makedirs(out_dir, exist_ok=True)
+    make_out_dir(out_dir, out_dir)
     figures = (_accuracy_figure, _phases_figure, _scaling_figure, _scaling_model_figure,
                _power_figure, _energy_figure)
     written = []

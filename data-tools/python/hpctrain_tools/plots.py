@@ -14,7 +14,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
                                         PlotInputError, _colors, _legend_right, _plot_power,
-                                        _read_json, _save, plt, read_metrics, read_power)
+                                        _read_json, _save, make_out_dir, plt, read_metrics,
+                                        read_power)
 from hpctrain_tools.plot_study import plot_study, study_plot_names
 from hpctrain_tools.scaling import OneLineParser
 
@@ -28,8 +29,11 @@ def plot_run(run_dir, out_dir=None):
     out_dir (default run_dir/plots). Returns the paths written."""
     epochs = read_metrics(os.path.join(run_dir, "metrics.csv"))
     power = read_power(os.path.join(run_dir, "power.csv"))
-    out_dir = out_dir or os.path.join(run_dir, "plots")
-    os.makedirs(out_dir, exist_ok=True)
+    if out_dir:
+        make_out_dir(out_dir, f"--out {out_dir}")
+    else:
+        out_dir = os.path.join(run_dir, "plots")
+        make_out_dir(out_dir, out_dir)
     name = "/".join(os.path.abspath(run_dir).split(os.sep)[-2:])  # runs/cpu-1/r0: cpu-1/r0
 
     fig, axes = plt.subplots(1, 2, figsize=TWO_PANELS)
@@ -86,8 +90,11 @@ def plot_allreduce(json_path, out_path=None):
         if size <= 0:
             raise PlotInputError(f"{json_path}: points[{i}]: bytes: expected > 0")
         lines.setdefault(str(p.get("algorithm", "?")), []).append((size, busbw))
+    shown = f"--out {out_path}" if out_path else None
     out_path = out_path or os.path.splitext(json_path)[0] + ".png"
-    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    if os.path.isdir(out_path):
+        raise PlotInputError(f"{shown or out_path}: a directory, not a PNG file name")
+    make_out_dir(os.path.dirname(os.path.abspath(out_path)), shown or out_path)
 
     fig, ax = plt.subplots(figsize=ONE_PANEL)
     for algorithm, pts in lines.items():
@@ -135,6 +142,13 @@ def main(argv):
             written = plot_allreduce(args.json, args.out)
     except PlotInputError as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a PNG that cannot be written
+        name = str(e.filename or "")
+        given = getattr(args, "out", None)
+        if given and os.path.abspath(name) == os.path.abspath(given):
+            name = f"--out {given}"
+        print(f"error: {name}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
     for path in written:
         print(f"wrote {path}")

@@ -2,7 +2,9 @@
 with mpiexec (or one srun step each inside a Slurm allocation), then measures the
 all-reduce of each rank count, and writes study.json, study.csv, study.md and the plots
 into the study directory. Run again, it keeps the finished runs and resumes the
-unfinished one from its checkpoint. docs/study.md describes the files."""
+unfinished one from its checkpoint. Before anything runs (and for --dry-run) it checks
+each variant's training config with `hpctrain inspect`. docs/study.md describes the
+files."""
 
 import argparse
 import datetime
@@ -18,6 +20,7 @@ from hpctrain_tools import aggregate, report, scaling, studyfile
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 75
 MARKER = "study-run.json"
+INSPECT_TIMEOUT_S = 300
 
 
 class Stopped(Exception):
@@ -47,6 +50,62 @@ def run_sets(study, variant, repeat, run_dir, cli_sets):
     sets += study["set"] + variant["set"] + cli_sets
     sets += [f"run.dir={run_dir}", f"run.name={study['name']}-{variant['name']}-r{repeat}"]
     return sets
+
+
+def train_command(study, hpctrain, variant, repeat, run_dir, cli_sets):
+    """The command of one run, as --dry-run prints it and the driver starts it."""
+    cmd = launcher_prefix(study, variant["ranks"]) + [
+        hpctrain, "train", study["config"], "--resume", "auto"]
+    for s in run_sets(study, variant, repeat, run_dir, cli_sets):
+        cmd += ["--set", s]
+    return cmd
+
+
+def inspect_error(hpctrain, config, sets):
+    """None when `hpctrain inspect CONFIG --set ...` accepts the training config (its keys,
+    values and model, with the input shape read from data.train), else (exit code, its
+    error line)."""
+    cmd = [hpctrain, "inspect", config]
+    for s in sets:
+        cmd += ["--set", s]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           errors="replace", timeout=INSPECT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return EXIT_FAILURE, f"hpctrain inspect gave no answer in {INSPECT_TIMEOUT_S} s"
+    except OSError as e:
+        return EXIT_FAILURE, f"cannot run {hpctrain} inspect: {e.strerror}"
+    if p.returncode == 0:
+        return None
+    lines = [x.strip() for x in p.stderr.splitlines() if x.strip()]
+    line = next((x for x in lines if x.startswith("error: ")),
+                lines[-1] if lines else f"hpctrain inspect failed (exit {p.returncode})")
+    return p.returncode, line.removeprefix("error: ")
+
+
+def check_configs(driver):
+    """Checks each variant's training config with the --set list its first run will get,
+    before anything runs. Raises StudyError (exit 2) naming the study file and the variant,
+    or --set where the command line's values alone make it fail; RuntimeError (exit 1) when
+    hpctrain inspect fails otherwise."""
+    study = driver.study
+    for i, v in enumerate(study["variants"]):
+        d = driver.run_dir(v, 0)
+        failed = inspect_error(driver.hpctrain, study["config"],
+                               run_sets(study, v, 0, d, driver.cli_sets))
+        if failed is None:
+            continue
+        rc, line = failed
+        if rc != EXIT_USAGE:  # not a refusal: no use asking again which part is at fault
+            raise RuntimeError(f"{study['file']}: variants[{i}] ({v['name']}): {line}")
+        if driver.cli_sets and inspect_error(driver.hpctrain, study["config"],
+                                             run_sets(study, v, 0, d, [])) is None:
+            where = "" if line.startswith("--set ") else "--set: "
+        elif inspect_error(driver.hpctrain, study["config"], []) == failed:
+            where = f"{study['file']}: config: "
+        else:
+            where = f"{study['file']}: variants[{i}] ({v['name']}): "
+        raise studyfile.StudyError(where + line)
 
 
 class Driver:
@@ -118,10 +177,7 @@ class Driver:
             time.sleep(self.study["cooldown_seconds"])
         if self.stop_signal:
             raise Stopped()
-        cmd = launcher_prefix(self.study, variant["ranks"]) + [
-            self.hpctrain, "train", self.study["config"], "--resume", "auto"]
-        for s in run_sets(self.study, variant, repeat, run_dir, self.cli_sets):
-            cmd += ["--set", s]
+        cmd = train_command(self.study, self.hpctrain, variant, repeat, run_dir, self.cli_sets)
         m = m or {"variant": variant["name"], "repeat": repeat, "attempts": 0}
         m.update({"command": shlex.join(cmd), "attempts": m["attempts"] + 1,
                   "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
@@ -337,17 +393,21 @@ def plot_python():
 
 
 def make_plots(out_dir):
-    """Runs the plotting module on the study directory; prints what it wrote."""
+    """Runs the plotting module on the study directory; prints what it wrote. Returns None,
+    or the error line of a plotting that failed (no matplotlib: plots skipped, None)."""
     exe = plot_python()
     if exe is None:
         log("plots skipped: no python3 with matplotlib (Debian: apt install python3-matplotlib)")
-        return False
+        return None
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    rc = subprocess.run([exe, "-m", "hpctrain_tools.plots", "study", out_dir], env=env).returncode
-    if rc != 0:
-        log(f"plotting failed (exit {rc})")
-    return rc == 0
+    p = subprocess.run([exe, "-m", "hpctrain_tools.plots", "study", out_dir], env=env,
+                       stderr=subprocess.PIPE, text=True, errors="replace")
+    if p.returncode == 0:
+        return None
+    lines = [x.strip() for x in p.stderr.splitlines() if x.strip()]
+    why = lines[-1].removeprefix("error: ") if lines else "no message"
+    return f"the plots failed (exit {p.returncode}: {why})"
 
 
 def cuda_device_count(hpctrain):
@@ -371,7 +431,8 @@ def shown_path(path):
 
 
 def write_outputs(driver, plots):
-    """Aggregates the finished runs and writes study.json, study.csv, study.md (and plots)."""
+    """Aggregates the finished runs and writes study.json, study.csv, study.md (and plots).
+    Returns None, or the error line of plots that failed."""
     study = driver.study
     pairs = read_runs(driver)
     variants, raw = [], []
@@ -390,8 +451,26 @@ def write_outputs(driver, plots):
            "variants": variants, "model": model}
     report.write(driver.out, doc)
     log(f"wrote {os.path.join(driver.out, 'study.md')}, study.csv, study.json")
-    if plots:
-        make_plots(driver.out)
+    return make_plots(driver.out) if plots else None
+
+
+def check_out(out, shown, make):
+    """--out: a directory, or a path under one (make: the directory is made now, and must
+    be writable); else StudyError."""
+    up = out
+    while not os.path.lexists(up):
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise studyfile.StudyError(f"--out {shown}: " + (
+            "not a directory" if up == out else f"{shown_path(up)} is not a directory"))
+    if not make:
+        return
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        raise studyfile.StudyError(f"--out {shown}: cannot create: {e.strerror}") from e
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise studyfile.StudyError(f"--out {shown}: not writable")
 
 
 def main(argv):
@@ -405,33 +484,44 @@ def main(argv):
                     help="a config key for every variant's runs (repeatable)")
     ap.add_argument("--hpctrain", default="hpctrain", help=argparse.SUPPRESS)
     ap.add_argument("--dry-run", action="store_true",
-                    help="print the commands of the runs still to do; run nothing")
+                    help="check every variant's config, then print each run's command "
+                         "(done or to run); run nothing")
     ap.add_argument("--report-only", action="store_true",
                     help="write the table, model and plots from the finished runs; run nothing")
     ap.add_argument("--no-plots", action="store_true", help="write no PNG files")
     a = ap.parse_args(argv)
+    jobs = []
     try:
         study = studyfile.load(a.study)
         for s in a.set:
             if "=" not in s:
                 raise studyfile.StudyError(f"--set {s}: expected key.path=value")
+        shown_out = a.out or os.path.join("studies", study["name"])
+        out = os.path.abspath(shown_out)
+        check_out(out, shown_out, make=False)
+        driver = Driver(study, out, a.hpctrain, a.set)
+        if a.report_only and not a.dry_run:
+            if not any(runs for _, runs in read_runs(driver)):
+                raise studyfile.StudyError(f"--out {shown_out}: no run of the study has "
+                                           "finished there; nothing to report")
+        else:
+            check_configs(driver)
+            jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
+        if not a.dry_run:
+            check_out(out, shown_out, make=True)
     except studyfile.StudyError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    out = os.path.abspath(a.out or os.path.join("studies", study["name"]))
-    driver = Driver(study, out, a.hpctrain, a.set)
-    jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
+    except (RuntimeError, aggregate.RunError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
     if a.dry_run:
         for v, r in jobs:
             d = driver.run_dir(v, r)
             m = driver.marker(d)
             state = "done" if m and m.get("exit_code") == 0 else "to run"
-            cmd = launcher_prefix(study, v["ranks"]) + [a.hpctrain, "train", study["config"]]
-            for s in run_sets(study, v, r, d, a.set):
-                cmd += ["--set", s]
-            print(f"{state}: {shlex.join(cmd)}")
+            print(f"{state}: {shlex.join(train_command(study, a.hpctrain, v, r, d, a.set))}")
         return EXIT_OK
-    os.makedirs(out, exist_ok=True)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(sig, driver.on_signal)
     try:
@@ -442,7 +532,11 @@ def main(argv):
                 ran = driver.train(v, r, i, len(jobs), cooldown=ran) or ran
                 if r == study["repeats"] - 1:
                     driver.bench_after_variant(v)
-        write_outputs(driver, plots=not a.no_plots)
+        failed = write_outputs(driver, plots=not a.no_plots)
+        if failed:
+            print(f"error: {failed}; study.md, study.csv and study.json are written "
+                  f"(`hpctrain plot study {shown_out}` draws the plots again)", file=sys.stderr)
+            return EXIT_FAILURE
     except Stopped:
         log("stopped on a signal; run the same command again to resume")
         return EXIT_STOPPED

@@ -1,6 +1,7 @@
 """The study file (STUDY.yaml): loading and checking. An error is one line naming the file
 and the key, like hpctrain's config errors (exit 2)."""
 
+import json
 import math
 import os
 import re
@@ -15,20 +16,47 @@ MODEL_KEYS = {"ranks_per_node", "max_ranks", "network", "average_every", "server
 NETWORK_KEYS = {"name", "alpha_us", "bandwidth_gbs"}
 
 
+MISSING = object()  # a required key left out
+
+
 class StudyError(Exception):
     """A bad study file or option: the message is the whole line to print."""
 
 
+def shown(value):
+    """A value as YAML spells it, on one line: true, null, .nan, "a\\n", [1, x]."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ".nan"
+        if math.isinf(value):
+            return ".inf" if value > 0 else "-.inf"
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{shown(k)}: {shown(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
 def _int(path, key, value, lo):
     if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise StudyError(f"{path}: {key}: expected an integer >= {lo}, got {value!r}")
+        raise StudyError(f"{path}: {key}: expected an integer >= {lo}, got {shown(value)}")
     return value
 
 
 def _num(path, key, value, lo):
+    if value is MISSING:
+        raise StudyError(f"{path}: {key}: required, a finite number >= {lo:g}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not math.isfinite(value) or value < lo:
-        raise StudyError(f"{path}: {key}: expected a finite number >= {lo}, got {value!r}")
+        raise StudyError(f"{path}: {key}: expected a finite number >= {lo:g}, "
+                         f"got {shown(value)}")
     return float(value)
 
 
@@ -41,8 +69,9 @@ def _sets(path, key, value):
 
 
 def _choice(path, key, value, choices):
-    if value not in choices:
-        raise StudyError(f"{path}: {key}: expected one of {', '.join(choices)}, got {value!r}")
+    if not isinstance(value, str) or value not in choices:
+        raise StudyError(f"{path}: {key}: expected one of {', '.join(choices)}, "
+                         f"got {shown(value)}")
     return value
 
 
@@ -53,12 +82,48 @@ def _unknown(path, where, mapping, allowed):
                              f"{', '.join(sorted(allowed))})")
 
 
+def _no_duplicates(path, node, where="", seen=None):
+    """Refuses a key given twice in one mapping, at any depth, in the words of hpctrain's
+    config loader: FILE:LINE: KEY: duplicate key (first given at line N)."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias of a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first = {}
+        for key, value in node.value:
+            name = key.value if isinstance(key, yaml.ScalarNode) else None
+            child = f"{where}.{name}" if where else str(name)
+            if name is not None and name != "<<":
+                if (key.tag, name) in first:
+                    raise StudyError(f"{path}:{key.start_mark.line + 1}: {child}: duplicate key "
+                                     f"(first given at line {first[(key.tag, name)]})")
+                first[(key.tag, name)] = key.start_mark.line + 1
+            _no_duplicates(path, value, child, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _no_duplicates(path, item, f"{where}[{i}]", seen)
+
+
+def _read(path):
+    """The study file's YAML document, with no key given twice."""
+    with open(path, encoding="utf-8") as f:
+        loader = yaml.SafeLoader(f.read())
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _no_duplicates(path, node)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def load(path):
     """Reads and checks STUDY.yaml; returns a plain dict with every default filled in and
     `config` made absolute (it is relative to the study file)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+        doc = _read(path)
     except OSError as e:
         raise StudyError(f"{path}: cannot read: {e.strerror}") from e
     except UnicodeDecodeError as e:
@@ -71,12 +136,16 @@ def load(path):
     if not isinstance(doc, dict):
         raise StudyError(f"{path}: expected a mapping of study keys at the top")
     _unknown(path, "", doc, TOP_KEYS)
-    if not isinstance(doc.get("config"), str) or not doc["config"]:
+    if doc.get("config") is None:
         raise StudyError(f"{path}: config: required, the training config file")
+    if not isinstance(doc["config"], str) or not doc["config"]:
+        raise StudyError(f"{path}: config: expected the training config file, "
+                         f"got {shown(doc['config'])}")
     config = os.path.join(os.path.dirname(os.path.abspath(path)), doc["config"])
     if not os.path.isfile(config):
         raise StudyError(f"{path}: config: {config}: no such file")
     study = {
+        "file": path,  # as given, for messages
         "path": os.path.abspath(path),
         "name": os.path.splitext(os.path.basename(path))[0],
         "config": config,
@@ -96,10 +165,12 @@ def load(path):
         if not isinstance(v, dict):
             raise StudyError(f"{path}: variants[{i}]: expected a mapping")
         _unknown(path, where, v, VARIANT_KEYS)
-        name = v.get("name")
+        name = v.get("name", MISSING)
+        if name is MISSING:
+            raise StudyError(f"{path}: {where}name: required, letters, digits, '_.+-'")
         if not isinstance(name, str) or not NAME.fullmatch(name):
             raise StudyError(f"{path}: {where}name: expected letters, digits, '_.+-', "
-                             f"got {name!r}")
+                             f"got {shown(name)}")
         if name in names:
             raise StudyError(f"{path}: {where}name: '{name}' is used twice")
         names.add(name)
@@ -127,7 +198,7 @@ def load(path):
         raise StudyError(f"{path}: baselines: expected a list of variant names")
     for b in baselines:
         if not isinstance(b, str):
-            raise StudyError(f"{path}: baselines: expected variant names, got {b!r}")
+            raise StudyError(f"{path}: baselines: expected variant names, got {shown(b)}")
         if b not in names:
             raise StudyError(f"{path}: baselines: '{b}' is not a variant")
     study["baselines"] = baselines
@@ -144,12 +215,13 @@ def load(path):
         _unknown(path, "model.network.", network, NETWORK_KEYS)
         if not isinstance(network.get("name", "given"), str):
             raise StudyError(f"{path}: model.network.name: expected a string, "
-                             f"got {network['name']!r}")
+                             f"got {shown(network['name'])}")
         network = {
             "name": network.get("name", "given"),
-            "alpha_us": _num(path, "model.network.alpha_us", network.get("alpha_us"), 0),
+            "alpha_us": _num(path, "model.network.alpha_us",
+                             network.get("alpha_us", MISSING), 0),
             "bandwidth_gbs": _num(path, "model.network.bandwidth_gbs",
-                                  network.get("bandwidth_gbs"), 1e-9),
+                                  network.get("bandwidth_gbs", MISSING), 1e-9),
         }
     study["model"] = {
         "ranks_per_node": (_int(path, "model.ranks_per_node", model["ranks_per_node"], 1)
