@@ -53,6 +53,12 @@ H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
   if (HT_CHECK_H5(H5Lexists(file, name, H5P_DEFAULT)) <= 0) {
     throw UsageError(path + ": missing dataset '/" + name + "'");
   }
+  if (H5Oexists_by_name(file, name, H5P_DEFAULT) <= 0) {  // fails for a missing external file
+    H5Eclear2(H5E_DEFAULT);
+    throw UsageError(path + ": '/" + std::string(name) +
+                     "' is a link whose target does not open (a soft link to nothing, or an "
+                     "external link to a missing file or object)");
+  }
   {
     H5Handle object(HT_CHECK_H5(H5Oopen(file, name, H5P_DEFAULT)), H5Oclose);
     if (HT_CHECK_H5(H5Iget_type(object.get())) != H5I_DATASET) {

@@ -48,6 +48,10 @@ struct DatasetShape {
   size_t sample_bytes() const {
     return static_cast<size_t>(sample_elems()) * sample_type_size(type);
   }
+  // A row as a loader keeps it in memory: the sample as stored and its labels as int32.
+  size_t row_bytes() const {
+    return sample_bytes() + static_cast<size_t>(labels_per_sample) * sizeof(int32_t);
+  }
 };
 
 // The rows of a data set: one file (DatasetFile) or several read as one (DatasetFiles).

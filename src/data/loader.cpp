@@ -19,7 +19,7 @@ Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options
       preprocess_(options.preprocess),
       seed_(options.seed),
       rank_(options.rank),
-      streaming_(static_cast<int64_t>(shard.count * shape_.sample_bytes()) > options.cache_bytes),
+      streaming_(static_cast<int64_t>(shard.count * shape_.row_bytes()) > options.cache_bytes),
       shard_(shard),
       sampler_(shard.count, options.batch,
                options.batches_per_epoch > 0 ? options.batches_per_epoch

@@ -288,20 +288,22 @@ int Trainer::optimizer_slots() const {
 
 double Trainer::data_bytes(int64_t max_batch, bool async) const {
   const double cache = static_cast<double>(config_.data.cache_mb) * 1024.0 * 1024.0;
+  // This rank's rows of a file, as its loader will take them (make_train_loader,
+  // create_loaders).
   const auto cached = [&](const DataSource* file, bool training) {
     if (file == nullptr) return 0.0;
     const DatasetShape& s = file->shape();
-    const int64_t rows = training && async ? s.n : (s.n + world_size_ - 1) / world_size_;
-    const double bytes = static_cast<double>(rows) *
-                         (static_cast<double>(s.sample_bytes()) + 4.0 * s.labels_per_sample);
-    // Above data.cache_mb the rows are read per batch; the shuffled order of the rows
-    // (8 bytes each) is held either way.
+    const int64_t rows = !training ? shard_for_rank(s.n, rank_, world_size_).count
+                         : async   ? s.n
+                                   : plan_.shards[rank_].count;
+    const double bytes = static_cast<double>(rows) * static_cast<double>(s.row_bytes());
+    // Above data.cache_mb the rows are read per batch (Loader); the shuffled order of the
+    // rows (8 bytes each) is held either way.
     return (bytes <= cache ? bytes : 0.0) + 8.0 * static_cast<double>(rows);
   };
   const DatasetShape& shape = train_file_->shape();
   const double batch_bytes =
-      static_cast<double>(max_batch) *
-      (static_cast<double>(shape.sample_bytes()) + 4.0 * shape.labels_per_sample);
+      static_cast<double>(max_batch) * static_cast<double>(shape.row_bytes());
   return batch_bytes * (config_.data.prefetch_depth + 2) + cached(train_file_.get(), true) +
          cached(val_file_.get(), false) + cached(test_file_.get(), false);
 }
