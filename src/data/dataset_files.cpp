@@ -3,6 +3,7 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/error.hpp"
 
@@ -42,6 +43,11 @@ std::vector<std::string> expand_data_paths(const std::vector<std::string>& entri
   std::vector<std::string> out;
   for (const std::string& e : entries) {
     if (e.find_first_of("*?[") == std::string::npos) {
+      // A missing file is named with its key; one that does not open, by DatasetFile.
+      std::error_code ec;
+      if (!std::filesystem::exists(e, ec) && !ec) {
+        throw UsageError(where + ": " + e + ": no such file");
+      }
       out.push_back(e);
       continue;
     }

@@ -12,10 +12,10 @@
 
 namespace hpctrain {
 
-// The files of a config entry list, in order: a path is kept as it is (a missing one is
-// reported when it is opened); a glob (with *, ? or [) is replaced by its matches in byte
-// order. Throws UsageError "`where`: 'PATTERN' matches no file". `where` names the key
-// ("CONFIG: data.train").
+// The files of a config entry list, in order: a path is kept as it is; a glob (with *, ?
+// or [) is replaced by its matches in byte order. Throws UsageError "`where`: PATH: no such
+// file" or "`where`: 'PATTERN' matches no file". `where` names the key ("CONFIG:
+// data.train").
 std::vector<std::string> expand_data_paths(const std::vector<std::string>& entries,
                                            const std::string& where);
 

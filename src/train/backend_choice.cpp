@@ -47,13 +47,19 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
     options.cudnn_rnn = config.rnn == RnnEngine::kCudnn   ? CudaBackendOptions::CudnnRnn::kRequired
                         : config.rnn == RnnEngine::kSteps ? CudaBackendOptions::CudnnRnn::kOff
                                                           : CudaBackendOptions::CudnnRnn::kAuto;
-    return make_cuda_backend(options);
+    try {
+      return make_cuda_backend(options);
+    } catch (const UsageError& e) {  // no device, no CUDA build, a module that does not load
+      throw UsageError(config.source_file + ": " + e.what());
+    }
   }
   if (config.layout == Layout::kNhwc) {
-    throw UsageError("layout: nhwc needs a GPU, and none is visible (the CPU computes in NCHW)");
+    throw UsageError(config.source_file +
+                     ": layout: nhwc needs a GPU, and none is visible (the CPU computes in NCHW)");
   }
   if (config.rnn == RnnEngine::kCudnn && !on_cpu) {
-    throw UsageError("rnn: cudnn needs a GPU, and none is visible (the CPU steps)");
+    throw UsageError(config.source_file +
+                     ": rnn: cudnn needs a GPU, and none is visible (the CPU steps)");
   }
   auto host = std::make_unique<CpuBackend>(threads, CpuBackend::kDefaultConvChunkBytes,
                                            env_is_one("HPCTRAIN_STAGE_CPU"), act);

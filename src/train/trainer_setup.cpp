@@ -189,6 +189,11 @@ void Trainer::prepare(Purpose purpose) {
       input_dims, max_batch, fits);
   model_->init_params(config_.run.seed);
   if (!config_.model.init_from.empty() && rank_ == 0) {
+    std::error_code ec;
+    if (!std::filesystem::exists(config_.model.init_from, ec) && !ec) {
+      throw UsageError(config_.source_file + ": model.init_from: " + config_.model.init_from +
+                       ": no such checkpoint");
+    }
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
     log_info(load_initial_params(config_.model.init_from, *model_));
   }

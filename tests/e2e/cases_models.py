@@ -320,6 +320,10 @@ def case_transfer_freeze():
     check(h5_values(src, ds, 0, 50) == h5_values(dst, ds, 0, 50), "frozen dense0 changed")
     head = 784 * 192 + 192  # the classifier starts after dense0
     check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")
+    missing = os.path.join(run_dir("tuned"), "nothing.h5")
+    rc, _, err = train("tuned", 2, ["train.epochs=2", f"model.init_from={missing}"])
+    check(rc == 2, f"model.init_from of a missing file: exit {rc}, expected 2")
+    one_error_line(err, f"model.init_from: {missing}: no such checkpoint")
 
 
 LSTM = "configs/fashion_mnist_lstm.yaml"

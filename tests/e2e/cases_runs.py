@@ -107,10 +107,11 @@ def case_bad_config():
     if "CUDA devices: 0" in version or "cuda" not in version.split("backends:")[1]:
         # What needs a GPU, asked for where there is none: exit 2 with one line saying so.
         for k, (sets, needle) in enumerate([
-                (["device=cuda"], "device: cuda"),
+                (["device=cuda"], "fashion_mnist_mlp.yaml: device: cuda"),
                 (["distributed.algorithm=nccl"], "distributed.algorithm: nccl"),
-                (["precision=bf16", "layout=nhwc"], "layout: nhwc needs a GPU"),
-                (["rnn=cudnn"], "rnn: cudnn needs a GPU"),
+                (["precision=bf16", "layout=nhwc"],
+                 "fashion_mnist_mlp.yaml: layout: nhwc needs a GPU"),
+                (["rnn=cudnn"], "fashion_mnist_mlp.yaml: rnn: cudnn needs a GPU"),
                 (["train.cuda_graph=on"],
                  "train.cuda_graph: on, but the cpu backend records no graphs")]):
             rc, out, err = train(f"bad_gpu{k}", 2, sets)
@@ -120,7 +121,7 @@ def case_bad_config():
 def case_missing_data():
     rc, out, err = train("missing", 2, ["data.train=/nonexistent/train.h5"])
     check(rc == 2, f"missing file: exit {rc}, expected 2")
-    one_error_line(err, "/nonexistent/train.h5")
+    one_error_line(err, "fashion_mnist_mlp.yaml: data.train: /nonexistent/train.h5: no such file")
 
 
 def write_idx(prefix, n, labels):

@@ -153,9 +153,15 @@ TEST_F(DatasetFilesTest, FilesThatDoNotBelongTogetherAreRefusedByName) {
 TEST_F(DatasetFilesTest, GlobsExpandInByteOrderAndMustMatch) {
   const std::string pattern = (dir_ / "p-*.h5").string();
   EXPECT_EQ(expand_data_paths({pattern}, "cfg: data.train"), ordered());
-  // A plain path is kept as it is, missing or not; globs and paths mix in the given order.
-  EXPECT_EQ(expand_data_paths({whole_, (dir_ / "p-[01].h5").string(), "nope.h5"}, "k"),
-            (std::vector<std::string>{whole_, parts_[1], parts_[2], "nope.h5"}));
+  // A plain path is kept as it is; globs and paths mix in the given order. A missing path
+  // is named with the key.
+  EXPECT_EQ(expand_data_paths({whole_, (dir_ / "p-[01].h5").string(), whole_}, "k"),
+            (std::vector<std::string>{whole_, parts_[1], parts_[2], whole_}));
+  expect_usage_error(
+      [&] {
+        expand_data_paths({whole_, "nope.h5"}, "cfg.yaml: data.train");
+      },
+      {"cfg.yaml: data.train: nope.h5: no such file"});
   expect_usage_error([&] { expand_data_paths({(dir_ / "q-*.h5").string()}, "cfg.yaml: data.val"); },
                      {"cfg.yaml: data.val: '", "q-*.h5' matches no file"});
   EXPECT_EQ(open_data({}), nullptr);
