@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "data-tools/progress_note.hpp"
 
 namespace hpctrain {
 namespace {
@@ -149,7 +150,9 @@ void write_idx_rows(IdxPair& pair, const std::vector<uint8_t>& part,
   std::vector<uint8_t> block(static_cast<size_t>(kRowsPerAppend * item));
   std::vector<std::vector<uint8_t>> images(writers.size());
   std::vector<std::vector<int32_t>> labels(writers.size());
+  ProgressNote note("converting " + writers.front()->path(), n);
   for (int64_t start = 0; start < n; start += kRowsPerAppend) {
+    note.update(start);
     const int64_t count = std::min(kRowsPerAppend, n - start);
     pair.images.read(count, block.data());
     for (int64_t i = 0; i < count; ++i) {

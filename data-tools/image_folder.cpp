@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "data-tools/progress_note.hpp"
 #include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
@@ -225,7 +226,9 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
   std::vector<std::string> why(static_cast<size_t>(batch));
   std::vector<char> ok(static_cast<size_t>(batch));
 
+  ProgressNote note("converting " + dir, static_cast<int64_t>(order.size()));
   for (int64_t start = 0; start < static_cast<int64_t>(order.size()); start += batch) {
+    note.update(start);
     const int64_t count = std::min<int64_t>(batch, static_cast<int64_t>(order.size()) - start);
     // 2. Decode the batch: slot i holds file order[start + i], whichever thread takes it.
     std::atomic<int64_t> next{0};

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "data-tools/progress_note.hpp"
 #include "data-tools/sample_codec.hpp"
 #include "h5/h5.hpp"
 
@@ -55,7 +56,9 @@ void copy_row_range(const DatasetFile& src, int64_t start, int64_t count, Datase
   const int64_t block = copy_block_rows(row_bytes);
   std::vector<uint8_t> images(static_cast<size_t>(std::min(block, count)) * row_bytes);
   std::vector<int32_t> labels(static_cast<size_t>(std::min(block, count)));
+  ProgressNote note("writing " + writer.path(), count);
   for (int64_t done = 0; done < count; done += block) {
+    note.update(done);
     const int64_t n = std::min(block, count - done);
     src.read_rows(start + done, n, images.data(), labels.data());
     writer.append(n, images.data(), labels.data());
@@ -71,7 +74,9 @@ void route_rows(const DatasetFile& src, const std::vector<uint8_t>& part,
   const auto block_rows = static_cast<size_t>(std::min(block, n));
   std::vector<uint8_t> images(block_rows * row_bytes), out_images(block_rows * row_bytes);
   std::vector<int32_t> labels(block_rows), out_labels(block_rows);
+  ProgressNote note("splitting " + src.path(), n);
   for (int64_t start = 0; start < n; start += block) {
+    note.update(start);
     const int64_t count = std::min(block, n - start);
     src.read_rows(start, count, images.data(), labels.data());
     // Gather each part's rows of this block (in order) and append them in one call.

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/sample_type.hpp"
+#include "data-tools/progress_note.hpp"
 #include "data/dataset_files.hpp"
 #include "h5/h5.hpp"
 
@@ -31,7 +32,9 @@ ChannelStats channel_stats(const std::vector<std::string>& paths) {
   // Sums per block, added to the totals: float32 values summed in double, exact enough for
   // any size a file holds.
   std::vector<double> sum(static_cast<size_t>(s.c), 0.0), sum_sq(static_cast<size_t>(s.c), 0.0);
+  ProgressNote note("stats " + data->path(), s.n);
   for (int64_t row = 0; row < s.n; row += block) {
+    note.update(row);
     const int64_t n = std::min(block, s.n - row);
     data->read_rows(row, n, bytes.data(), labels.data());
     decode_samples(bytes.data(), s.type, static_cast<size_t>(n * s.sample_elems()), values.data());

@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "data-tools/progress_note.hpp"
 #include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
@@ -137,7 +138,9 @@ void synth_data_file(const std::string& out, const SynthOptions& options) {
   const int threads = static_cast<int>(std::clamp<int64_t>(options.threads, 1, batch));
   std::vector<uint8_t> samples(static_cast<size_t>(batch * elems) * type_size);
   std::vector<int32_t> labels(static_cast<size_t>(batch));
+  ProgressNote note("writing " + out, options.n);
   for (int64_t start = 0; start < options.n; start += batch) {
+    note.update(start);
     const int64_t count = std::min(batch, options.n - start);
     // Rows are independent (each seeds its own Rng), so threads take them in any order
     // and the batch comes out the same.

@@ -21,6 +21,7 @@
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/image_folder.hpp"
+#include "data-tools/progress_note.hpp"
 #include "data-tools/row_copy.hpp"
 #include "data-tools/sample_codec.hpp"
 #include "data-tools/shard.hpp"
@@ -365,6 +366,21 @@ TEST(DataToolsPipeline, FolderToSplitToShardToLoader) {
     for (size_t i = 0; i < decoded.size(); ++i) ASSERT_EQ(decoded[i], f.images[i]) << i;
     for (int64_t i = 0; i < f.size; ++i) ASSERT_EQ(f.labels[i], rb.labels[i]);
   }
+}
+
+// A long command's progress: a line once the interval has passed, with the share done when
+// the total is known; nothing before.
+TEST(ProgressNote, PrintsOnlyWhenDue) {
+  testing::internal::CaptureStdout();
+  ProgressNote quiet("never", 10);  // the default interval: not due yet
+  quiet.update(5);
+  ProgressNote known("splitting a.h5", 200, 0.0), open_ended("reading b.h5", 0, 0.0);
+  known.update(50);
+  open_ended.update(7);
+  const std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out.find("never"), std::string::npos) << out;
+  EXPECT_NE(out.find("splitting a.h5: 50 of 200 rows (25%), "), std::string::npos) << out;
+  EXPECT_NE(out.find("reading b.h5: 7 rows, "), std::string::npos) << out;
 }
 
 }  // namespace
