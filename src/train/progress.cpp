@@ -2,6 +2,7 @@
 #include "train/progress.hpp"
 
 #include <cstdio>
+#include <string>
 
 #include "core/log.hpp"
 #include "core/timer.hpp"
@@ -32,6 +33,12 @@ void Progress::print(int epoch, int epochs, int64_t step, int64_t steps, double 
                 epochs, static_cast<long long>(step), static_cast<long long>(steps), loss, accuracy,
                 samples_per_second, eta);
   log_info(line);
+  next_ = now + interval_;
+}
+
+void Progress::print(const char* phase, int64_t batch, int64_t batches, double now) {
+  log_info(std::string("  ") + phase + "  batch " + std::to_string(batch) + "/" +
+           std::to_string(batches));
   next_ = now + interval_;
 }
 

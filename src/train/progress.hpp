@@ -15,6 +15,8 @@ class Progress {
   // not known); validation and test come on top.
   void print(int epoch, int epochs, int64_t step, int64_t steps, double loss, double accuracy,
              double samples_per_second, double eta_seconds, double now);
+  // An evaluation pass: "  PHASE  batch B/N".
+  void print(const char* phase, int64_t batch, int64_t batches, double now);
 
  private:
   bool enabled_;

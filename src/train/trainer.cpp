@@ -270,10 +270,13 @@ void Trainer::save_checkpoint(bool wait) {
   checkpoints_->save(*comm_, global_step_, wait);
 }
 
-Trainer::EvalResult Trainer::evaluate(Loader& loader) {
+Trainer::EvalResult Trainer::evaluate(Loader& loader, const char* phase) {
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
-  for (int64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+  Progress progress(rank_ == 0, config_.train.progress_seconds);
+  const int64_t batches = loader.batches_per_epoch();
+  for (int64_t i = 0; i < batches; ++i) {
+    if (const double now = now_seconds(); progress.due(now)) progress.print(phase, i, batches, now);
     const BatchBuffer& b = loader.next();
     const BatchStager::Input in = stager_->stage(loader, b);
     const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
@@ -425,7 +428,7 @@ int Trainer::run() {
         (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
       exchange_->sync_for_evaluation(global_step_);
       const double t0 = now_seconds();
-      const EvalResult v = evaluate(*val_loader_);
+      const EvalResult v = evaluate(*val_loader_, "validation");
       m.time_val_s = now_seconds() - t0;
       total_val += m.time_val_s;
       m.val_loss = v.loss;
@@ -466,7 +469,7 @@ int Trainer::run() {
   if (test_loader_ && !diverged) {
     exchange_->sync_for_evaluation(global_step_);
     const double t0 = now_seconds();
-    const EvalResult t = evaluate(*test_loader_);
+    const EvalResult t = evaluate(*test_loader_, "test");
     summary.time_test_s = now_seconds() - t0;
     summary.test_loss = t.loss;
     summary.test_accuracy = t.accuracy;
@@ -550,7 +553,7 @@ int Trainer::evaluate_checkpoint() {
   std::string json = "{\n  \"step\": " + std::to_string(*step) +
                      ",\n  \"world_size\": " + std::to_string(world_size_);
   auto report = [&](const char* split, Loader& loader) {
-    const EvalResult r = evaluate(loader);
+    const EvalResult r = evaluate(loader, split);
     char line[160];
     std::snprintf(line, sizeof(line), "%s loss %.4f acc %.4f", split, r.loss, r.accuracy);
     log_info(line);

@@ -84,7 +84,8 @@ class Trainer {
   void plan_restored_batches();
   // One pass over each rank's shard of `loader`; identical result on every rank (when the
   // ranks hold the same model: Exchange::sync_for_evaluation).
-  EvalResult evaluate(Loader& loader);
+  // `phase` ("validation", "test") names the pass in progress lines.
+  EvalResult evaluate(Loader& loader, const char* phase);
   // The model made the same on every rank (Exchange::sync_for_evaluation), then a
   // checkpoint of the current step. Collective.
   void save_checkpoint(bool wait);

@@ -241,10 +241,12 @@ def case_eval_checkpoint():
     cmd = ["mpiexec", "-n", "3", hpctrain(), "eval", "configs/fashion_mnist_mlp.yaml",
            "--checkpoint", ckpt, "--set", f"data.train={d}/train.h5", "--set",
            f"data.val={d}/val.h5", "--set", f"data.test={d}/test.h5", "--set",
-           f"run.dir={run_dir('evalout')}"]
+           f"run.dir={run_dir('evalout')}", "--set", "train.progress_seconds=1e-9"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     print(p.stdout, p.stderr)
     check(p.returncode == 0, f"eval: exit {p.returncode}")
+    # An evaluation pass shows its progress too (rank 0, at most every progress_seconds).
+    check("  test  batch 1/" in p.stdout, "no progress line of the test pass")
     with open(os.path.join(run_dir("evalout"), "eval.json")) as f:
         e = json.load(f)
     check(e["test_accuracy"] == s["test_accuracy"], f"eval {e['test_accuracy']} != run's "
