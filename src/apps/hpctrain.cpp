@@ -318,6 +318,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
       batch = args[++i];
     } else if (args[i] == "--set" && has_value) {
       overrides.push_back(args[++i]);
+    } else if (args[i].rfind("--set=", 0) == 0) {  // as train, eval and export take it
+      overrides.push_back(args[i].substr(6));
     } else if (args[i] == "--input" && has_value) {
       input = args[++i];
     } else if (args[i] == "--classes" && has_value) {

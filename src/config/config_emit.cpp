@@ -19,15 +19,18 @@ const char* enum_name(E value) {
   return "invalid";  // only reachable through a cast; callers may be logging an error
 }
 
-void emit_section(YAML::Emitter& out, const config_schema::SectionDecl& decl, const void* object) {
+// `root`: the whole config, for the keys that depend on a top-level key.
+void emit_section(YAML::Emitter& out, const config_schema::SectionDecl& decl, const void* object,
+                  const void* root) {
   out << YAML::BeginMap;
   for (const config_schema::KeyDecl& k : decl.keys) {
     if (k.nested != nullptr) {
       out << YAML::Key << std::string(k.name) << YAML::Value;
-      emit_section(out, *k.nested, k.nested_const(object));
+      emit_section(out, *k.nested, k.nested_const(object), root);
       continue;
     }
-    if (k.rule.omitted_when_unused && !k.rule.applies(decl.key(k.rule.used_with)->text(object))) {
+    if (k.rule.omitted_when_unused &&
+        !k.rule.applies(config_schema::used_with_value(decl, k.rule, object, root))) {
       continue;  // a key of another optimizer: its value means nothing for this run
     }
     out << YAML::Key << std::string(k.name) << YAML::Value;
@@ -50,7 +53,8 @@ std::string config_to_yaml(const Config& c) {
   if (!c.source_file.empty()) {
     out << YAML::Comment("hpctrain config resolved from " + c.source_file);
   }
-  emit_section(out, config_schema::root_section(), static_cast<const ConfigKeys*>(&c));
+  const void* root = static_cast<const ConfigKeys*>(&c);
+  emit_section(out, config_schema::root_section(), root, root);
   return std::string(out.c_str()) + "\n";
 }
 

@@ -12,7 +12,9 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -106,13 +108,56 @@ std::vector<std::string> split_path(const std::string& key) {
   }
 }
 
+// Fails when the map `node` holds `key` more than once. yaml-cpp keeps every copy, finds
+// and removes the first only, so a --set would replace one copy and hide the other: a
+// duplicate in the file is an error with and without --set.
+void check_given_once(const Origins& origins, const YAML::Node& node, const std::string& key,
+                      const std::string& path) {
+  std::optional<YAML::Mark> first;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar() || it->first.Scalar() != key) continue;
+    if (first) {
+      origins.fail(path, it->first.Mark(),
+                   "duplicate key (first given at line " + std::to_string(first->line + 1) + ")");
+    }
+    first = it->first.Mark();
+  }
+}
+
+// Fails at the first key given twice in a map anywhere in `node`: the old value a --set
+// replaces, which is not read. `seen`: the nodes checked (YAML aliases share them).
+void check_no_duplicates(const Origins& origins, const YAML::Node& node, const std::string& path,
+                         std::vector<YAML::Node>& seen) {
+  if (!node.IsMap() && !node.IsSequence()) return;
+  for (const YAML::Node& s : seen) {
+    if (s.is(node)) return;
+  }
+  seen.push_back(node);
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      check_no_duplicates(origins, node[i], path + "[" + std::to_string(i) + "]", seen);
+    }
+    return;
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    if (!it->first.IsScalar()) continue;
+    const std::string key_path = path + "." + it->first.Scalar();
+    check_given_once(origins, node, it->first.Scalar(), key_path);
+    check_no_duplicates(origins, it->second, key_path, seen);
+  }
+}
+
 // Stores `value` at parts[i..] below `node`, creating absent or empty sections on the way.
 // The value goes into a new entry: assigning to the old one would change the node that
 // YAML aliases of it share (`val: *d`), not this key alone.
 void set_in_tree(const Origins& origins, YAML::Node node, const std::vector<std::string>& parts,
                  std::size_t i, const std::string& parent_path, const YAML::Node& value) {
   const std::string path = parent_path.empty() ? parts[i] : parent_path + "." + parts[i];
+  check_given_once(origins, node, parts[i], path);
   if (i + 1 == parts.size()) {
+    std::vector<YAML::Node> seen;
+    const YAML::Node old = std::as_const(node)[parts[i]];  // const: looks, adds nothing
+    if (old.IsDefined()) check_no_duplicates(origins, old, path, seen);
     node.remove(parts[i]);
     node[parts[i]] = value;
     return;
@@ -140,6 +185,8 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
   if (malformed) throw UsageError("--set " + text + ": expected key.path=value");
 
   std::string section;  // the schema section holding parts[i]
+  const SectionDecl* decl = &config_schema::root_section();
+  const KeyDecl* key_decl = nullptr;  // the key's declaration (null: not one of a section)
   for (const std::string& part : parts) {
     const std::string path = section.empty() ? part : section + "." + part;
     const auto* keys = names.section_keys(section);
@@ -151,13 +198,33 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
       throw UsageError("--set " + path + ": " + names.unknown_key_message(section, part));
     }
     section = path;
+    key_decl = decl != nullptr ? decl->key(part) : nullptr;
+    decl = key_decl != nullptr ? key_decl->nested : nullptr;
   }
 
+  // A value starting with a character YAML reserves (an alias, an anchor, a tag, a
+  // directive, a comment, a block scalar, '@' and '`') is not a plain scalar: for a key that
+  // takes text or paths it is the text itself (--set data.train=*.h5 is the glob).
+  const std::string raw = text.substr(eq + 1);
+  const bool reserved =
+      !raw.empty() && std::string_view("*&!%@`#|>").find(raw[0]) != std::string_view::npos;
+  const bool takes_text =
+      key_decl != nullptr && key_decl->nested == nullptr &&
+      (key_decl->rule.kind == ValueKind::kText || key_decl->rule.kind == ValueKind::kPathList);
   YAML::Node value;
-  try {
-    value = YAML::Load(text.substr(eq + 1));
-  } catch (const YAML::Exception& e) {
-    throw UsageError("--set " + key + ": YAML syntax error in value: " + e.msg);
+  if (reserved && takes_text) {
+    value = YAML::Node(raw);
+  } else {
+    try {
+      value = YAML::Load(raw);
+    } catch (const YAML::Exception& e) {
+      const std::string hint =
+          reserved ? std::string(" (a value starting with '") + raw[0] +
+                         "' is YAML syntax; quote it inside the argument: --set \"" + key + "='" +
+                         raw + "'\")"
+                   : "";
+      throw UsageError("--set " + key + ": YAML syntax error in value: " + e.msg + hint);
+    }
   }
   set_in_tree(origins, root, parts, 0, "", value);
   origins.add_override(key);
@@ -176,7 +243,7 @@ std::string quoted_alternatives(const std::vector<std::string_view>& values) {
 }
 
 // Reads the keys of section `decl` from `yaml` into `object` (its struct), nested sections
-// included; then the keys that apply only with some value of another key of the section.
+// included.
 void read_section(const config_schema::ReadContext& c, const SectionDecl& decl, const Section& yaml,
                   void* object) {
   for (const KeyDecl& k : decl.keys) {
@@ -186,8 +253,18 @@ void read_section(const config_schema::ReadContext& c, const SectionDecl& decl, 
       k.read(c, *v, object);
     }
   }
+}
+
+// Once every key is read: the keys that must be given, and those that apply only with some
+// value of another key (of the section, or of the top level: in `root`), in section `decl`
+// and those nested in it.
+void check_section(const config_schema::ReadContext& c, const SectionDecl& decl,
+                   const Section& yaml, void* object, const void* root) {
   for (const KeyDecl& k : decl.keys) {
-    if (k.nested != nullptr) continue;
+    if (k.nested != nullptr) {
+      check_section(c, *k.nested, yaml.section(k.name), k.nested_object(object), root);
+      continue;
+    }
     const auto v = yaml.find(k.name);
     const std::string path =
         yaml.path().empty() ? std::string(k.name) : yaml.path() + "." + std::string(k.name);
@@ -198,16 +275,15 @@ void read_section(const config_schema::ReadContext& c, const SectionDecl& decl, 
       c.origins.fail(path, YAML::Mark::null_mark(), "required key is missing");
     }
     if (k.rule.used_with.empty()) continue;
-    const KeyDecl& selector = *decl.key(k.rule.used_with);
-    const std::string selected = selector.text(object);
-    const std::string selector_path = yaml.path() + "." + std::string(selector.name);
+    const std::string selected = config_schema::used_with_value(decl, k.rule, object, root);
+    const std::string selector_path = k.rule.used_with_path(yaml.path());
     if (!k.rule.applies(selected)) {
       // A value that would be ignored is an error; the neutral value goes on.
       if (v && !k.neutral(object)) {
         c.origins.fail(v->path, v->mark,
                        "only used with " + selector_path + " " +
                            quoted_alternatives(k.rule.used_values) + " (" +
-                           std::string(selector.name) + " is '" + selected + "')");
+                           std::string(k.rule.used_with) + " is '" + selected + "')");
       }
       k.reset(object);
     } else if (k.rule.required_when_used) {
@@ -322,8 +398,10 @@ Config load_config_from(const std::string& source, const std::optional<std::stri
   Config config;
   config.source_file = source;
   const Section top(origins, names, Value{"", root, root.Mark()}, "");
-  read_section({origins, catalog, names}, config_schema::root_section(), top,
-               static_cast<ConfigKeys*>(&config));
+  ConfigKeys* keys = &config;
+  const config_schema::ReadContext context{origins, catalog, names};
+  read_section(context, config_schema::root_section(), top, keys);
+  check_section(context, config_schema::root_section(), top, keys, keys);
   check_across_keys(origins, catalog, top, config);
   return config;
 }

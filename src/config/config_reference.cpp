@@ -170,15 +170,17 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "\n"
       "One YAML file per run. `--set key.path=value` overrides any key, the value in YAML "
       "syntax\n"
-      "(`--set model.hidden=[256,128]`). Unknown keys, wrong types, out-of-range values and "
-      "keys\n"
-      "that would be ignored (a key of another optimizer or preset, set to other than its "
-      "default)\n"
-      "are errors: exit 2 and one line naming the file, the line and the key. The run "
-      "directory's\n"
-      "`config.yaml` holds the resolved config: every key that applies, defaults included. A\n"
-      "file is one YAML document (a second `---` is an error); where YAML aliases share a\n"
-      "value, `--set` changes the key it names only.\n";
+      "(`--set model.hidden=[256,128]`); the value of a string or path key that starts with a\n"
+      "character YAML reserves (`*`, `&`, `!`, `%`, `@`, `#`, `|`, `>` or a backtick) is that\n"
+      "text (`--set 'data.train=*.h5'`). Unknown keys, wrong types, out-of-range values and\n"
+      "keys that would be ignored (a key \"only with\" another optimizer, preset, schedule,\n"
+      "strategy or precision, set to other than its default) are errors: exit 2 and one line\n"
+      "naming the file, the line and the key. A `--set` replaces the file's value, which is\n"
+      "then not checked; a key given twice in one mapping of the file is an error with or\n"
+      "without `--set`. Paths are used as written: `~` is not expanded, so a path starting\n"
+      "with it is an error. The run directory's `config.yaml` holds the resolved config: every\n"
+      "key that applies, defaults included. A file is one YAML document (a second `---` is an\n"
+      "error); where YAML aliases share a value, `--set` changes the key it names only.\n";
   for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;
     out += "\n## " + t.title + "\n\n" + sentence(t.help) + ".\n\n" + markdown_table(t.rows);

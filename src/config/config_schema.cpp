@@ -12,6 +12,7 @@
 #include "config/config.hpp"
 #include "config/config_reader.hpp"
 #include "config/layer_list.hpp"
+#include "core/error.hpp"
 
 namespace hpctrain::config_schema {
 namespace {
@@ -19,6 +20,16 @@ namespace {
 using config_reader::Value;
 
 // --- Reading a value into its field: one overload per field type. -----------------------
+
+// A path as the program uses it: '~' is the shell's, and taken literally it would name a
+// folder '~' in the working directory.
+void check_path(const ReadContext& c, const Value& v, const std::string& path) {
+  if (!path.empty() && path[0] == '~') {
+    c.origins.fail(v.path, v.mark,
+                   "'~' is not expanded in a config: write the path in full (in a --set value, "
+                   "$HOME/... is expanded by the shell)");
+  }
+}
 
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, std::string& out) {
   if (r.kind == ValueKind::kChoice) {
@@ -30,6 +41,7 @@ void read_value(const ReadContext& c, const KeyRule& r, const Value& v, std::str
     if (r.nonempty && out.empty()) {
       c.origins.fail(v.path, v.mark, "expected a non-empty string, got ''");
     }
+    if (r.path) check_path(c, v, out);
   }
 }
 
@@ -82,12 +94,14 @@ void read_value(const ReadContext& c, const KeyRule& r, const Value& v, NameList
       if (path.empty() && r.nonempty) {
         c.origins.fail(v.path, v.mark, "expected a path or a list of paths, got ''");
       }
+      check_path(c, v, path);
       if (!path.empty()) out.push_back(std::move(path));
       return;
     }
     for (const Value& e : config_reader::read_list(c.origins, v, "a list of paths")) {
       out.push_back(config_reader::read_string(c.origins, e));
       if (out.back().empty()) c.origins.fail(e.path, e.mark, "expected a path, got ''");
+      check_path(c, e, out.back());
     }
     if (out.empty() && r.nonempty) c.origins.fail(v.path, v.mark, "expected at least one path");
     return;
@@ -146,15 +160,20 @@ std::string value_text(const std::vector<T>& list) {
   return "[" + out + "]";
 }
 
-// The neutral value of a key that does not apply: a list is empty, anything else holds its
-// default.
+// The neutral values of a key that does not apply: its default, and for a list also the
+// empty list (what a key that does not apply is reset to: config.yaml holds "hidden: []"
+// for the cnn preset, and the file a user wrote for mlp may hold its default [192]).
 template <typename T>
 bool is_neutral(const T& v, const T& default_value) {
   return v == default_value;
 }
 template <typename T>
-bool is_neutral(const std::vector<T>& v, const std::vector<T>&) {
-  return v.empty();
+bool is_neutral(const std::vector<T>& v, const std::vector<T>& default_value) {
+  if constexpr (std::is_same_v<T, LayerSpec>) {
+    return v.empty();  // model.layers defaults to the empty list
+  } else {
+    return v.empty() || v == default_value;
+  }
 }
 template <typename T>
 void make_neutral(T& v, const T& default_value) {
@@ -268,6 +287,15 @@ const KeyDecl* SectionDecl::key(std::string_view name) const {
 }
 
 const SectionDecl& root_section() { return decl_of<ConfigKeys>(); }
+
+std::string used_with_value(const SectionDecl& decl, const KeyRule& rule, const void* object,
+                            const void* root) {
+  const bool top = rule.used_with_top_level;
+  const KeyDecl* selector = (top ? root_section() : decl).key(rule.used_with);
+  HT_REQUIRE(selector != nullptr && selector->nested == nullptr,
+             "config schema: no key '" + std::string(rule.used_with) + "' to depend on");
+  return selector->text(top ? root : object);
+}
 
 KeyNames::KeyNames(const Catalog& catalog) : catalog_(catalog) {
   add_sections(root_section(), "", sections_);

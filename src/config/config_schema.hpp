@@ -50,7 +50,8 @@ struct KeyDecl {
   std::function<void(YAML::Emitter&, const void* section)> emit;
   // The value as a config file would hold it ("0.05", "[192]", "sgd").
   std::function<std::string(const void* section)> text;
-  // Whether the value is neutral (a list: empty; else: the default), and the reset to it.
+  // Whether the value is neutral (the default; a list may also be empty), and the reset to
+  // it (a list: empty).
   std::function<bool(const void* section)> neutral;
   std::function<void(void* section)> reset;
 };
@@ -64,6 +65,12 @@ struct SectionDecl {
 
 // The top level of a config (struct ConfigKeys).
 const SectionDecl& root_section();
+
+// The value, as text, of the key `rule.used_with` names for a key of section `decl`: a key
+// of `object` (the section's struct), or with rule.used_with_top_level of `root` (the
+// ConfigKeys).
+std::string used_with_value(const SectionDecl& decl, const KeyRule& rule, const void* object,
+                            const void* root);
 
 // The key names of every section, for validation, --set paths and suggestions: the
 // declared sections, and model.layers[] (type, name and the keys of every layer type).

@@ -29,6 +29,18 @@ KeyRule KeyRule::only_with(std::string_view key,
   return r;
 }
 
+KeyRule KeyRule::only_with_top_level(std::string_view key,
+                                     std::initializer_list<std::string_view> values) const {
+  KeyRule r = only_with(key, values);
+  r.used_with_top_level = true;
+  return r;
+}
+
+std::string KeyRule::used_with_path(std::string_view section) const {
+  if (used_with_top_level || section.empty()) return std::string(used_with);
+  return std::string(section) + "." + std::string(used_with);
+}
+
 KeyRule KeyRule::omitted_unused() const {
   KeyRule r = *this;
   r.omitted_when_unused = true;
@@ -64,7 +76,7 @@ bool KeyRule::applies(std::string_view value) const {
 std::string KeyRule::type_text() const {
   switch (kind) {
     case ValueKind::kText:
-      return "string";
+      return path ? "path" : "string";
     case ValueKind::kFlag:
       return "true or false";
     case ValueKind::kInt:
@@ -106,14 +118,15 @@ std::string KeyRule::limits_text(std::string_view section) const {
     }
     if (!bounds.empty()) parts.push_back(kind == ValueKind::kIntList ? "each " + bounds : bounds);
   }
+  if (kind == ValueKind::kUint64) {
+    parts.push_back("0 to " + std::to_string(std::numeric_limits<uint64_t>::max()));
+  }
   if (kind == ValueKind::kNumber && !range.text().empty()) parts.push_back(range.text());
   if (kind == ValueKind::kNumberList && !range.text().empty()) {
     parts.push_back("each " + range.text());
   }
   if (!used_with.empty()) {
-    const std::string key = section.empty() ? std::string(used_with)
-                                            : std::string(section) + "." + std::string(used_with);
-    parts.push_back("only with " + key + " " + join_names(used_values));
+    parts.push_back("only with " + used_with_path(section) + " " + join_names(used_values));
   }
   if (required_when_used) parts.push_back("required then");
   std::string out;
@@ -126,6 +139,12 @@ KeyRule text() { return KeyRule{}; }
 KeyRule required_text() {
   KeyRule r;
   r.nonempty = true;
+  return r;
+}
+
+KeyRule file_path() {
+  KeyRule r;
+  r.path = true;
   return r;
 }
 

@@ -51,15 +51,18 @@ enum class ValueKind {
 struct KeyRule {
   ValueKind kind = ValueKind::kText;
   bool nonempty = false;  // text: must not be empty, and must be given if the default is
+  bool path = false;      // text: a file or folder ('~' is not expanded: an error)
   int64_t min = std::numeric_limits<int64_t>::min();
   int64_t max = std::numeric_limits<int64_t>::max();
   NumberRange range;
   std::vector<std::string_view> choices;
   std::string_view list_noun;  // kNameList: what the error calls the list ("layer names")
-  // The key applies only while its section's key `used_with` holds one of `used_values`.
-  // Otherwise a value other than the neutral one (the default; empty for a list) is an
-  // error, and the key is reset to the neutral value.
+  // The key applies only while its section's key `used_with` (the top-level key, with
+  // `used_with_top_level`) holds one of `used_values`. Otherwise a value other than a
+  // neutral one (the default; a list may also be empty) is an error, and the key is reset
+  // to the neutral value (a list: empty).
   std::string_view used_with;
+  bool used_with_top_level = false;
   std::vector<std::string_view> used_values;
   bool omitted_when_unused = false;  // config.yaml leaves the key out when it does not apply
   bool required_when_used = false;   // it must be given (a list: non-empty) when it applies
@@ -69,6 +72,9 @@ struct KeyRule {
   int64_t (*max_from)(const LayerSpec&) = nullptr;
 
   KeyRule only_with(std::string_view key, std::initializer_list<std::string_view> values) const;
+  // The same for a key of the top level ("precision") from a key in a section.
+  KeyRule only_with_top_level(std::string_view key,
+                              std::initializer_list<std::string_view> values) const;
   KeyRule omitted_unused() const;
   KeyRule required() const;
   KeyRule default_of(int64_t (*f)(const LayerSpec&)) const;
@@ -78,6 +84,8 @@ struct KeyRule {
   bool applies(std::string_view value) const;
   // For the reference: "integer", "number", "one of a, b", "list of integers", ...
   std::string type_text() const;
+  // The path of the key `used_with` names, for a key of section `section`.
+  std::string used_with_path(std::string_view section) const;
   // For the reference: ">= 1", "1 to 1024", "> 0 and <= 1", "only with model.preset mlp"
   // (`section`: the path of the key's section); empty if none.
   std::string limits_text(std::string_view section = "") const;
@@ -85,6 +93,7 @@ struct KeyRule {
 
 KeyRule text();
 KeyRule required_text();  // a non-empty string
+KeyRule file_path();      // a string naming a file or folder, or empty
 KeyRule flag();
 KeyRule integer(int64_t min = std::numeric_limits<int64_t>::min(),
                 int64_t max = std::numeric_limits<int64_t>::max());

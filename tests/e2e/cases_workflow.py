@@ -63,7 +63,8 @@ def text_windows(name):
 def case_final_model_every_config():
     """Every shipped training config, with the checkpoint cadence off, ends
     with its final model in the run directory, and `eval RUN_DIR` (on another number of
-    ranks) gives the run's test accuracy exactly."""
+    ranks) gives the run's test accuracy exactly. `inspect CONFIG --set=k=v` validates
+    each config with the run's keys first (--set=, as train takes it)."""
     configs = sorted(c for c in glob.glob("configs/*.yaml")
                      if not os.path.basename(c).startswith("study_"))
     check(len(configs) >= 6, f"expected the shipped configs, found {configs}")
@@ -80,6 +81,9 @@ def case_final_model_every_config():
         sets = [f"data.train={d}/train.h5", "data.val=", f"data.test={d}/test.h5",
                 "train.epochs=1", "train.batch_size=8", "checkpoint.every_seconds=0",
                 "checkpoint.at_epoch_end=false"]
+        i = subprocess.run([hpctrain(), "inspect", config] + [f"--set={s}" for s in sets],
+                           capture_output=True, text=True, timeout=300)
+        check(i.returncode == 0, f"inspect {config} --set=...: exit {i.returncode}: {i.stderr}")
         rc, _, err = train(name, 2, sets, config=config)
         check(rc == 0, f"{config}: training failed with exit {rc}: {err[-2000:]}")
         s = summary(name)

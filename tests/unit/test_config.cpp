@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "config/config_reference.hpp"
 #include "config/config_schema.hpp"
 #include "config_test_helpers.hpp"
 #include "core/error.hpp"
@@ -54,14 +55,12 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_DOUBLE_EQ(c.optimizer.schedule.warmup_epochs, 0.5);
   EXPECT_EQ(c.optimizer.schedule.step_epochs, 10);
   EXPECT_DOUBLE_EQ(c.optimizer.schedule.gamma, 0.5);
-  EXPECT_DOUBLE_EQ(c.optimizer.schedule.min_lr, 0.0001);
+  EXPECT_DOUBLE_EQ(c.optimizer.schedule.min_lr, 0.0);  // cosine only
   EXPECT_EQ(c.train.epochs, 12);
   EXPECT_EQ(c.train.batch_size, 128);
   EXPECT_EQ(c.train.val_every, 2);
   EXPECT_DOUBLE_EQ(c.train.progress_seconds, 0.0);
   EXPECT_TRUE(c.train.step_timing);
-  EXPECT_EQ(c.train.loss_scale.initial, 1024.0);
-  EXPECT_EQ(c.train.loss_scale.growth_interval, 50);
   EXPECT_EQ(c.distributed.strategy, "average");
   EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kMpi);
   EXPECT_EQ(c.distributed.every, 4);
@@ -155,6 +154,75 @@ TEST(ConfigLoad, ShippedFashionMnistConfigIsValid) {
   EXPECT_EQ(c.train.batch_size, 64);
   EXPECT_EQ(c.distributed.strategy, "allreduce");
   EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kAuto);
+}
+
+TEST(ConfigLoad, ShippedMlpConfigSwitchesPresetBySet) {
+  // model.hidden: [192] is the default, so another preset does not make it an error.
+  const fs::path file = fs::path(HT_SOURCE_DIR) / "configs" / "fashion_mnist_mlp.yaml";
+  const Config c = load_config(file.string(), {"model.preset=cnn"}, catalog());
+  EXPECT_EQ(c.model.preset, "cnn");
+  EXPECT_TRUE(c.model.hidden.empty());
+}
+
+TEST(ConfigLoad, KeysOfTheChosenScheduleScalingAndPrecision) {
+  const Config cosine = load_config(
+      write_yaml("data: {train: t.h5}\noptimizer:\n  lr_scaling: sqrt\n  lr_reference_batch: "
+                 "256\n  schedule: {type: cosine, min_lr: 0.0001}\n"),
+      {}, catalog());
+  EXPECT_DOUBLE_EQ(cosine.optimizer.schedule.min_lr, 0.0001);
+  EXPECT_EQ(cosine.optimizer.lr_reference_batch, 256);
+  const Config fp16 = load_config(
+      write_yaml("data: {train: t.h5}\nprecision: fp16\ntrain:\n  loss_scale:\n    initial: "
+                 "1024\n    growth_interval: 50\n"),
+      {}, catalog());
+  EXPECT_EQ(fp16.train.loss_scale.initial, 1024.0);
+  EXPECT_EQ(fp16.train.loss_scale.growth_interval, 50);
+  // At their defaults, keys of another choice go with any: a file may spell them out.
+  const Config d = load_config(
+      write_yaml("data: {train: t.h5}\noptimizer:\n  lr_reference_batch: 0\n  schedule: {gamma: "
+                 "0.1, step_epochs: 30, min_lr: 0}\ntrain: {loss_scale: {initial: 65536}}\n"
+                 "distributed: {every: 8}\nmodel: {preset: cnn, hidden: [192]}\n"),
+      {}, catalog());
+  EXPECT_EQ(d.optimizer.schedule.type, ScheduleType::kConstant);
+  EXPECT_TRUE(d.model.hidden.empty());
+  EXPECT_EQ(
+      load_config(write_yaml(kMinimal), {"data.cache_mb=1073741824"}, catalog()).data.cache_mb,
+      int64_t{1} << 30);
+}
+
+TEST(ConfigOverride, TextStartingWithAYamlIndicatorIsTheText) {
+  // '*', '&', '!', '%', '@', '`', '#', '|' and '>' cannot start a plain YAML scalar; for a
+  // key that takes text or paths the value is the text itself.
+  const Config c = load_config(write_yaml(kMinimal),
+                               {"data.train=*.h5", "data.val=&v.h5", "run.name=%x", "run.dir=@out",
+                                "checkpoint.dir=!c", "model.init_from=`x`", "data.test=#t.h5"},
+                               catalog());
+  EXPECT_EQ(c.data.train, NameList{"*.h5"});
+  EXPECT_EQ(c.data.val, NameList{"&v.h5"});
+  EXPECT_EQ(c.run.name, "%x");
+  EXPECT_EQ(c.run.dir, "@out");
+  EXPECT_EQ(c.checkpoint.dir, "!c");
+  EXPECT_EQ(c.model.init_from, "`x`");
+  EXPECT_EQ(c.data.test, NameList{"#t.h5"});
+  // Quoted inside the argument, or in a list, the value is YAML as before.
+  const Config q =
+      load_config(write_yaml(kMinimal), {"data.train='*.h5'", "data.val=['*.h5']"}, catalog());
+  EXPECT_EQ(q.data.train, NameList{"*.h5"});
+  EXPECT_EQ(q.data.val, NameList{"*.h5"});
+}
+
+TEST(ConfigReference, ShowsTheLimitsTheLoaderEnforces) {
+  const std::string md = config_reference_markdown(catalog());
+  for (const char* row :
+       {"| `run.seed` | integer | `1` | 0 to 18446744073709551615 |",
+        "| `data.cache_mb` | integer | `8192` | 0 to 1073741824 |",
+        "| `optimizer.schedule.gamma` | number | `0.1` | > 0 and <= 1; only with "
+        "optimizer.schedule.type step |",
+        "| `distributed.every` | integer | `8` | >= 1; only with distributed.strategy average |",
+        "| `train.loss_scale.initial` | number | `65536` | >= 1 and <= 1e+30; only with "
+        "precision fp16 |"}) {
+    EXPECT_NE(md.find(row), std::string::npos) << row;
+  }
 }
 
 TEST(ConfigOverride, ScalarsReplaceFileValues) {
@@ -333,7 +401,7 @@ TEST(ConfigToYaml, RoundTripsLayersAndAwkwardValues) {
       {"model.preset=layers", "model.layers=[{type: dense, units: 7}, {type: relu, name: 'null'}]",
        "run.name='true'", "data.val='null'", "optimizer.lr=0.1", "optimizer.momentum=0.3",
        "optimizer.weight_decay=1e-300", "train.progress_seconds=0.30000000000000004",
-       "optimizer.schedule.gamma=0.3333333333333333", "run.seed=0"},
+       "optimizer.schedule.type=step", "optimizer.schedule.gamma=0.3333333333333333", "run.seed=0"},
       catalog());
   EXPECT_EQ(c.run.name, "true");
   EXPECT_EQ(c.data.val, NameList{"null"});

@@ -102,6 +102,8 @@ TEST(ConfigErrors, OutOfRange) {
                "FILE:4: distributed.bucket_bytes: expected an integer >= 1024, got 100");
   expect_error(head + "distributed:\n  every: 0\n",
                "FILE:4: distributed.every: expected an integer >= 1, got 0");
+  expect_error("data:\n  train: t.h5\n  cache_mb: 8796093022208\n",
+               "FILE:3: data.cache_mb: expected an integer <= 1073741824, got 8796093022208");
   expect_error(head + "train:\n  progress_seconds: -2\n",
                "FILE:4: train.progress_seconds: expected a number >= 0, got -2");
   expect_error("data:\n  train: t.h5\n  prefetch_threads: 0\n",
@@ -282,11 +284,80 @@ TEST(ConfigErrors, KeysOfAnotherOptimizer) {
   EXPECT_EQ(c.optimizer.name, "adam");
 }
 
+TEST(ConfigErrors, KeysOfAnotherPresetScheduleStrategyOrPrecision) {
+  const std::string head = "data:\n  train: t.h5\n";
+  expect_error(head + "model: {preset: cnn, hidden: [64]}\n",
+               "FILE:3: model.hidden: only used with model.preset 'mlp' (preset is 'cnn')");
+  expect_error(head + "optimizer:\n  schedule: {gamma: 0.5}\n",
+               "FILE:4: optimizer.schedule.gamma: only used with optimizer.schedule.type 'step' "
+               "(type is 'constant')");
+  expect_error(head + "optimizer:\n  schedule: {type: cosine, step_epochs: 10}\n",
+               "FILE:4: optimizer.schedule.step_epochs: only used with optimizer.schedule.type "
+               "'step' (type is 'cosine')");
+  expect_error(head + "optimizer:\n  schedule: {type: step, min_lr: 0.001}\n",
+               "FILE:4: optimizer.schedule.min_lr: only used with optimizer.schedule.type "
+               "'cosine' (type is 'step')");
+  expect_error(head + "optimizer:\n  lr_reference_batch: 256\n",
+               "FILE:4: optimizer.lr_reference_batch: only used with optimizer.lr_scaling "
+               "'linear' or 'sqrt' (lr_scaling is 'none')");
+  expect_error(head + "distributed:\n  every: 4\n",
+               "FILE:4: distributed.every: only used with distributed.strategy 'average' "
+               "(strategy is 'allreduce')");
+  expect_error(head + "train:\n  loss_scale: {initial: 1024}\n",
+               "FILE:4: train.loss_scale.initial: only used with precision 'fp16' (precision is "
+               "'fp32')");
+  expect_error(head + "precision: bf16\ntrain:\n  loss_scale:\n    growth_interval: 10\n",
+               "FILE:6: train.loss_scale.growth_interval: only used with precision 'fp16' "
+               "(precision is 'bf16')");
+  // A --set that changes the choice names the file's key that no longer applies, and a
+  // --set of a key the choice does not use is refused at --set.
+  expect_error(head + "optimizer:\n  schedule: {type: step, gamma: 0.5}\n",
+               "FILE:4: optimizer.schedule.gamma: only used with optimizer.schedule.type 'step' "
+               "(type is 'cosine')",
+               {"optimizer.schedule.type=cosine"});
+  expect_error(kMinimal,
+               "--set distributed.every: only used with distributed.strategy 'average' "
+               "(strategy is 'allreduce')",
+               {"distributed.every=4"});
+}
+
+TEST(ConfigErrors, TildeIsNotExpanded) {
+  const std::string what =
+      ": '~' is not expanded in a config: write the path in full (in a --set value, $HOME/... "
+      "is expanded by the shell)";
+  expect_error("data:\n  train: t.h5\nrun:\n  dir: ~/x\n", "FILE:4: run.dir" + what);
+  expect_error("data:\n  train: [a.h5, ~/b.h5]\n", "FILE:2: data.train[1]" + what);
+  expect_error("data:\n  train: ~user/t.h5\n", "FILE:2: data.train" + what);
+  expect_error(kMinimal, "--set checkpoint.dir" + what, {"checkpoint.dir=~/c"});
+  expect_error(kMinimal, "--set model.init_from" + what, {"model.init_from=~/c.h5"});
+  // Elsewhere in a path '~' is a character like any other; alone it is YAML's null.
+  const Config c =
+      load_config(write_yaml("data:\n  train: a~/t.h5\nrun:\n  dir: ~\n"), {}, catalog());
+  EXPECT_EQ(c.data.train, NameList{"a~/t.h5"});
+  EXPECT_EQ(c.run.dir, "runs/run");
+}
+
 TEST(ConfigErrors, DuplicateKey) {
   expect_error("data:\n  train: t.h5\ntrain:\n  epochs: 2\n  epochs: 3\n",
                "FILE:5: train.epochs: duplicate key (first given at line 4)");
   expect_error("data:\n  train: t.h5\ndata:\n  prefetch_depth: 0\n",
                "FILE:3: data: duplicate key (first given at line 1)");
+}
+
+TEST(ConfigOverrideErrors, DuplicateKeyInTheFileIsAnErrorUnderSetToo) {
+  const std::string twice = "data:\n  train: t.h5\ntrain:\n  epochs: 2\n  epochs: 3\n";
+  expect_error(twice, "FILE:5: train.epochs: duplicate key (first given at line 4)",
+               {"train.epochs=4"});
+  expect_error(twice + "  epochs: 5\n",
+               "FILE:5: train.epochs: duplicate key (first given at line 4)", {"train.epochs=4"});
+  // In a section that a --set replaces as a whole, and in a section on the way to the key.
+  expect_error(
+      "data:\n  train: t.h5\noptimizer:\n  schedule:\n    type: step\n    gamma: 0.5\n"
+      "    gamma: 0.2\n",
+      "FILE:7: optimizer.schedule.gamma: duplicate key (first given at line 6)",
+      {"optimizer.schedule={type: cosine}"});
+  expect_error("data:\n  train: t.h5\ntrain:\n  epochs: 2\ntrain:\n  batch_size: 3\n",
+               "FILE:5: train: duplicate key (first given at line 3)", {"train.epochs=4"});
 }
 
 TEST(ConfigErrors, FileLevelProblems) {
@@ -350,6 +421,13 @@ TEST(ConfigOverrideErrors, BadValuesAreReportedAtSet) {
                {"optimizer.schedule={type: step, gama: 0.5}"});
   expect_error(kMinimal, "--set data.train: expected a path or a list of paths, got ''",
                {"data.train="});
+  // A value that starts with a YAML indicator, for a key that does not take text.
+  const std::string star = load_error(kMinimal, {"train.epochs=*3"});
+  EXPECT_EQ(star.rfind("--set train.epochs: YAML syntax error in value: ", 0), 0u) << star;
+  EXPECT_NE(star.find("a value starting with '*' is YAML syntax; quote it inside the argument: "
+                      "--set \"train.epochs='*3'\""),
+            std::string::npos)
+      << star;
   const std::string syntax = load_error(kMinimal, {"model.hidden=[1,2"});
   EXPECT_EQ(syntax.rfind("--set model.hidden: YAML syntax error in value: ", 0), 0u) << syntax;
 }
@@ -362,6 +440,11 @@ TEST(ConfigOverrideErrors, FileErrorsStillNameTheFileLine) {
   const Config c = load_config(write_yaml("data:\n  train: t.h5\ntrain:\n  epochs: abc\n"),
                                {"train.epochs=4"}, catalog());
   EXPECT_EQ(c.train.epochs, 4);
+  // The --set wins over a value out of range, too: it is never read.
+  EXPECT_EQ(load_config(write_yaml("data:\n  train: t.h5\ntrain:\n  epochs: -1\n"),
+                        {"train.epochs=3"}, catalog())
+                .train.epochs,
+            3);
 }
 
 TEST(ConfigOverrideErrors, OverrideBelowAScalarSection) {
