@@ -418,26 +418,6 @@ TEST(DataFile, MissingDatasets) {
   expect_usage_error([&] { DatasetFile f(path); }, {path + ": missing dataset '/labels'"});
 }
 
-// A link whose target does not open is named as such, with the dataset it stands for.
-TEST(DataFile, DanglingLinks) {
-  const std::string path = temp_path("dangling.h5");
-  write_raw(path, {}, {{4}, H5T_NATIVE_INT32});
-  {
-    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
-    HT_CHECK_H5(H5Lcreate_soft("/nothing", file.get(), "images", H5P_DEFAULT, H5P_DEFAULT));
-  }
-  expect_usage_error([&] { DatasetFile f(path); },
-                     {path + ": '/images' is a link whose target does not open"});
-  write_raw(path, {}, {{4}, H5T_NATIVE_INT32});
-  {
-    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
-    HT_CHECK_H5(H5Lcreate_external(temp_path("no_such_part.h5").c_str(), "/images", file.get(),
-                                   "images", H5P_DEFAULT, H5P_DEFAULT));
-  }
-  expect_usage_error([&] { DatasetFile f(path); },
-                     {path + ": '/images' is a link whose target does not open"});
-}
-
 TEST(DataFile, WrongRanks) {
   const std::string path = temp_path("rank.h5");
   write_raw(path, {{4, 2, 2}}, {{4}, H5T_NATIVE_INT32});

@@ -1,6 +1,7 @@
 // HDF5 virtual datasets as data files: a source that opens is read through; one that does
 // not (moved, renamed, a dataset name that is not there) is refused by name, where HDF5
-// itself would read the rows it maps as the fill value without a word.
+// itself would read the rows it maps as the fill value without a word. Links in place of a
+// dataset whose target does not open are named too.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -83,8 +84,39 @@ class VirtualDataTest : public ::testing::Test {
     return images[0];
   }
 
+  // A file `name` with /labels and, as /images, a link made by `link` (file id, "images").
+  template <typename MakeLink>
+  fs::path write_linked(const char* name, MakeLink link) {
+    const fs::path path = dir_ / name;
+    H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    const hsize_t n[1] = {4};
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
+    H5Handle labels(HT_CHECK_H5(H5Dcreate2(file.get(), "labels", H5T_STD_I32LE, space.get(),
+                                           H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                    H5Dclose);
+    HT_CHECK_H5(link(file.get(), "images"));
+    return path;
+  }
+
   fs::path dir_;
 };
+
+// A soft link to nothing, or an external link to a missing file, in place of /images: named
+// as such, with the dataset it stands for.
+TEST_F(VirtualDataTest, DanglingLinksAreNamed) {
+  const std::string missing = (dir_ / "no_such_part.h5").string();
+  const fs::path soft = write_linked("soft.h5", [](hid_t f, const char* name) {
+    return H5Lcreate_soft("/nothing", f, name, H5P_DEFAULT, H5P_DEFAULT);
+  });
+  const fs::path external = write_linked("external.h5", [&](hid_t f, const char* name) {
+    return H5Lcreate_external(missing.c_str(), "/images", f, name, H5P_DEFAULT, H5P_DEFAULT);
+  });
+  for (const fs::path& path : {soft, external}) {
+    expect_usage_error([&] { DatasetFile f(path.string()); },
+                       {path.string() + ": '/images' is a link whose target does not open"});
+  }
+}
 
 TEST_F(VirtualDataTest, SourceBesideTheFileIsRead) {
   write_source(dir_ / "source.h5", "images", 7);
