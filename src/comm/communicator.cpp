@@ -1,6 +1,7 @@
 // Communicator: thin dispatch over MPI collectives and the ring.
 #include "comm/communicator.hpp"
 
+#include <algorithm>
 #include <climits>
 
 #include "comm/mpi_check.hpp"
@@ -24,8 +25,18 @@ int as_int_count(size_t count) {
 
 }  // namespace
 
-Communicator::Communicator(MPI_Comm comm, size_t ring_chunk_bytes)
-    : comm_(duplicate(comm)), ring_(comm_, ring_chunk_bytes) {
+// Calls f(offset, count) for consecutive pieces of at most `max` of `total` elements.
+template <typename F>
+void in_pieces(size_t total, size_t max, F&& f) {
+  for (size_t offset = 0; offset < total; offset += max) {
+    f(offset, static_cast<int>(std::min(max, total - offset)));
+  }
+}
+
+Communicator::Communicator(MPI_Comm comm, size_t ring_chunk_bytes, size_t max_message_bytes)
+    : comm_(duplicate(comm)),
+      max_message_bytes_(std::clamp<size_t>(max_message_bytes, sizeof(float), INT_MAX)),
+      ring_(comm_, ring_chunk_bytes) {
   HT_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   HT_CHECK_MPI(MPI_Comm_size(comm_, &size_));
 }
@@ -42,8 +53,10 @@ void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm a
   comm_time_.start();
   if (algorithm == AllreduceAlgorithm::kRing) {
     ring_.run(data, count);
-  } else if (size_ > 1 && count > 0) {
-    HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data, as_int_count(count), MPI_FLOAT, MPI_SUM, comm_));
+  } else if (size_ > 1) {
+    in_pieces(count, max_message_bytes_ / sizeof(float), [&](size_t offset, int n) {
+      HT_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, comm_));
+    });
   }
   comm_time_.stop();
 }
@@ -62,18 +75,21 @@ void Communicator::allreduce_max(double* data, int count) {
 
 void Communicator::reduce_sum(float* data, size_t count, int root) {
   comm_time_.start();
-  const int n = as_int_count(count);
-  if (rank_ == root) {
-    HT_CHECK_MPI(MPI_Reduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, root, comm_));
-  } else {
-    HT_CHECK_MPI(MPI_Reduce(data, nullptr, n, MPI_FLOAT, MPI_SUM, root, comm_));
-  }
+  in_pieces(count, max_message_bytes_ / sizeof(float), [&](size_t offset, int n) {
+    if (rank_ == root) {
+      HT_CHECK_MPI(MPI_Reduce(MPI_IN_PLACE, data + offset, n, MPI_FLOAT, MPI_SUM, root, comm_));
+    } else {
+      HT_CHECK_MPI(MPI_Reduce(data + offset, nullptr, n, MPI_FLOAT, MPI_SUM, root, comm_));
+    }
+  });
   comm_time_.stop();
 }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {
   comm_time_.start();
-  HT_CHECK_MPI(MPI_Bcast(data, as_int_count(bytes), MPI_BYTE, root, comm_));
+  in_pieces(bytes, max_message_bytes_, [&](size_t offset, int n) {
+    HT_CHECK_MPI(MPI_Bcast(static_cast<char*>(data) + offset, n, MPI_BYTE, root, comm_));
+  });
   comm_time_.stop();
 }
 

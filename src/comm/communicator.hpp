@@ -18,7 +18,12 @@ namespace hpctrain {
 
 class Communicator {
  public:
-  Communicator(MPI_Comm comm, size_t ring_chunk_bytes);
+  // The largest message of one MPI call: an MPI count is an int.
+  static constexpr size_t kMaxMessageBytes = size_t{1} << 30;
+
+  // Broadcasts, reductions to a root and MPI all-reduces larger than `max_message_bytes`
+  // go in pieces of at most that (a model of more than 2^29 floats fits no int count).
+  Communicator(MPI_Comm comm, size_t ring_chunk_bytes, size_t max_message_bytes = kMaxMessageBytes);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -39,9 +44,9 @@ class Communicator {
   void allgather(const double* send, int count, double* recv);
   // Every rank receives every rank's string, in rank order (any lengths).
   std::vector<std::string> allgather(const std::string& mine);
-  // root receives size() * count floats, rank r's at offset r * count.
+  // root receives size() * count floats, rank r's at offset r * count (count < 2^31).
   void gather(const float* send, size_t count, float* recv, int root);
-  // rank r receives the count floats at offset r * count of root's `send`.
+  // rank r receives the count floats at offset r * count of root's `send` (count < 2^31).
   void scatter(const float* send, size_t count, float* recv, int root);
   void barrier();
 
@@ -52,6 +57,7 @@ class Communicator {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
+  size_t max_message_bytes_;
   RingAllreduce ring_;
   Stopwatch comm_time_;
 };

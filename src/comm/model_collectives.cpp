@@ -23,7 +23,13 @@ ModelCollectives::ModelCollectives(const std::string& source_file, AllreduceAlgo
     Backend* b = &backend_;
     stage_pin_ = {stage_.data(), [b](float* p) { b->unpin_host(p); }};
   }
-  if (!backend_.has_device_collectives()) return;
+  // Device collectives where every rank has them, agreed on: with a rank on the CPU
+  // (cpu_ranks) among GPU ranks every rank takes the host path (else the GPU ranks would
+  // wait in NCCL's set-up for a rank that never joins, and it for them in its first
+  // collective). (distributed.algorithm: nccl was refused at set-up on a rank without it.)
+  double lacking = backend_.has_device_collectives() ? 0.0 : 1.0;
+  comm_.allreduce_max(&lacking, 1);
+  if (lacking > 0.0) return;
   if (requested != AllreduceAlgorithm::kAuto && requested != AllreduceAlgorithm::kNccl) return;
   // auto skips NCCL on one rank, where every collective is the identity; nccl asked for
   // by name runs it (a one-rank communicator).

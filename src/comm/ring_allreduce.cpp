@@ -77,11 +77,14 @@ void RingAllreduce::run(float* data, size_t count) {
   const size_t max_segment = (count + size_ - 1) / size_;
   if (recv_buffer_.size() < max_segment) recv_buffer_.resize(max_segment);
   const int p = size_;
+  // Tags alternate between steps: each step completes all of its messages before the next
+  // starts, and MPI guarantees only tags up to 32767 (a tag per step would not do past 16384
+  // ranks).
   for (int s = 0; s < p - 1; ++s) {
-    step(data, count, (rank_ - s + p) % p, (rank_ - s - 1 + p) % p, /*reduce=*/true, s);
+    step(data, count, (rank_ - s + p) % p, (rank_ - s - 1 + p) % p, /*reduce=*/true, s % 2);
   }
   for (int s = 0; s < p - 1; ++s) {
-    step(data, count, (rank_ + 1 - s + p) % p, (rank_ - s + p) % p, /*reduce=*/false, p + s);
+    step(data, count, (rank_ + 1 - s + p) % p, (rank_ - s + p) % p, /*reduce=*/false, 2 + s % 2);
   }
 }
 

@@ -134,7 +134,10 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
   } else {
     int left = workers;
     async_wire::IdlePoll poll;
-    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for workers", begin);
+    // A worker messages once every min(push_every, pull_every) steps.
+    const double periods =
+        std::min(ctx.config.distributed.push_every, ctx.config.distributed.pull_every);
+    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for workers", begin, periods);
     while (left > 0) {
       int w = MPI_UNDEFINED, arrived = 0;
       HT_CHECK_MPI(MPI_Testany(workers, receives_.data(), &w, &arrived, MPI_STATUS_IGNORE));
@@ -151,7 +154,7 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
         continue;
       }
       poll.reset();
-      ctx.watchdog.arm("asynchronous training: waiting for workers", begin);
+      ctx.watchdog.arm("asynchronous training: waiting for workers", begin, periods);
       const double t = now_seconds();
       if (!handle(w)) --left;
       stats.busy_s += now_seconds() - t;

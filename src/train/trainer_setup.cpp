@@ -459,7 +459,10 @@ bool Trainer::params_finite() {
   model_->get_params(host.data());
   double bad =
       std::all_of(host.begin(), host.end(), [](float v) { return std::isfinite(v); }) ? 0.0 : 1.0;
-  if (world_size_ > 1) comm_->allreduce_max(&bad, 1);
+  if (world_size_ > 1) {
+    WatchdogScope w(*watchdog_, "parameter check at the epoch's end", global_step_);
+    comm_->allreduce_max(&bad, 1);
+  }
   return bad == 0.0;
 }
 

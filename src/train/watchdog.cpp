@@ -26,9 +26,10 @@ Watchdog::~Watchdog() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Watchdog::arm(const char* what, int64_t step) noexcept {
+void Watchdog::arm(const char* what, int64_t step, double periods) noexcept {
   what_.store(what, std::memory_order_relaxed);
   step_.store(step, std::memory_order_relaxed);
+  limit_.store(timeout_ * periods, std::memory_order_relaxed);
   armed_at_.store(now_seconds(), std::memory_order_release);
 }
 
@@ -39,13 +40,14 @@ void Watchdog::monitor() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!cv_.wait_for(lock, period, [this] { return stopping_; })) {
     const double armed = armed_at_.load(std::memory_order_acquire);
-    if (armed == 0.0 || now_seconds() - armed < timeout_) continue;
+    const double limit = limit_.load(std::memory_order_relaxed);
+    if (armed == 0.0 || now_seconds() - armed < limit) continue;
     char line[256];
     std::snprintf(line, sizeof(line),
                   "%s at step %lld has not finished after %.0f s (distributed.timeout_seconds): a "
                   "peer rank is hung or lost; aborting the job",
                   what_.load(std::memory_order_relaxed),
-                  static_cast<long long>(step_.load(std::memory_order_relaxed)), timeout_);
+                  static_cast<long long>(step_.load(std::memory_order_relaxed)), limit);
     log_error(line);
     MpiEnv::abort(kExitFailure);
   }

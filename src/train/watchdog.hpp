@@ -21,8 +21,9 @@ class Watchdog {
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
-  // `what` must be a string literal (it is read from the monitor thread).
-  void arm(const char* what, int64_t step) noexcept;
+  // `what` must be a string literal (it is read from the monitor thread). A wait that spans
+  // `periods` steps of a peer (a server between a worker's messages) gets that many timeouts.
+  void arm(const char* what, int64_t step, double periods = 1.0) noexcept;
   void disarm() noexcept;
 
  private:
@@ -32,6 +33,7 @@ class Watchdog {
   std::atomic<double> armed_at_{0.0};  // 0 = disarmed
   std::atomic<const char*> what_{""};
   std::atomic<int64_t> step_{0};
+  std::atomic<double> limit_{0.0};  // timeout_ x periods of the armed wait
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;  // GUARDED_BY mutex_
@@ -41,7 +43,9 @@ class Watchdog {
 // Arms a watchdog for the lifetime of a scope.
 class WatchdogScope {
  public:
-  WatchdogScope(Watchdog& w, const char* what, int64_t step) : w_(w) { w_.arm(what, step); }
+  WatchdogScope(Watchdog& w, const char* what, int64_t step, double periods = 1.0) : w_(w) {
+    w_.arm(what, step, periods);
+  }
   ~WatchdogScope() { w_.disarm(); }
   WatchdogScope(const WatchdogScope&) = delete;
   WatchdogScope& operator=(const WatchdogScope&) = delete;

@@ -145,7 +145,8 @@ def case_async_two_servers():
 
 def case_async_bad_settings():
     """Servers >= ranks, a negative staleness, fp16, balance, accumulation and async keys
-    under another strategy are exit 2 with one line naming the key."""
+    under another strategy are exit 2 with one line naming the key; a worker that messages
+    rarely is not taken for a hung one."""
     cases = [
         (2, ASYNC + ["distributed.parameter_servers=2"], "distributed.parameter_servers"),
         (3, ASYNC + ["distributed.max_staleness=-1"], "distributed.max_staleness"),
@@ -159,3 +160,10 @@ def case_async_bad_settings():
         rc, _, err = train(f"async_bad_{i}", ranks, sets)
         check(rc == 2, f"{sets}: exit {rc}, expected 2")
         one_error_line(err, key)
+    # Not bad: a worker that messages every 40 steps, each longer than timeout_seconds / 40
+    # (slowed), is no hung peer: the server's watchdog allows 40 timeouts between messages.
+    fresh("async_rare")
+    expect_ok("async_rare", 2, ASYNC + [
+        f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1",
+        "distributed.push_every=40", "distributed.pull_every=40",
+        "distributed.timeout_seconds=1", "debug.slow_rank.rank=0", "debug.slow_rank.factor=60"])

@@ -98,6 +98,32 @@ TEST(Communicator, BothAlgorithmsAgree) {
   EXPECT_GE(comm.comm_seconds(), 0.0);
 }
 
+// Messages above the largest of one MPI call go in pieces (here 64 bytes, as a model of
+// more than 2^29 floats would at 1 GiB): every element arrives, the last piece shorter.
+TEST(Communicator, LargeMessagesGoInPieces) {
+  Communicator comm(MPI_COMM_WORLD, 4096, /*max_message_bytes=*/64);
+  const int p = world_size(), r = world_rank();
+  std::vector<unsigned char> bytes(1001, 0);
+  if (r == 0) {
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7);
+  }
+  comm.broadcast(bytes.data(), bytes.size(), 0);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    ASSERT_EQ(bytes[i], static_cast<unsigned char>(i * 7)) << i;
+  }
+  std::vector<float> sum(333), reduced(333);
+  for (size_t i = 0; i < sum.size(); ++i) sum[i] = reduced[i] = static_cast<float>(r + i);
+  comm.allreduce_sum(sum.data(), sum.size(), AllreduceAlgorithm::kMpi);
+  comm.reduce_sum(reduced.data(), reduced.size(), 0);
+  for (size_t i = 0; i < sum.size(); ++i) {
+    const float want = static_cast<float>(p * (p - 1) / 2 + p * static_cast<int>(i));
+    ASSERT_EQ(sum[i], want) << i;
+    if (r == 0) {
+      ASSERT_EQ(reduced[i], want) << i;
+    }
+  }
+}
+
 TEST(Communicator, AllgatherOfStringsOfAnyLength) {
   Communicator comm(MPI_COMM_WORLD, 4096);
   // Rank r sends r copies of 'a' + r (rank 0 an empty string), and a NUL inside one.
