@@ -183,7 +183,8 @@ stage_e2e() {
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
   ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
   for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
-    signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical}; do
+    signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical \
+    hybrid_cpu_and_gpu_ranks}; do
     local t0=$SECONDS
     timeout 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1

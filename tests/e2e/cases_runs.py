@@ -254,6 +254,20 @@ def case_cli():
           f"bench checkpoint --dir: exit {c.returncode}, left {os.listdir(scratch)}, {c.stderr}")
 
 
+def case_hybrid_cpu_and_gpu_ranks():
+    """cpu_ranks among GPU ranks (the classic study's hybrid attempt): rank 0 on the GPU,
+    rank 1 on the CPU, distributed.algorithm auto. The ranks agree on host collectives (a
+    NCCL build hung here before), and the run ends. Skipped (77) without a CUDA device."""
+    version = subprocess.run([hpctrain(), "--version"], capture_output=True, text=True).stdout
+    if "cuda" not in version.split("backends:")[1] or "CUDA devices: 0" in version:
+        print("SKIP: no CUDA device visible to hpctrain")
+        raise SystemExit(77)
+    s = expect_ok("hybrid", 2, ["device=cuda", "cpu_ranks=[1]", "train.epochs=1",
+                                f"data.train={ARGS.data}/test.h5",
+                                "distributed.timeout_seconds=60"])
+    check(s["algorithm"] == "ring", f"hybrid ranks exchanged by {s['algorithm']}, not ring")
+
+
 def case_cuda_graph_bit_identical():
     """train.cuda_graph on gives the parameters of eager steps, bit for bit (deterministic):
     the CNN on 1 GPU in float32 and on 2 ranks sharing it in bf16, and the LSTM (cuDNN's
