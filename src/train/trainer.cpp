@@ -168,6 +168,11 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   EpochEnd end = EpochEnd::kCompleted;
 
   for (int64_t step = first_step; step < steps_per_epoch_; ++step) {
+    // The whole step under the watchdog (its collectives have scopes of their own): a
+    // reader thread that never delivers, or device work that never ends (a GPU collective
+    // waiting for a peer), stops the job as a hung collective does.
+    WatchdogScope watched(*watchdog_, "training step (data, compute and device work)",
+                          global_step_);
     // Balance auto times some steps of each epoch (not its first: a new loader's).
     const bool balance = meter_ && step > first_step && step <= first_step + kMeasuredSteps;
     const double compute = compute_gradients(grad_scale, timing, balance || slow.active());
@@ -229,7 +234,10 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
                      (now - t0) / done * left, now);
     }
   }
-  backend_->synchronize();
+  {
+    WatchdogScope w(*watchdog_, "the epoch's last device work", global_step_);
+    backend_->synchronize();
+  }
   // Wall, data wait and communication seconds, then the step phases.
   double times[3 + kPhaseMarks] = {now_seconds() - t0, train_loader_->wait_seconds() - wait0,
                                    comm_->comm_seconds()};
@@ -276,6 +284,7 @@ Trainer::EvalResult Trainer::evaluate(Loader& loader, const char* phase) {
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   const int64_t batches = loader.batches_per_epoch();
   for (int64_t i = 0; i < batches; ++i) {
+    WatchdogScope watched(*watchdog_, "evaluation batch (data and compute)", global_step_);
     if (const double now = now_seconds(); progress.due(now)) progress.print(phase, i, batches, now);
     const BatchBuffer& b = loader.next();
     const BatchStager::Input in = stager_->stage(loader, b);

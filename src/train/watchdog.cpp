@@ -35,6 +35,20 @@ void Watchdog::arm(const char* what, int64_t step, double periods) noexcept {
 
 void Watchdog::disarm() noexcept { armed_at_.store(0.0, std::memory_order_release); }
 
+Watchdog::Armed Watchdog::armed() const noexcept {
+  return {what_.load(std::memory_order_relaxed), step_.load(std::memory_order_relaxed),
+          limit_.load(std::memory_order_relaxed), armed_at_.load(std::memory_order_acquire)};
+}
+
+void Watchdog::restore(const Armed& a) noexcept {
+  disarm();  // the monitor never pairs the inner wait's start with the outer's limit
+  if (a.since == 0.0) return;
+  what_.store(a.what, std::memory_order_relaxed);
+  step_.store(a.step, std::memory_order_relaxed);
+  limit_.store(a.limit, std::memory_order_relaxed);
+  armed_at_.store(a.since, std::memory_order_release);
+}
+
 void Watchdog::monitor() {
   const auto period = std::chrono::duration<double>(std::clamp(timeout_ / 4.0, 0.05, 1.0));
   std::unique_lock<std::mutex> lock(mutex_);

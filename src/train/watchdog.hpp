@@ -26,6 +26,15 @@ class Watchdog {
   void arm(const char* what, int64_t step, double periods = 1.0) noexcept;
   void disarm() noexcept;
 
+  // What is armed, to be put back when a nested wait ends (WatchdogScope).
+  struct Armed {
+    const char* what;
+    int64_t step;
+    double limit, since;  // since 0: disarmed
+  };
+  Armed armed() const noexcept;
+  void restore(const Armed& a) noexcept;
+
  private:
   void monitor();
 
@@ -40,18 +49,21 @@ class Watchdog {
   std::thread thread_;
 };
 
-// Arms a watchdog for the lifetime of a scope.
+// Arms a watchdog for the lifetime of a scope; then puts back what was armed before (a
+// collective inside a watched training step: the step's own deadline goes on).
 class WatchdogScope {
  public:
-  WatchdogScope(Watchdog& w, const char* what, int64_t step, double periods = 1.0) : w_(w) {
+  WatchdogScope(Watchdog& w, const char* what, int64_t step, double periods = 1.0)
+      : w_(w), outer_(w.armed()) {
     w_.arm(what, step, periods);
   }
-  ~WatchdogScope() { w_.disarm(); }
+  ~WatchdogScope() { w_.restore(outer_); }
   WatchdogScope(const WatchdogScope&) = delete;
   WatchdogScope& operator=(const WatchdogScope&) = delete;
 
  private:
   Watchdog& w_;
+  Watchdog::Armed outer_;
 };
 
 }  // namespace hpctrain

@@ -256,6 +256,16 @@ def case_watchdog_hung_rank():
     check(p.returncode != 0, "job reported success with a hung rank")
     check("has not finished after 10 s" in out, "no watchdog message")
     print(f"job ended {time.time() - t0:.1f} s after the rank hung")
+    # A step that does not end (here one rank alone, slowed 10000 times) is watched as a
+    # whole, not only its collectives: a reader or the device that never delivers.
+    t0 = time.time()
+    rc, _, err = train("hung_step", 1, ["train.epochs=1", "data.val=", "data.test=",
+                                        f"data.train={ARGS.data}/test.h5",
+                                        "distributed.timeout_seconds=2", "debug.slow_rank.rank=0",
+                                        "debug.slow_rank.factor=10000"], timeout=300)
+    check(rc not in (0, 2, 75) and time.time() - t0 < 60, f"slow step: exit {rc}")
+    one_error_line(err, "training step (data, compute and device work) at step",
+                   "has not finished after 2 s")
 
 
 def case_run_dir_in_use():
