@@ -295,6 +295,10 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
       [&] {
         ModelTarget t = resolve_model_target(target);
         resume = t.checkpoint;
+        // Evaluation exchanges nothing: every rank evaluates one model, the average of a
+        // checkpoint's per-rank copies (strategy average), on any number of ranks (strategy
+        // async needs more than its servers).
+        t.config.distributed.strategy = "allreduce";
         return std::move(t.config);
       },
       resume, trainer, Trainer::Purpose::kEval);

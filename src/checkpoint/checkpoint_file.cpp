@@ -171,6 +171,24 @@ std::string describe_error(const std::string& path, const std::exception& e) {
 
 }  // namespace
 
+std::vector<float> mean_of_rank_copies(const CheckpointState& s, const std::string& name,
+                                       const std::string& path) {
+  std::vector<double> sum;
+  int ranks = 0;
+  for (;; ++ranks) {
+    const auto it = s.arrays.find(rank_array_name(ranks, name));
+    if (it == s.arrays.end()) break;
+    if (ranks == 0) sum.assign(it->second.size(), 0.0);
+    if (it->second.size() != sum.size()) {
+      throw UsageError(path + ": the ranks' " + name + " arrays differ in length");
+    }
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += it->second[i];
+  }
+  std::vector<float> mean(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) mean[i] = static_cast<float>(sum[i] / ranks);
+  return mean;
+}
+
 std::string rank_array_name(int rank, const std::string& name) {
   char prefix[32];
   std::snprintf(prefix, sizeof(prefix), "rank%05d/", rank);

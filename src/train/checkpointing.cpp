@@ -214,13 +214,8 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   std::vector<float> params(n);
   auto shared = [&](const char* name) {
     // Rank 0: the shared array, or the average of the per-rank ones.
-    std::vector<float> out(n, 0.0f);
     if (auto it = s->arrays.find(name); it != s->arrays.end()) return it->second;
-    for (int r = 0; r < s->world_size; ++r) {
-      const std::vector<float>& a = s->arrays.at(rank_array_name(r, name));
-      for (size_t i = 0; i < n; ++i) out[i] += a[i] / static_cast<float>(s->world_size);
-    }
-    return out;
+    return mean_of_rank_copies(*s, name, resume_->path);
   };
   auto distribute = [&](const char* name, std::vector<float>& out) {
     if (h.per_rank) {

@@ -57,20 +57,7 @@ std::vector<StoredLayer> stored_layers(const std::string& architecture, const st
 // run that wrote it averaged parameters only every few steps.
 std::vector<float> stored_params(const CheckpointState& s, const std::string& path) {
   if (auto it = s.arrays.find(kParamsArray); it != s.arrays.end()) return it->second;
-  std::vector<float> sum;
-  int ranks = 0;
-  for (int r = 0;; ++r) {
-    auto it = s.arrays.find(rank_array_name(r, kParamsArray));
-    if (it == s.arrays.end()) break;
-    if (r == 0) sum.assign(it->second.size(), 0.0f);
-    if (it->second.size() != sum.size()) {
-      throw UsageError(path + ": the ranks' parameter arrays differ in length");
-    }
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += it->second[i];
-    ++ranks;
-  }
-  for (float& x : sum) x /= static_cast<float>(std::max(ranks, 1));
-  return sum;
+  return mean_of_rank_copies(s, kParamsArray, path);
 }
 
 }  // namespace

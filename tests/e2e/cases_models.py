@@ -252,6 +252,31 @@ def case_eval_checkpoint():
     check(e["test_accuracy"] == s["test_accuracy"], f"eval {e['test_accuracy']} != run's "
           f"{s['test_accuracy']}")
     check(e["params_sha256"] == s["params_sha256"], "eval loaded other parameters")
+    # A checkpoint of strategy average holds a copy per rank: eval scores their average, the
+    # same model on 1 and on 3 ranks (on 3 each rank took its own copy before); its final
+    # checkpoint, whose copies agree, gives the run's parameters exactly (a float average of
+    # equal copies need not); and an async run's checkpoint evaluates on one rank.
+    d_small = [f"data.train={d}/test.h5", "data.val=", f"data.test={d}/val.h5",
+               "train.epochs=1"]
+    fresh("evalavg")
+    s = expect_ok("evalavg", 3, d_small + ["distributed.strategy=average",
+                                           "distributed.every=3", "checkpoint.every_steps=50"])
+    fresh("evalasync")
+    a = expect_ok("evalasync", 2, d_small + ["distributed.strategy=async"])
+    for run, ckpt_index, want_sha in (("evalavg", 0, None), ("evalavg", -1, s["params_sha256"]),
+                                      ("evalasync", -1, a["params_sha256"])):
+        ckpt = checkpoints(run)[ckpt_index]
+        got = []
+        for ranks in ((1, 3) if run == "evalavg" else (1,)):
+            p = subprocess.run(["mpiexec", "-n", str(ranks), hpctrain(), "eval", run_dir(run),
+                                "--checkpoint", ckpt], capture_output=True, text=True)
+            check(p.returncode == 0, f"eval of {ckpt} on {ranks}: exit {p.returncode} {p.stderr}")
+            with open(os.path.join(run_dir(run), "eval.json")) as f:
+                got.append(json.load(f))
+        check(len({(g["test_accuracy"], g["params_sha256"]) for g in got}) == 1,
+              f"eval of {ckpt} differs between 1 and 3 ranks: {got}")
+        check(want_sha is None or got[0]["params_sha256"] == want_sha,
+              f"eval of the final {ckpt}: other parameters than the run's")
 
 
 def write_bmp(path, width, height, pixel):
