@@ -9,11 +9,12 @@
 #   jobs/chain.sh -n 3 --sbatch "--time=01:00:00" jobs/train_multi_node.sbatch -- configs/x.yaml
 #
 #   -n K            jobs in the chain (default 3).
-#   --dependency    afternotok (default): the next job starts only if the previous one
-#                   did not finish the training (it stopped on the time-limit warning
-#                   with exit 75, timed out, or failed); once one job finishes, the
-#                   rest of the chain is cancelled (--kill-on-invalid-dep=yes), so no
-#                   allocation is spent on a finished run.
+#   --dependency    afternotok (default): a job starts only if every earlier one did
+#                   not finish the training (it stopped on the time-limit warning with
+#                   exit 75, timed out, or failed); once one job finishes, the rest of
+#                   the chain is cancelled (--kill-on-invalid-dep=yes), so no allocation
+#                   is spent on a finished run. (On the previous job alone, a cancelled
+#                   link would count as "not ok" and start the one after it.)
 #                   afterany: the next job starts whatever happened (a job after the
 #                   end of the run resumes from the last checkpoint and has nothing to do).
 #   --sbatch OPTS   extra sbatch options for every job (word-split), e.g. --time, -o.
@@ -51,12 +52,13 @@ case "$dependency" in
 esac
 read -r -a extra <<<"$sbatch_opts"
 
-prev=""
+after=""  # afternotok: every earlier job; afterany: the previous one
 for ((i = 1; i <= count; i++)); do
   dep=()
-  [[ -n "$prev" ]] && dep=("--dependency=${dependency}:${prev}" "${dep_opts[@]}")
-  prev=$(sbatch --parsable --export=ALL,HPCTRAIN_REQUEUE=0 "${extra[@]}" "${dep[@]}" \
+  [[ -n "$after" ]] && dep=("--dependency=${dependency}${after}" "${dep_opts[@]}")
+  id=$(sbatch --parsable --export=ALL,HPCTRAIN_REQUEUE=0 "${extra[@]}" "${dep[@]}" \
     "$script" "$@")
-  prev=${prev%%;*}  # --parsable prints "id" or "id;cluster"
-  echo "$prev"
+  id=${id%%;*}  # --parsable prints "id" or "id;cluster"
+  if [[ "$dependency" == afternotok ]]; then after+=":$id"; else after=":$id"; fi
+  echo "$id"
 done

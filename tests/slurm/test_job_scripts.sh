@@ -7,7 +7,8 @@
 #   C  train_multi_node.sbatch (on this one node) runs to the end.
 #   D  sweep_array.sbatch: each array task trains its own line in its own run.dir.
 #   E  chain.sh: link 1 stops on the signal (exit 75, no requeue), link 2 resumes and
-#      finishes, link 3 is cancelled.
+#      finishes, links 3 and 4 are cancelled (on link 2 alone, the cancelled link 3 would
+#      have let link 4 start).
 #   F  a missing config ends the job with exit 2 and no requeue.
 #   G  launch.sh --launcher srun in a batch job restarts a crashed run from its checkpoint.
 #   bash tests/slurm/test_job_scripts.sh     exit 0 pass, 1 fail, 77 skip
@@ -55,13 +56,13 @@ $w/config.yaml --set optimizer.lr=0.03 --set run.dir=$w/sweep-own-dir
 EOF
 jd=$(HPCTRAIN_SWEEP_DIR=$w/sweep STUB_STEPS=10 submit --array=0-2 -o "$w/d-%a.out" \
   jobs/sweep_array.sbatch "$w/sweep.txt")
-mapfile -t je < <(STUB_STEPS=60 jobs/chain.sh -n 3 --sbatch "--cpus-per-task=1 -o $w/e-%j.out" \
+mapfile -t je < <(STUB_STEPS=60 jobs/chain.sh -n 4 --sbatch "--cpus-per-task=1 -o $w/e-%j.out" \
   -- "$w/config.yaml" --set "run.dir=$w/e")
 jf=$(submit -o "$w/f.out" jobs/train_single_node.sbatch "$w/missing.yaml" --set "run.dir=$w/f")
 jg=$(STUB_CRASH_AT_STEP=7 submit --ntasks=2 -o "$w/g.out" --wrap \
   "jobs/launch.sh --launcher srun --max-restarts 2 -- $w/config.yaml --set run.dir=$w/g")
 echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg"
-[[ ${#je[@]} == 3 ]] || fail "E: chain.sh printed ${#je[@]} job ids, expected 3"
+[[ ${#je[@]} == 4 ]] || fail "E: chain.sh printed ${#je[@]} job ids, expected 4"
 
 # A and E: stop them (batch shell only, as --signal=B: does) once a checkpoint exists.
 for case in "A $ja $w/a USR1" "E ${je[0]} $w/e USR1"; do
@@ -126,14 +127,15 @@ done
 state1=$(slurm_wait_job_state "${je[0]}" "$terminal" 60)
 state2=$(slurm_wait_job_state "${je[1]}" "$terminal" 90)
 state3=$(slurm_wait_job_state "${je[2]}" "$terminal" 30)
-if [[ "$state1/$state2/$state3" != FAILED/COMPLETED/CANCELLED ||
+state4=$(slurm_wait_job_state "${je[3]}" "$terminal" 30)
+if [[ "$state1/$state2/$state3/$state4" != FAILED/COMPLETED/CANCELLED/CANCELLED ||
   "$(slurm_job_field "${je[0]}" ExitCode)" != 75:0 ]]; then
-  fail "E: chain ended $state1/$state2/$state3, link 1 exit $(slurm_job_field "${je[0]}" ExitCode) (expected FAILED/COMPLETED/CANCELLED, 75:0)"
+  fail "E: chain ended $state1/$state2/$state3/$state4, link 1 exit $(slurm_job_field "${je[0]}" ExitCode) (expected FAILED/COMPLETED/CANCELLED/CANCELLED, 75:0)"
   show "${je[0]}" "$w/e-${je[0]}.out" "$w/e-${je[1]}.out"
 elif ! grep -q '"resumed_from": [0-9]' "$w/e/summary.json"; then
   fail "E: link 2 did not resume: $(cat "$w/e/summary.json")"
 else
-  echo "ok E: chain link 1 stopped with 75, link 2 resumed and finished, link 3 cancelled"
+  echo "ok E: chain link 1 stopped with 75, link 2 resumed and finished, links 3 and 4 cancelled"
 fi
 
 state=$(slurm_wait_job_state "$jf" "$terminal" 60)
