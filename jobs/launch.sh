@@ -51,6 +51,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -ge 1 ]] || { echo "launch.sh: expected -- CONFIG.yaml [hpctrain train options]" >&2; exit 2; }
 [[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch.sh: --max-restarts: expected a count, got '$max_restarts'" >&2; exit 2; }
+max_restarts=$((10#$max_restarts))  # 08 is eight, not an octal error that never gives up
 config=$1
 shift
 

@@ -99,6 +99,13 @@ done
 run usage --max-restarts x -- "$w/config.yaml"
 [[ $rc == 2 ]] || fail "--max-restarts x: exit $rc (expected 2)"
 
+# 7. A count with a leading zero is decimal (09 was an octal error that never gave up).
+run octal --max-restarts 09 --launcher env --hpctrain false -- "$w/config.yaml"
+if [[ $rc != 1 || $(restarts octal) != 9 ]]; then
+  fail "--max-restarts 09: exit $rc, $(restarts octal) restarts (expected 1, 9)"
+  explain octal
+fi
+
 if ((failures > 0)); then
   echo "FAIL: $failures check(s) failed" >&2
   exit 1
