@@ -3,10 +3,15 @@
 # windows for configs/fortunes_char_lstm.yaml: data/fortunes/{train,val,test}.h5, 100
 # steps per window, 5% of the windows each for validation and test, spread over the text.
 #   scripts/fortunes-data.sh [HPCTRAIN_DATA [OUT_DIR]]
+# Paths given are relative to the working directory; the defaults, to the repository.
 set -euo pipefail
+tool="${1:-}"
+out="${2:-}"
+[[ "$tool" == */* && "$tool" != /* ]] && tool="$PWD/$tool"  # a name alone: on PATH
+[[ -n "$out" && "$out" != /* ]] && out="$PWD/$out"
 cd "$(dirname "$0")/.."
-tool="${1:-build/hpctrain-data}"
-out="${2:-data/fortunes}"
+tool="${tool:-build/hpctrain-data}"
+out="${out:-data/fortunes}"
 dir=/usr/share/games/fortunes
 # The quotation files are the ones with an index (X.dat) beside them.
 mapfile -t files < <(find "$dir" -maxdepth 1 -name '*.dat' -printf '%p\n' 2>/dev/null |
