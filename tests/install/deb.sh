@@ -33,6 +33,11 @@ esac
 for dep in libmpich12 libhdf5 libyaml-cpp libopenblas0 mpich python3-matplotlib python3-yaml; do
   grep -q "\b$dep" <<<"$depends" || fail "Depends lacks $dep"
 done
+# CPU nodes install the package too: NVIDIA's libraries (which only the CUDA module
+# loads) must never become dependencies, whatever the build host packaged them as.
+if grep -Eqi "cuda|nvidia|cudnn|nccl|cublas" <<<"$depends"; then
+  fail "Depends names NVIDIA packages: $depends"
+fi
 if [[ $package == hpctrain-cuda ]]; then
   [[ "$(dpkg-deb -f "$deb" Provides)" == hpctrain ]] || fail "hpctrain-cuda must provide hpctrain"
   # Not `dpkg-deb | grep -q`: grep stops reading at its match, and under pipefail dpkg-deb's
