@@ -147,9 +147,12 @@ def _measured(doc):
     return rows, base_devices
 
 
-def _model_lines(ax, model, key, max_ranks=None):
+def _model_lines(ax, model, key, max_ranks=None, base=1):
     """The model's `key` (speedup or efficiency) against ranks, one line per (strategy,
-    overlap) pair, ranks up to max_ranks."""
+    overlap) pair, ranks up to max_ranks. The model's figures are against one rank; with a
+    baseline of `base` ranks each line is divided by its value there (S(n)/S(base), and
+    E(n)/E(base) for the efficiency, which is that over n/base), and a line without a
+    prediction at `base` is left out."""
     pairs = {}
     for p in (model or {}).get("predictions", []):
         if max_ranks is None or p["ranks"] <= max_ranks:
@@ -157,16 +160,32 @@ def _model_lines(ax, model, key, max_ranks=None):
                 (p["ranks"], p[key]))
     order = list(MODEL_STYLES)
     for pair in sorted(pairs, key=lambda k: order.index(k) if k in order else len(order)):
+        at_base = 1.0 if base == 1 else dict(pairs[pair]).get(base)
+        if not at_base:
+            continue
         label, style, color = MODEL_STYLES.get(pair, (f"model: {pair[0]}", "-", "0.5"))
-        ax.plot(*zip(*sorted(pairs[pair])), linestyle=style, color=color, linewidth=1.5,
-                label=label)
+        ax.plot(*zip(*[(n, v / at_base) for n, v in sorted(pairs[pair])]), linestyle=style,
+                color=color, linewidth=1.5, label=label)
 
 
-def _layout_points(ax, model, key):
+def _layout_points(ax, model, key, rows, base, base_devices):
     """The model's prediction for each measured variant as it ran (its ranks per node and
-    measured all-reduce), where the lines assume model.ranks_per_node."""
-    pts = [(m["ranks"], m[key]) for m in (model or {}).get("measured_vs_predicted", [])
-           if m.get(key) is not None]
+    measured all-reduce), where the lines assume model.ranks_per_node; at the variant's
+    devices, and, for a baseline `base` of more than one device, against the prediction
+    for it, as the measured points are (none where it has no prediction)."""
+    entries = (model or {}).get("measured_vs_predicted", [])
+    devices = {r["name"]: r["devices"] for r in rows}
+    at_base = 1.0 if base_devices == 1 else next(  # one device: the model's own reference
+        (m["predicted_speedup"] for m in entries if m["variant"] == base), None)
+    if not at_base:
+        return
+    pts = []
+    for m in entries:
+        if m.get(key) is None or m["variant"] not in devices:
+            continue
+        speedup = m["predicted_speedup"] / at_base
+        n = devices[m["variant"]]
+        pts.append((n, speedup if key == "predicted_speedup" else speedup * base_devices / n))
     if pts:
         ax.plot(*zip(*pts), "x", color="black", markersize=9, markeredgewidth=2, zorder=4,
                 label="model, as measured")
@@ -213,14 +232,14 @@ def _scaling_figure(doc, _study_dir):
     right = 2 * largest if model else largest
     ideal_x = np.array(sorted({base_devices, right} | {r["devices"] for r in rows}))
     ax_s.plot(ideal_x, ideal_x / base_devices, label="ideal", **IDEAL)
-    _model_lines(ax_s, model, "speedup", right)
-    _layout_points(ax_s, model, "predicted_speedup")
+    _model_lines(ax_s, model, "speedup", right, base_devices)
+    _layout_points(ax_s, model, "predicted_speedup", rows, base, base_devices)
     _measured_points(ax_s, rows, colors, "speedup")
     ax_s.set_ylabel(f"speedup over {base} (x)")
     ax_s.set_title("speedup")
     ax_e.axhline(1.0, **IDEAL)
-    _model_lines(ax_e, model, "efficiency", right)
-    _layout_points(ax_e, model, "predicted_efficiency")
+    _model_lines(ax_e, model, "efficiency", right, base_devices)
+    _layout_points(ax_e, model, "predicted_efficiency", rows, base, base_devices)
     _measured_points(ax_e, rows, colors, "efficiency")
     ax_e.set_ylabel("parallel efficiency (speedup / ideal)")
     ax_e.set_title("parallel efficiency")
