@@ -64,14 +64,19 @@ class VirtualDataTest : public ::testing::Test {
     H5Handle images(HT_CHECK_H5(H5Dcreate2(file.get(), "images", H5T_STD_U8LE, space.get(),
                                            H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
                     H5Dclose);
+    write_labels(file.get());
+    return path;
+  }
+
+  // /labels [4]: 0, 1, 2, 1.
+  static void write_labels(hid_t file) {
     const hsize_t n[1] = {4};
-    H5Handle label_space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
-    H5Handle labels(HT_CHECK_H5(H5Dcreate2(file.get(), "labels", H5T_STD_I32LE, label_space.get(),
-                                           H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
+    H5Handle labels(HT_CHECK_H5(H5Dcreate2(file, "labels", H5T_STD_I32LE, space.get(), H5P_DEFAULT,
+                                           H5P_DEFAULT, H5P_DEFAULT)),
                     H5Dclose);
     const int32_t values[4] = {0, 1, 2, 1};
     HT_CHECK_H5(H5Dwrite(labels.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, values));
-    return path;
   }
 
   // The first pixel of the file's rows, read through the loader's file reader.
@@ -90,11 +95,7 @@ class VirtualDataTest : public ::testing::Test {
     const fs::path path = dir_ / name;
     H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
                   H5Fclose);
-    const hsize_t n[1] = {4};
-    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, n, nullptr)), H5Sclose);
-    H5Handle labels(HT_CHECK_H5(H5Dcreate2(file.get(), "labels", H5T_STD_I32LE, space.get(),
-                                           H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
-                    H5Dclose);
+    write_labels(file.get());
     HT_CHECK_H5(link(file.get(), "images"));
     return path;
   }
