@@ -420,7 +420,7 @@ int Trainer::run() {
       const int64_t steps = steps_per_epoch_ - first_step;
       const int64_t skipped = scaler_->end_epoch(steps, rank_ == 0);
       skipped_steps_ += skipped;
-      if (scaler_->fixed() && steps > 0 && skipped == steps) {
+      if ((scaler_->fixed() || skip_nonfinite_) && steps > 0 && skipped == steps) {
         // Every update was left out: the parameters no longer give finite gradients.
         diverged = true;
         divergence_ = "every step of the epoch had gradients that were not finite and was skipped";

@@ -149,6 +149,12 @@ void Trainer::prepare(Purpose purpose) {
                      ": train.on_nonfinite: skip_step is not available with distributed.strategy "
                      "async (the workers' gradients go to the servers unchecked); use stop");
   }
+  if (config_.distributed.strategy == "average" && skip_nonfinite_) {
+    throw UsageError(config_.source_file +
+                     ": train.on_nonfinite: skip_step is not available with distributed.strategy "
+                     "average (the ranks sum no gradients, so they would not skip alike); use "
+                     "stop");
+  }
   const IntList& poisoned = config_.debug.nonfinite_steps;
   if (!poisoned.empty() &&
       (async || config_.precision == Precision::kBf16 || config_.precision == Precision::kFp16)) {

@@ -82,8 +82,8 @@ def case_nonfinite_skip_step():
     default) the run ends at step 3 naming it, with the checkpoints from before. With
     skip_step, on 2 ranks, both steps are left out on every rank (they check the same summed
     gradients, so their parameters stay alike), the loss stays finite, and the run
-    finishes; a learning rate that leaves every step of an epoch non-finite still stops
-    it."""
+    finishes; a learning rate, or an fp16 loss scale, that leaves every step of an epoch
+    non-finite still stops it; strategy average refuses skip_step."""
     base = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
             "run.deterministic=true", "debug.nonfinite_steps=[3, 10]"]
     fresh("nf_stop")
@@ -124,7 +124,21 @@ def case_nonfinite_skip_step():
     check(a["epochs_completed"] == 1 and a["train_loss"] is None,
           f"every step skipped: epochs_completed {a['epochs_completed']}, "
           f"train_loss {a['train_loss']}")
-    for name in ("nf_stop", "nf_skip", "nf_clean", "nf_all"):
+    # fp16 too: with skip_step a loss scale that overflows every step of an epoch stops the
+    # run (it trained 3 epochs on unchanged parameters and exited 0).
+    fresh("nf_fp16")
+    rc, _, err = train("nf_fp16", 2, base[:-1] + [  # 4 steps an epoch: too few to back off
+        "train.on_nonfinite=skip_step", "precision=fp16", "train.epochs=3",
+        f"data.train={ARGS.data}/val.h5", "train.batch_size=512",
+        "train.loss_scale.initial=1e30"])
+    check(rc == 1, f"fp16, every step skipped: exit {rc}, expected 1")
+    one_error_line(err, "training diverged", "every step of the epoch")
+    # Strategy average sums no gradients: its ranks could not skip alike (they hung).
+    rc, _, err = train("nf_avg", 2, base + ["train.on_nonfinite=skip_step",
+                                            "distributed.strategy=average"])
+    check(rc == 2, f"skip_step under average: exit {rc}, expected 2")
+    one_error_line(err, "train.on_nonfinite: skip_step is not available with", "average")
+    for name in ("nf_stop", "nf_skip", "nf_clean", "nf_all", "nf_fp16", "nf_avg"):
         shutil.rmtree(run_dir(name), ignore_errors=True)
 
 
