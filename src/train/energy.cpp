@@ -44,9 +44,7 @@ RaplCounters::RaplCounters(const std::string& root) {
     reason_ = root + " does not exist (no powercap RAPL on this machine)";
     return;
   }
-  std::string unreadable;
-  for (const fs::directory_entry& e : fs::recursive_directory_iterator(
-           root, fs::directory_options::follow_directory_symlink, ec)) {
+  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
     const std::string dir = e.path().string();
     const std::string name = e.path().filename().string();
     if (name.rfind("intel-rapl:", 0) != 0 || !fs::exists(dir + "/energy_uj", ec)) continue;
@@ -63,14 +61,12 @@ RaplCounters::RaplCounters(const std::string& root) {
     d.path = dir;
     if (!read_u64(dir + "/max_energy_range_uj", d.max_range) ||
         !read_u64(dir + "/energy_uj", d.last)) {
-      unreadable = dir + "/energy_uj";
+      unreadable_.push_back(kind + " " + dir + "/energy_uj");
       continue;
     }
     domains_.push_back(d);
   }
-  if (!unreadable.empty()) {
-    reason_ = unreadable + " is not readable (only root may read RAPL counters since Linux 5.10)";
-  } else if (domains_.empty()) {
+  if (domains_.empty() && unreadable_.empty()) {
     reason_ = "no RAPL package or dram domain under " + root;
   }
 }
@@ -78,7 +74,11 @@ RaplCounters::RaplCounters(const std::string& root) {
 void RaplCounters::sample() {
   for (Domain& d : domains_) {
     uint64_t now = 0;
-    if (!read_u64(d.path + "/energy_uj", now)) continue;
+    if (d.failed) continue;
+    if (!read_u64(d.path + "/energy_uj", now)) {
+      d.failed = true;
+      continue;
+    }
     d.joules += 1e-6 * static_cast<double>(counter_delta(d.last, now, d.max_range));
     d.last = now;
   }
@@ -86,8 +86,21 @@ void RaplCounters::sample() {
 
 EnergySource RaplCounters::total(const std::string& kind) const {
   EnergySource s;
+  for (const std::string& u : unreadable_) {
+    if (u.rfind(kind + " ", 0) == 0) {
+      s.reason = u.substr(kind.size() + 1) +
+                 " is not readable (only root may read RAPL counters since Linux 5.10)";
+      return s;
+    }
+  }
   for (const Domain& d : domains_) {
-    if (d.kind == kind) s.joules = s.joules.value_or(0.0) + d.joules;
+    if (d.kind != kind) continue;
+    if (d.failed) {
+      s.joules.reset();
+      s.reason = d.path + "/energy_uj could not be read during the run";
+      return s;
+    }
+    s.joules = s.joules.value_or(0.0) + d.joules;
   }
   if (!s.joules) s.reason = reason_.empty() ? "no RAPL " + kind + " domain" : reason_;
   return s;
@@ -152,7 +165,9 @@ void NvmlEnergy::sample() {
   for (size_t i = 0; i < devices_.size(); ++i) {
     unsigned long long mj = 0;
     if (api_->energy(devices_[i], &mj) != 0) continue;
-    joules_[i] += 1e-3 * static_cast<double>(counter_delta(last_mj_[i], mj, UINT64_MAX));
+    // The counter never wraps (64 bits of millijoules); one that went down restarted from 0
+    // (a driver reload, a GPU reset).
+    joules_[i] += 1e-3 * static_cast<double>(mj >= last_mj_[i] ? mj - last_mj_[i] : mj);
     last_mj_[i] = mj;
   }
 }
@@ -172,6 +187,7 @@ EnergySource NvmlEnergy::gpu() const {
 EnergySampler::EnergySampler(double interval_s, const std::string& csv_path,
                              const std::string& powercap_root)
     : interval_s_(interval_s), csv_path_(csv_path), rapl_(powercap_root) {
+  // start_ right after the counters' first readings (rapl_ is built after nvml_).
   start_ = last_ = now_seconds();
   std::ofstream out(csv_path_, std::ios::trunc);
   if (!out) throw Error(csv_path_ + ": cannot create the power samples file");

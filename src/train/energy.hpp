@@ -27,9 +27,11 @@ struct EnergySource {
   std::string reason;  // when joules is empty
 };
 
-// RAPL domains under a powercap root (/sys/class/powercap): packages (package-N) count as
-// cpu, dram sub-domains as dram; core, uncore and psys are parts or supersets and are not
-// added.
+// RAPL domains under a powercap root (/sys/class/powercap, where every zone and sub-zone is
+// a link of its own at the top level; the zones' own links lead back up, so the tree is not
+// walked): packages (package-N) count as cpu, dram sub-domains as dram; core, uncore and
+// psys are parts or supersets and are not added. A kind with a domain that cannot be read,
+// at the start or later, has no total (a partial sum would pass for the whole).
 class RaplCounters {
  public:
   explicit RaplCounters(const std::string& root);
@@ -43,13 +45,15 @@ class RaplCounters {
     std::string kind, path;
     uint64_t max_range = 0, last = 0;
     double joules = 0;
+    bool failed = false;  // a reading failed: the kind has no total
   };
   const std::vector<Domain>& domains() const { return domains_; }
 
  private:
   EnergySource total(const std::string& kind) const;
   std::vector<Domain> domains_;
-  std::string reason_;  // why a kind has no domain
+  std::string reason_;                   // why a kind has no domain
+  std::vector<std::string> unreadable_;  // "kind path" of domains that never read
 };
 
 // NVML's energy counters (millijoules since the driver loaded) per GPU.
@@ -95,8 +99,8 @@ class EnergySampler {
 
   double interval_s_;
   std::string csv_path_;
+  NvmlEnergy nvml_;  // first: nvmlInit is not inside the window the counters measure
   RaplCounters rapl_;
-  NvmlEnergy nvml_;
   double start_ = 0, last_ = 0;      // the sampling thread's, then finish()'s
   std::vector<double> last_joules_;  // per CSV device, for the power column
   std::mutex mutex_;

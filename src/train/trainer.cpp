@@ -398,11 +398,12 @@ int Trainer::run() {
                                 std::to_string(async_layout_->servers) + " parameter server(s)"
                           : "global batch " + std::to_string(update_batch())));
 
-  // 2. Epochs.
-  start_energy();
+  // 2. Epochs (energy sampled around them, where this run trains any).
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_cpu = 0;
   double total_samples = 0;
   const int first_epoch = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
+  const bool trains = first_epoch <= config_.train.epochs;
+  if (trains) start_energy();
   summary.epochs_completed = first_epoch - 1;
   bool diverged = false;
   for (int epoch = first_epoch; epoch <= config_.train.epochs && !diverged; ++epoch) {
@@ -469,7 +470,7 @@ int Trainer::run() {
     summary.final_train_accuracy = m.train_accuracy;
     if (!diverged) summary.epochs_completed = epoch;
   }
-  summary.energy = finish_energy(total_samples);
+  if (trains) summary.energy = finish_energy(total_samples);
   // 4. The final state is always checkpointed (for eval, export, model.init_from and
   //    already_complete()); then the test phase.
   if (!diverged && checkpoints_->last_saved_step() != global_step_) {

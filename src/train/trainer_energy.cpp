@@ -13,12 +13,18 @@ constexpr const char* kPowercapRoot = "/sys/class/powercap";
 }  // namespace
 
 void Trainer::start_energy() {
-  if (config_.energy.interval_ms <= 0 || local_rank_ != 0) return;
-  // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.
-  const std::string csv =
-      config_.run.dir + (rank_ == 0 ? "/power.csv" : "/power-" + host_name() + ".csv");
-  energy_ =
-      std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, kPowercapRoot);
+  if (config_.energy.interval_ms <= 0) return;
+  if (local_rank_ == 0) {
+    // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.
+    const std::string csv =
+        config_.run.dir + (rank_ == 0 ? "/power.csv" : "/power-" + host_name() + ".csv");
+    energy_ =
+        std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, kPowercapRoot);
+  }
+  // Every rank starts its first epoch's clock once the samplers run (nvmlInit can take a
+  // second or two, which the slowest rank's clock would otherwise count as training).
+  WatchdogScope w(*watchdog_, "energy samplers' start", global_step_);
+  comm_->barrier();
 }
 
 std::optional<EnergySummary> Trainer::finish_energy(double samples) {

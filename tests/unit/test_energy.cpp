@@ -17,14 +17,24 @@ namespace fs = std::filesystem;
 
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text << "\n"; }
 
-// root/intel-rapl:0 (package-0) with dram and core sub-domains, as Linux lays them out.
+// A powercap class folder laid out as Linux does: the zones are folders nested under a
+// devices tree (intel-rapl:0, package-0, holds dram and core sub-zones), and the class
+// folder holds a link to each zone and sub-zone; each zone links back to the class folder
+// (`subsystem`), a loop for whoever walks the tree through links. Returns the class folder,
+// in a temporary folder (`parent_path()`) of its own.
 fs::path fake_powercap(const std::string& name, uint64_t package_uj, uint64_t dram_uj) {
-  const fs::path root = fs::temp_directory_path() / ("hpctrain_rapl_" + name);
-  fs::remove_all(root);
-  const fs::path pkg = root / "intel-rapl:0";
+  const fs::path top = fs::temp_directory_path() / ("hpctrain_rapl_" + name);
+  fs::remove_all(top);
+  const fs::path cls = top / "class";
+  const fs::path pkg = top / "devices" / "intel-rapl" / "intel-rapl:0";
   const fs::path dram = pkg / "intel-rapl:0:0";
   const fs::path core = pkg / "intel-rapl:0:1";
-  for (const fs::path& d : {pkg, dram, core}) fs::create_directories(d);
+  for (const fs::path& d : {cls, pkg, dram, core}) fs::create_directories(d);
+  fs::create_directory_symlink(pkg.parent_path(), cls / "intel-rapl");
+  for (const fs::path& d : {pkg, dram, core}) {
+    fs::create_directory_symlink(d, cls / d.filename());
+    fs::create_directory_symlink(cls, d / "subsystem");
+  }
   write(pkg / "name", "package-0");
   write(pkg / "energy_uj", std::to_string(package_uj));
   write(pkg / "max_energy_range_uj", "1000000");  // wraps after 1 J, so a test can wrap it
@@ -34,7 +44,7 @@ fs::path fake_powercap(const std::string& name, uint64_t package_uj, uint64_t dr
   write(core / "name", "core");  // part of the package: not added
   write(core / "energy_uj", "5");
   write(core / "max_energy_range_uj", "1000000");
-  return root;
+  return cls;
 }
 
 TEST(Energy, CounterDeltaWraps) {
@@ -54,7 +64,7 @@ TEST(Energy, RaplPackagesAndDramWithAWrap) {
   ASSERT_TRUE(rapl.cpu().joules.has_value());
   EXPECT_NEAR(*rapl.cpu().joules, 0.500001, 1e-9);
   EXPECT_NEAR(*rapl.dram().joules, 0.25, 1e-9);
-  fs::remove_all(root);
+  fs::remove_all(root.parent_path());
 }
 
 TEST(Energy, MissingOrUnreadableRaplHasAReasonNotZero) {
@@ -68,7 +78,17 @@ TEST(Energy, MissingOrUnreadableRaplHasAReasonNotZero) {
   EXPECT_NE(bad.cpu().reason.find("energy_uj is not readable"), std::string::npos)
       << bad.cpu().reason;
   EXPECT_TRUE(bad.dram().joules.has_value()) << "the dram domain was readable";
-  fs::remove_all(root);
+  // A counter that stops being readable leaves its kind without a total, not a part of it.
+  const fs::path later = fake_powercap("later", 1, 1);
+  RaplCounters rapl(later.string());
+  fs::remove(later / "intel-rapl:0" / "intel-rapl:0:0" / "energy_uj");
+  rapl.sample();
+  EXPECT_FALSE(rapl.dram().joules.has_value());
+  EXPECT_NE(rapl.dram().reason.find("could not be read during the run"), std::string::npos)
+      << rapl.dram().reason;
+  EXPECT_TRUE(rapl.cpu().joules.has_value());
+  fs::remove_all(later.parent_path());
+  fs::remove_all(root.parent_path());
 }
 
 TEST(Energy, NoNvidiaDriverMeansNoGpuTotalAndSaysWhy) {
@@ -102,7 +122,7 @@ TEST(Energy, SamplerTotalsAndCsvRows) {
     if (line.find(",cpu0,") != std::string::npos) last_cpu = line;
   }
   EXPECT_NE(last_cpu.find(",0.300"), std::string::npos) << "last cpu0 row: " << last_cpu;
-  fs::remove_all(root);
+  fs::remove_all(root.parent_path());
 }
 
 }  // namespace
