@@ -142,16 +142,18 @@ NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
     reason_ = "NVML sees no GPU";
     return;
   }
+  // The GPUs this process may read: on a node whose devices a job's cgroup confines, NVML
+  // lists every GPU but opens only the job's.
   for (unsigned i = 0; i < n; ++i) {
     void* device = nullptr;
     unsigned long long mj = 0;
-    if (handle(i, &device) != 0 || api_->energy(device, &mj) != 0) {
-      reason_ = "GPU " + std::to_string(i) + " does not report its energy through NVML";
-      devices_.clear();
-      return;
-    }
+    if (handle(i, &device) != 0 || api_->energy(device, &mj) != 0) continue;
     devices_.push_back(device);
     last_mj_.push_back(mj);
+  }
+  if (devices_.empty()) {
+    reason_ = "no GPU reports its energy through NVML to this process (of " + std::to_string(n) +
+              " it lists)";
   }
   joules_.assign(devices_.size(), 0.0);
 }
