@@ -30,14 +30,6 @@ inline constexpr const char* kAdamStepArray = "optimizer/adam_step";
 inline constexpr const char* kLossScaleArray = "optimizer/loss_scale";
 std::string rank_array_name(int rank, const std::string& name);
 
-struct CheckpointState;
-// The element-wise mean of the per-rank copies of array `name` (rank_array_name(r, name)
-// for r = 0, 1, ... while present), summed in double: copies that agree give their value
-// exactly (a float sum x/P + ... + x/P, or (x + ... + x)/P, need not). Empty without a
-// copy; UsageError naming `path` when the copies differ in length.
-std::vector<float> mean_of_rank_copies(const CheckpointState& s, const std::string& name,
-                                       const std::string& path);
-
 struct CheckpointState {
   // 2: the file ends in a whole-file checksum (checkpoint_footer.hpp); 1: it does not.
   static constexpr int kFormatVersion = 2;
@@ -56,5 +48,13 @@ struct CheckpointState {
 
   size_t bytes() const;
 };
+
+// Array `name` as one copy: the shared array, or else the element-wise mean of the per-rank
+// copies (rank_array_name(r, name) for r = 0, 1, ... while present), summed in double, so
+// copies that agree give their value exactly (a float sum x/P + ... + x/P, or
+// (x + ... + x)/P, need not). Empty without either; UsageError naming `path` when the
+// copies differ in length.
+std::vector<float> shared_array(const CheckpointState& s, const std::string& name,
+                                const std::string& path);
 
 }  // namespace hpctrain

@@ -23,8 +23,6 @@ int as_int_count(size_t count) {
   return static_cast<int>(count);
 }
 
-}  // namespace
-
 // Calls f(offset, count) for consecutive pieces of at most `max` of `total` elements.
 template <typename F>
 void in_pieces(size_t total, size_t max, F&& f) {
@@ -32,6 +30,8 @@ void in_pieces(size_t total, size_t max, F&& f) {
     f(offset, static_cast<int>(std::min(max, total - offset)));
   }
 }
+
+}  // namespace
 
 Communicator::Communicator(MPI_Comm comm, size_t ring_chunk_bytes, size_t max_message_bytes)
     : comm_(duplicate(comm)),

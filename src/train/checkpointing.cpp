@@ -118,8 +118,6 @@ void TrainingCheckpoints::check_directory() const {
   const std::string& dir = config_.checkpoint.dir;
   const std::string key = config_.source_file + ": checkpoint.dir: " + dir;
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw UsageError(key + ": cannot create it: " + ec.message());
   // Writable: a file can be created there (permissions, read-only mounts, quotas alike).
   const std::string probe = dir + "/.hpctrain-write-test." + std::to_string(::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -212,11 +210,6 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   //    zeros).
   const size_t n = model_.param_count();
   std::vector<float> params(n);
-  auto shared = [&](const char* name) {
-    // Rank 0: the shared array, or the average of the per-rank ones.
-    if (auto it = s->arrays.find(name); it != s->arrays.end()) return it->second;
-    return mean_of_rank_copies(*s, name, resume_->path);
-  };
   auto distribute = [&](const char* name, std::vector<float>& out) {
     if (h.per_rank) {
       std::vector<float> all;
@@ -229,7 +222,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
       }
       comm.scatter(all.data(), n, out.data(), 0);
     } else {
-      if (rank_ == 0) out = shared(name);
+      if (rank_ == 0) out = shared_array(*s, name, resume_->path);  // or the copies' mean
       comm.broadcast(out.data(), n * sizeof(float), 0);
     }
   };

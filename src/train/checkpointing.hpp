@@ -56,9 +56,9 @@ class TrainingCheckpoints {
   // Whether a cadence asks for checkpoints during training (the final state and a stop's
   // are checkpointed either way).
   bool enabled() const;
-  // Rank 0 at start-up: checkpoint.dir can be created and written to and has room for
-  // checkpoint.keep + 1 checkpoints (those kept and one being written; 2 without a cadence);
-  // throws UsageError naming the key and what is wrong, so a run does not find out at its
+  // Rank 0 at start-up: checkpoint.dir (made at set-up, Trainer::prepare) can be written to
+  // and has room for checkpoint.keep + 1 checkpoints (those kept and one being written; 2 without a
+  // cadence); throws UsageError naming the key and what is wrong, so a run does not find out at its
   // first checkpoint.
   void check_directory() const;
   // Whether the cadence (every_steps) asks for a checkpoint after `global_step`.

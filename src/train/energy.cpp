@@ -53,15 +53,12 @@ RaplCounters::RaplCounters(const std::string& root) {
     if (label.rfind("package", 0) == 0) kind = "package";
     if (label == "dram") kind = "dram";
     if (kind.empty()) continue;
-    bool seen = false;  // a domain reached through two links
-    for (const Domain& d : domains_) seen = seen || fs::equivalent(d.path, dir, ec);
-    if (seen) continue;
     Domain d;
     d.kind = kind;
     d.path = dir;
     if (!read_u64(dir + "/max_energy_range_uj", d.max_range) ||
         !read_u64(dir + "/energy_uj", d.last)) {
-      unreadable_.push_back(kind + " " + dir + "/energy_uj");
+      unreadable_.push_back(d);
       continue;
     }
     domains_.push_back(d);
@@ -86,10 +83,10 @@ void RaplCounters::sample() {
 
 EnergySource RaplCounters::total(const std::string& kind) const {
   EnergySource s;
-  for (const std::string& u : unreadable_) {
-    if (u.rfind(kind + " ", 0) == 0) {
-      s.reason = u.substr(kind.size() + 1) +
-                 " is not readable (only root may read RAPL counters since Linux 5.10)";
+  for (const Domain& u : unreadable_) {
+    if (u.kind == kind) {
+      s.reason =
+          u.path + "/energy_uj is not readable (only root may read RAPL counters since Linux 5.10)";
       return s;
     }
   }

@@ -52,8 +52,8 @@ class RaplCounters {
  private:
   EnergySource total(const std::string& kind) const;
   std::vector<Domain> domains_;
-  std::string reason_;                   // why a kind has no domain
-  std::vector<std::string> unreadable_;  // "kind path" of domains that never read
+  std::string reason_;              // why a kind has no domain
+  std::vector<Domain> unreadable_;  // domains whose counter could not be read at the start
 };
 
 // NVML's energy counters (millijoules since the driver loaded) per GPU.

@@ -144,16 +144,13 @@ void Trainer::prepare(Purpose purpose) {
                                balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
   skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
-  if (async && skip_nonfinite_) {
+  if (skip_nonfinite_ && config_.distributed.strategy != "allreduce") {
     throw UsageError(config_.source_file +
-                     ": train.on_nonfinite: skip_step is not available with distributed.strategy "
-                     "async (the workers' gradients go to the servers unchecked); use stop");
-  }
-  if (config_.distributed.strategy == "average" && skip_nonfinite_) {
-    throw UsageError(config_.source_file +
-                     ": train.on_nonfinite: skip_step is not available with distributed.strategy "
-                     "average (the ranks sum no gradients, so they would not skip alike); use "
-                     "stop");
+                     ": train.on_nonfinite: skip_step is not available with distributed.strategy " +
+                     config_.distributed.strategy +
+                     (async ? " (the workers' gradients go to the servers unchecked)"
+                            : " (the ranks sum no gradients, so they would not skip alike)") +
+                     "; use stop");
   }
   const IntList& poisoned = config_.debug.nonfinite_steps;
   if (!poisoned.empty() &&
@@ -246,20 +243,20 @@ void Trainer::prepare(Purpose purpose) {
   //    training run takes its lock, and checkpoint.dir's where that is another directory,
   //    before it looks for a checkpoint to resume from.
   if (rank_ == 0) {
-    std::error_code ec;
-    std::filesystem::create_directories(config_.run.dir, ec);
-    if (ec) {
-      throw UsageError(config_.source_file + ": run.dir: " + config_.run.dir +
-                       ": cannot create it: " + ec.message());
-    }
+    const auto make = [&](const std::string& dir, const char* key) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) {
+        throw UsageError(config_.source_file + ": " + key + ": " + dir +
+                         ": cannot create it: " + ec.message());
+      }
+    };
+    make(config_.run.dir, "run.dir");
     if (purpose == Purpose::kTrain) {
       run_lock_ = std::make_unique<RunLock>(config_.run.dir, "run.dir", config_.source_file);
       const std::string& dir = config_.checkpoint.dir;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) {
-        throw UsageError(config_.source_file + ": checkpoint.dir: " + dir +
-                         ": cannot create it: " + ec.message());
-      }
+      make(dir, "checkpoint.dir");
+      std::error_code ec;
       if (!std::filesystem::equivalent(dir, config_.run.dir, ec)) {
         checkpoint_lock_ = std::make_unique<RunLock>(dir, "checkpoint.dir", config_.source_file);
       }

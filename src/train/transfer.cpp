@@ -53,19 +53,14 @@ std::vector<StoredLayer> stored_layers(const std::string& architecture, const st
   return out;
 }
 
-// The checkpoint's parameters: the shared array, or the ranks' average when the
-// run that wrote it averaged parameters only every few steps.
-std::vector<float> stored_params(const CheckpointState& s, const std::string& path) {
-  if (auto it = s.arrays.find(kParamsArray); it != s.arrays.end()) return it->second;
-  return mean_of_rank_copies(s, kParamsArray, path);
-}
-
 }  // namespace
 
 std::string load_initial_params(const std::string& path, Model& model) {
   const CheckpointState s = read_checkpoint_file(path);
   const std::vector<StoredLayer> stored = stored_layers(s.architecture, path);
-  const std::vector<float> params = stored_params(s, path);
+  // The shared array, or the ranks' average when the run that wrote it averaged parameters
+  // only every few steps.
+  const std::vector<float> params = shared_array(s, kParamsArray, path);
   const auto stored_state = s.arrays.find(kStateArray);
   std::vector<float> host(model.param_count()), state(model.state_count());
   model.get_params(host.data());
