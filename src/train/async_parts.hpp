@@ -25,7 +25,7 @@ struct AsyncSgd::Worker {
   explicit Worker(const AsyncContext& context);
   void begin(int64_t begin, int64_t end, Loader& loader);
   std::optional<int64_t> next_batch();
-  void batch_done();
+  bool batch_done();
   // A stop signal (counter bit `bit`, deterministic flag `flag`).
   void note(int64_t bit, int64_t flag);
   void end();

@@ -103,7 +103,7 @@ void AsyncSgd::begin_work(int64_t begin, int64_t end, Loader& loader) {
   worker_->begin(begin, end, loader);
 }
 std::optional<int64_t> AsyncSgd::next_batch() { return worker_->next_batch(); }
-void AsyncSgd::batch_done() { worker_->batch_done(); }
+bool AsyncSgd::batch_done() { return worker_->batch_done(); }
 void AsyncSgd::note_stop() { worker_->note(async_parts::kStopBit, async_wire::kStopSeen); }
 void AsyncSgd::note_checkpoint_due() {
   worker_->note(async_parts::kCheckpointBit, async_wire::kCheckpointSeen);

@@ -101,8 +101,10 @@ class AsyncSgd {
   // done (the loader's next() then holds that batch).
   std::optional<int64_t> next_batch();
   // Worker: the gradients of the batch next_batch() gave are in the model's arena.
-  // Pushes and pulls as due; a pull replaces the model's parameters.
-  void batch_done();
+  // Pushes and pulls as due; a pull replaces the model's parameters. False when the
+  // batch was not taken (run.deterministic, the segment ended before it): the batch is
+  // trained again in the next segment, and its loss must not count now.
+  bool batch_done();
   // Worker: this rank got a stop signal / rank 0's clock asks for a checkpoint: the
   // segment ends early for every worker.
   void note_stop();

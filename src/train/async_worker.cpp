@@ -146,7 +146,7 @@ void AsyncSgd::Worker::send(Kind kind, int64_t flags, bool push, bool with_curre
   }
 }
 
-void AsyncSgd::Worker::batch_done() {
+bool AsyncSgd::Worker::batch_done() {
   WatchdogScope w(ctx.watchdog, "asynchronous training: waiting for a server", current_);
   const int servers = ctx.layout.servers;
   const DistributedConfig& d = ctx.config.distributed;
@@ -163,7 +163,8 @@ void AsyncSgd::Worker::batch_done() {
       answer = f;
       post_reply(s);
     }
-    if ((answer & async_wire::kTaken) != 0) {
+    const bool taken = (answer & async_wire::kTaken) != 0;
+    if (taken) {
       taken_end = current_ + 1;
       ++steps_;
       if (push) {
@@ -175,7 +176,7 @@ void AsyncSgd::Worker::batch_done() {
       }
     }
     if ((answer & async_wire::kEnd) != 0) give_up_tickets();
-    return;
+    return taken;
   }
   // Sum this batch's gradients, unless this push sends them alone: then send() copies
   // them straight into the messages (no pass over acc_).
@@ -196,15 +197,16 @@ void AsyncSgd::Worker::batch_done() {
       post_reply(s);
     }
   }
-  if (!push && !pull) return;
+  if (!push && !pull) return true;
   send(Kind::kBatch, pull ? async_wire::kWantPull : 0, push, /*with_current=*/alone);
   if (push) pending_ = 0;
-  if (!pull) return;
+  if (!pull) return true;
   for (int s = 0; s < servers; ++s) {
     async_wire::wait(replies_[s]);
     take_reply(s);
     post_reply(s);
   }
+  return true;
 }
 
 void AsyncSgd::Worker::give_up_tickets() {

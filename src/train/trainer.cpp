@@ -67,7 +67,7 @@ void Trainer::forward_backward(const BatchStager::Input& in, int64_t batch, floa
   backend_->softmax_xent(logits.data, in.labels, static_cast<int>(batch * labels_per_sample_),
                          num_classes_, grad_scale / static_cast<float>(labels_per_sample_),
                          scaler_ ? scaler_->scale() : nullptr, model_->dlogits(),
-                         skip_nonfinite_ ? step_stats_.data() : stats_.data());
+                         step_stats_.size() > 0 ? step_stats_.data() : stats_.data());
   if (timing && micro + 1 == k) backend_->phase_mark(1);
   // A strategy may exchange gradients while backward goes on; the exchange phase is then
   // what is left of it after backward (the exposed communication). Summed micro-batches

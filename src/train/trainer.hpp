@@ -175,9 +175,12 @@ class Trainer {
   int64_t graph_candidate_batch_ = -1;
   int64_t graph_steps_ = 0;  // steps replayed from a graph in this run
   // train.on_nonfinite: skip_step: a step's loss statistics go to step_stats_ and join
-  // stats_ after the optimizer step unless it was skipped.
+  // stats_ after the optimizer step unless it was skipped. So do a deterministic async
+  // worker's, unless the servers did not take the batch (trained again in the next
+  // segment); taken_flags_ holds the device flags {0, 1} that merge_loss_stats reads there.
   bool skip_nonfinite_ = false;
-  DeviceArray<LossStats> step_stats_;
+  DeviceArray<LossStats> step_stats_;  // empty unless staged
+  DeviceArray<float> taken_flags_;
   std::vector<int64_t> nonfinite_steps_;  // debug.nonfinite_steps, sorted
   std::string divergence_;                // why the run diverged, for the last line
   // A checkpoint fell due at an epoch's last step: it is saved after the epoch's row.

@@ -31,8 +31,12 @@ double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double
     const double compute = compute_gradients(grad_scale, /*timing=*/false, slow.active());
     slow.stretch(compute);
     const double t = now_seconds();
-    async_->batch_done();
+    const bool taken = async_->batch_done();
     exchange_s += now_seconds() - t;
+    if (taken_flags_.size() > 0) {
+      backend_->merge_loss_stats(stats_.data(), step_stats_.data(),
+                                 taken_flags_.data() + (taken ? 0 : 1));
+    }
     if (stop_signal() != 0) async_->note_stop();
     if (rank_ == 0 && checkpoints_->due_by_time(t)) async_->note_checkpoint_due();
     if (progress.due(t)) {

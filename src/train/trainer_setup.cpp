@@ -222,10 +222,17 @@ void Trainer::prepare(Purpose purpose) {
     o.fixed = true;
     scaler_ = std::make_unique<LossScaler>(*backend_, o);
   }
-  if (skip_nonfinite_) {
+  const bool async_deterministic_worker =
+      async_layout_ && config_.run.deterministic && !async_layout_->is_server(rank_);
+  if (skip_nonfinite_ || async_deterministic_worker) {
     step_stats_ = DeviceArray<LossStats>(*backend_, 1);
     const LossStats zero;
     backend_->copy_to_device(step_stats_.data(), &zero, sizeof(zero));
+  }
+  if (async_deterministic_worker) {
+    taken_flags_ = DeviceArray<float>(*backend_, 2);
+    const float flags[2] = {0.0f, 1.0f};  // merge_loss_stats's `skip`: taken, not taken
+    backend_->copy_to_device(taken_flags_.data(), flags, sizeof(flags));
   }
   if (config_.optimizer.clip_grad_norm > 0) {
     clipper_ = std::make_unique<GradClipper>(*backend_,

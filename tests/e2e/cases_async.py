@@ -10,8 +10,9 @@ import subprocess
 
 import h5py
 
-from harness import (ARGS, check, checkpoints, expect_ok, fresh, kill_and_resume, mpi_rank,
-                     newest_step, one_error_line, rank_pids, run_dir, train, train_cmd)
+from harness import (ARGS, check, checkpoints, expect_ok, fresh, kill_and_resume,
+                     metrics_rows, mpi_rank, newest_step, one_error_line, rank_pids, run_dir,
+                     train, train_cmd)
 
 ASYNC = ["distributed.strategy=async"]
 
@@ -90,6 +91,28 @@ def case_async_checkpoints_hold_their_step():
     check(len(contents[0]) >= 7, f"checkpoints: {sorted(contents[0])}")
     differ = sorted(c for c in contents[0] if contents[0][c] != contents[1].get(c))
     check(not differ, f"checkpoints of two identical runs differ: {differ}")
+
+
+def case_async_time_checkpoints_count_batches_once():
+    """Checkpoints by time end segments in the middle of an epoch. With run.deterministic,
+    a batch a worker trained after the segment's end was decided is not taken, and is
+    trained again in the next segment: each epoch's loss and sample count still hold
+    every batch once (samples_per_second x time_train_s is the epoch's 156 x 64 samples).
+    Without run.deterministic, every batch handed out is taken, with the same count."""
+    for det in ("true", "false"):
+        name = f"async_time_ckpt_{det}"
+        fresh(name)
+        # worker 1 slowed: an epoch lasts a few seconds, several checkpoints fall in each
+        expect_ok(name, 3, small() + ASYNC + [
+            f"run.deterministic={det}", "checkpoint.every_seconds=0.1", "checkpoint.keep=1000",
+            "debug.slow_rank.rank=1", "debug.slow_rank.factor=10"])
+        steps = sorted(int(os.path.basename(p)[5:-3]) for p in checkpoints(name))
+        mid = [x for x in steps if x % 156]
+        check(len(mid) >= 3, f"deterministic={det}: checkpoints by time at steps {steps}")
+        for row in metrics_rows(name):
+            n = float(row["samples_per_second"]) * float(row["time_train_s"])
+            check(abs(n - 156 * 64) < 0.5, f"deterministic={det}: epoch {row['epoch']} counted "
+                  f"{n:.1f} samples, expected {156 * 64}")
 
 
 def case_async_signal_stop_resume():

@@ -147,7 +147,15 @@ def case_study_bad_files():
     option. --dry-run checks the same and prints the commands that would run."""
     folder = run_dir("study_bad")
     subprocess.run(["rm", "-rf", folder], check=True)
-    cfg = f"config: {REPO}/configs/fashion_mnist_mlp.yaml\n"
+    # The example config with the test data (its own data/ paths exist only once the
+    # quick start has run), so that only the mistake under test can fail the check.
+    os.makedirs(folder)
+    with open(os.path.join(REPO, "configs", "fashion_mnist_mlp.yaml")) as f:
+        text = f.read().replace("data/fashion-mnist", ARGS.data)
+    check(ARGS.data in text, "the example config names no data/fashion-mnist file")
+    with open(os.path.join(folder, "mlp.yaml"), "w") as f:
+        f.write(text)
+    cfg = f"config: {os.path.join(folder, 'mlp.yaml')}\n"
     cases = [
         ("variants: [{name: a}]\n", "config"),
         (cfg + "variants: [{name: a, ranks: 0}]\n", "variants[0].ranks"),
