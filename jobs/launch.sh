@@ -78,46 +78,23 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-# run.dir of this run, where hpctrain leaves a STOPPED marker when a signal stopped it:
-# the last --set run.dir=..., else run.dir (or runs/<run.name>) from the config file.
-# Prints nothing when it cannot tell.
+# run.dir of this run, where hpctrain leaves a STOPPED marker when a signal stopped it, as
+# hpctrain resolves it from the config and the --set options. Prints nothing when it
+# cannot tell.
 run_dir() {
-  local a dir="" name=""
-  for a in "${train_args[@]}"; do
-    a=${a#--set=}
-    case "$a" in
-      run.dir=*) dir=${a#run.dir=} ;;
-      run.name=*) name=${a#run.name=} ;;
-    esac
-  done
-  if [[ -z "$dir" && -r "$config" ]]; then
-    local key value
-    while read -r key value; do
-      value=${value#[\"\']}
-      value=${value%[\"\']}
-      [[ "$key" == dir ]] && dir=$value
-      [[ "$key" == name && -z "$name" ]] && name=$value
-    done < <(awk '
-      /^[^[:space:]#]/ { in_run = ($0 ~ /^run:[[:space:]]*(#.*)?$/); next }
-      in_run && /^[[:space:]]+(dir|name):/ {
-        line = $0
-        sub(/^[[:space:]]+/, "", line); key = line; sub(/:.*/, "", key)
-        sub(/^[a-z]+:[[:space:]]*/, "", line); sub(/[[:space:]]+#.*$/, "", line)
-        if (line != "") print key, line
-      }' "$config")
-    [[ -z "$dir" && -n "$name" ]] && dir=runs/$name
-  fi
-  echo "$dir"
+  "$hpctrain" config "$config" "${train_args[@]}" --get run.dir 2>/dev/null
 }
 
 child=""
 stop_signal=""
 # shellcheck disable=SC2317  # called from the traps
 forward() {
+  trapped=1
   stop_signal=$1
   echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2
   [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
 }
+trapped=0
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 
@@ -130,9 +107,14 @@ while :; do
   child=$!
   rc=0
   wait "$child" || rc=$?
-  while ((rc > 128)) && kill -0 "$child" 2>/dev/null; do  # woken by a trap: wait again
+  # A trap ends a wait early (> 128), the step still running or just ending: wait
+  # again until no trap came between; 127 there: the status was collected before.
+  while ((trapped)); do
+    trapped=0
+    last=$rc
     rc=0
-    wait "$child" || rc=$?
+    wait "$child" 2>/dev/null || rc=$?
+    ((rc == 127)) && rc=$last && break
   done
   child=""
 

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +61,7 @@ constexpr const char* kUsage =
     "  inspect CONFIG.yaml [--input CxHxW --classes N] [--time [--batch N]]\n"
     "                                                the model: layers, shapes, params, FLOPs\n"
     "  config --list | --markdown                    every config key: type, default, meaning\n"
+    "  config CONFIG.yaml [--get key.path]           the config a run would use, or one key\n"
     "  init DIR [--config NAME]                      copy an example config and job script\n"
     "  bench allreduce [options]                     ring vs MPI_Allreduce bandwidth\n"
     "  bench checkpoint [options]                    checkpoint vs plain write bandwidth\n"
@@ -367,11 +369,17 @@ int cmd_inspect(const std::vector<std::string>& args) {
 constexpr const char* kConfigUsage =
     "usage: hpctrain config --list\n"
     "       hpctrain config --markdown\n"
+    "       hpctrain config CONFIG.yaml [--set key.path=value]... [--get key.path]\n"
     "\n"
     "--list prints every key a config file may hold, one per line: its path, type,\n"
     "default, meaning and limits, then the keys of each layer type of model.layers and\n"
     "the exchange strategies. --markdown prints the same reference as Markdown (the\n"
-    "repository's docs/config.md is this output).\n";
+    "repository's docs/config.md is this output).\n"
+    "CONFIG.yaml prints the config a run of it would use (the run directory's\n"
+    "config.yaml): every key that applies, defaults resolved, after the --set overrides;\n"
+    "with --get, only that key's value (a list or section in YAML flow style), e.g.\n"
+    "  hpctrain config configs/fashion_mnist_mlp.yaml --get run.dir\n"
+    "Nothing else is read: data files and checkpoints need not exist.\n";
 
 int cmd_config(const std::vector<std::string>& args) {
   if (args.empty() || wants_help(args)) {
@@ -380,11 +388,43 @@ int cmd_config(const std::vector<std::string>& args) {
   }
   if (args.size() == 1 && args[0] == "--list") {
     std::cout << config_reference_text(catalog());
-  } else if (args.size() == 1 && args[0] == "--markdown") {
-    std::cout << config_reference_markdown(catalog());
-  } else {
-    throw UsageError("config: expected exactly one of --list, --markdown (see --help)");
+    return kExitOk;
   }
+  if (args.size() == 1 && args[0] == "--markdown") {
+    std::cout << config_reference_markdown(catalog());
+    return kExitOk;
+  }
+  if (args[0].empty() || args[0][0] == '-') {
+    throw UsageError("config: expected --list, --markdown or CONFIG.yaml (see --help)");
+  }
+  std::vector<std::string> overrides;
+  std::optional<std::string> key;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const bool has_value = i + 1 < args.size();
+    if (args[i] == "--set" && has_value) {
+      overrides.push_back(args[++i]);
+    } else if (args[i].rfind("--set=", 0) == 0) {
+      overrides.push_back(args[i].substr(6));
+    } else if (args[i] == "--get" && has_value && !key) {
+      key = args[++i];
+    } else if (args[i].rfind("--get=", 0) == 0 && !key) {
+      key = args[i].substr(6);
+    } else {
+      throw UsageError("config: unknown, repeated or incomplete option '" + args[i] +
+                       "' (see --help)");
+    }
+  }
+  const Config config = load_config(args[0], overrides, catalog());
+  if (!key) {
+    std::cout << config_to_yaml(config);
+    return kExitOk;
+  }
+  const std::optional<std::string> value = config_value(config, *key);
+  if (!value) {
+    throw UsageError("config: --get " + *key + ": no such key in the config of " + args[0] +
+                     " (hpctrain config --list names them)");
+  }
+  std::cout << *value << "\n";
   return kExitOk;
 }
 

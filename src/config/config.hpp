@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,9 @@ Config load_config_text(const std::string& yaml, const std::string& source,
 // The resolved config as YAML (every key that applies, defaults included); loads back to an
 // equal Config.
 std::string config_to_yaml(const Config& config);
+// The value of the dotted key `path` ("run.dir") in config_to_yaml's text: a scalar's text,
+// a list or section in YAML flow style; nullopt where that text has no such key.
+std::optional<std::string> config_value(const Config& config, const std::string& path);
 
 const char* to_string(Device d);
 const char* to_string(Precision p);

@@ -3,7 +3,9 @@
 // written in their shortest exact form, so that the text loads back to an equal Config.
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "config/config.hpp"
 #include "config/config_schema.hpp"
@@ -56,6 +58,27 @@ std::string config_to_yaml(const Config& c) {
   const void* root = static_cast<const ConfigKeys*>(&c);
   emit_section(out, config_schema::root_section(), root, root);
   return std::string(out.c_str()) + "\n";
+}
+
+std::optional<std::string> config_value(const Config& config, const std::string& path) {
+  YAML::Node node = YAML::Load(config_to_yaml(config));
+  size_t begin = 0;
+  for (;;) {
+    const size_t dot = path.find('.', begin);
+    const std::string name = path.substr(begin, dot - begin);
+    if (!node.IsMap() || name.empty()) return std::nullopt;
+    const YAML::Node child = std::as_const(node)[name];
+    if (!child) return std::nullopt;
+    node.reset(child);  // `node = child` would assign inside the tree
+    if (dot == std::string::npos) break;
+    begin = dot + 1;
+  }
+  if (node.IsScalar()) return node.Scalar();
+  YAML::Node flow = YAML::Clone(node);
+  flow.SetStyle(YAML::EmitterStyle::Flow);  // nested collections inside follow
+  YAML::Emitter out;
+  out << flow;
+  return std::string(out.c_str());
 }
 
 }  // namespace hpctrain

@@ -254,6 +254,56 @@ def case_cli():
           f"bench checkpoint --dir: exit {c.returncode}, left {os.listdir(scratch)}, {c.stderr}")
 
 
+def case_config_resolved():
+    """`hpctrain config CONFIG [--set ...]` prints the config a run would use, and --get one
+    key's value (jobs/launch.sh finds run.dir with it): defaults resolved, overrides
+    applied, any YAML the loader takes (flow style, CRLF line ends, quotes holding '#');
+    the printed config loads back to itself; data files need not exist; an unknown key
+    or a bad config is exit 2 with one line."""
+    def config(*args):
+        return subprocess.run([hpctrain(), "config"] + list(args), capture_output=True,
+                              text=True, timeout=60)
+    mlp = "configs/fashion_mnist_mlp.yaml"
+    for sets, want in (([], "runs/fashion_mnist_mlp"), (["--set", "run.name=x"], "runs/x"),
+                       (["--set=run.dir=/a b/c", "--set", "data.train=/nonexistent.h5"],
+                        "/a b/c")):
+        c = config(mlp, *sets, "--get", "run.dir")
+        check(c.returncode == 0 and c.stdout == want + "\n",
+              f"config {sets} --get run.dir: exit {c.returncode}, {c.stdout!r} {c.stderr}")
+    fresh("config_resolved")
+    folder = run_dir("config_resolved")
+    os.makedirs(folder)
+    flow = os.path.join(folder, "flow.yaml")
+    with open(flow, "w", newline="") as f:
+        f.write('run: {name: n, dir: "d # not a comment"}\r\ndata: {train: none.h5}\r\n'
+                'model: {preset: mlp}\r\n')
+    for key, want in (("run.dir", "d # not a comment"), ("model.hidden", "[192]"),
+                      ("distributed.strategy", "allreduce")):
+        c = config(flow, "--get", key)
+        check(c.returncode == 0 and c.stdout == want + "\n",
+              f"config flow.yaml --get {key}: exit {c.returncode}, {c.stdout!r} {c.stderr}")
+    c = config(flow, "--get", "optimizer")
+    check(c.returncode == 0 and c.stdout.startswith("{name: sgd"), f"--get optimizer: {c.stdout}")
+    whole = config(mlp, "--set", "train.epochs=7")
+    check(whole.returncode == 0 and "epochs: 7" in whole.stdout, f"config: {whole.stderr}")
+    again = os.path.join(folder, "again.yaml")
+    with open(again, "w") as f:
+        f.write(whole.stdout)
+    c = config(again)
+    body = [x for x in whole.stdout.splitlines() if not x.startswith("#")]
+    check(c.returncode == 0 and [x for x in c.stdout.splitlines() if not x.startswith("#")]
+          == body, "the printed config does not load back to itself")
+    for args, needle in (([mlp, "--get", "run.nope"], "--get run.nope: no such key"),
+                         ([mlp, "--get"], "'--get'"),
+                         ([mlp, "--get", "run.dir", "--get", "run.name"], "'--get'"),
+                         ([mlp, "--set", "train.epoch=2"], "train.epoch"),
+                         ([os.path.join(folder, "none.yaml")], "none.yaml"),
+                         (["--frob"], "expected --list, --markdown or CONFIG.yaml")):
+        c = config(*args)
+        check(c.returncode == 2 and not c.stdout, f"config {args}: exit {c.returncode}")
+        one_error_line(c.stderr, needle)
+
+
 def case_hybrid_cpu_and_gpu_ranks():
     """cpu_ranks among GPU ranks (the classic study's hybrid attempt): rank 0 on the GPU,
     rank 1 on the CPU, distributed.algorithm auto. The ranks agree on host collectives (a

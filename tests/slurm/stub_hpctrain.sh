@@ -2,6 +2,7 @@
 # Stand-in for build/hpctrain that follows its outward contract (docs/contracts.md) without
 # doing any training, so the job scripts and the launcher can be tested in seconds:
 #   stub_hpctrain.sh train CONFIG [--set key=value]... [--resume auto|never|PATH]
+#   stub_hpctrain.sh config CONFIG [--set key=value]... --get run.dir
 # It "trains" STUB_STEPS steps of STUB_STEP_SECONDS each, commits a checkpoint
 # (checkpoints/step-N) every STUB_CKPT_EVERY steps, and on SIGUSR1/SIGTERM commits one
 # and exits 75. --resume auto continues from the newest checkpoint. At the end rank 0
@@ -20,7 +21,8 @@ step_s=${STUB_STEP_SECONDS:-0.1}
 ckpt_every=${STUB_CKPT_EVERY:-5}
 rank=${PMI_RANK:-${SLURM_PROCID:-0}}
 
-[[ "${1:-}" == "train" ]] || { echo "stub: usage: $0 train CONFIG [...]" >&2; exit 2; }
+command=${1:-}
+[[ "$command" == train || "$command" == config ]] || { echo "stub: usage: $0 train|config CONFIG [...]" >&2; exit 2; }
 all_args="$*"
 config=${2:-}
 [[ -f "$config" ]] || { echo "stub: $config: no such config file" >&2; exit 2; }
@@ -36,6 +38,8 @@ while [[ $# -gt 0 ]]; do
       esac ;;
     --resume) resume=${2:-}; shift; shift ;;
     --resume=*) resume=${1#--resume=}; shift ;;
+    --get) [[ "$command" == config && "${2:-}" == run.dir ]] || { echo "stub: --get run.dir only" >&2; exit 2; }
+      shift 2 ;;
     *) echo "stub: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +47,10 @@ if [[ -z "$run_dir" ]]; then  # an indented "dir:" line in the config (run.dir),
   run_dir=$(sed -n -E 's/^[[:space:]]+dir:[[:space:]]*"?([^"#]*[^"#[:space:]])"?.*/\1/p' "$config" | head -n 1)
 fi
 [[ -n "$run_dir" ]] || { echo "stub: set run.dir (--set run.dir=DIR or in the config)" >&2; exit 2; }
+if [[ "$command" == config ]]; then
+  echo "$run_dir"
+  exit 0
+fi
 mkdir -p "$run_dir/checkpoints"
 [[ "$rank" == 0 ]] && rm -f "$run_dir/STOPPED"
 [[ "$rank" == 0 ]] && echo "$all_args" >> "$run_dir/stub-args.txt"
