@@ -100,7 +100,7 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
   // Exclusively, after removing what an earlier run left (a link there is removed, never
   // written through).
   remove_temporary(temp_path_);
-  const H5Handle fapl = h5_unlocked_access();
+  const H5Handle fapl = h5_large_attribute_access();  // class names
   file_ = H5Handle(
       HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())), H5Fclose);
   try {

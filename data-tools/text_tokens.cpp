@@ -1,5 +1,7 @@
 // Text into token windows: tokenise each file, count, build the vocabulary, renumber the
-// stream and write the windows. The stream is held as int32 ids (4 bytes per token).
+// stream and write the windows. The stream is held as int32 ids (4 bytes per token); a
+// file's text while it is tokenised; tokens are views into it, copied once per distinct
+// token; windows are written a block of rows at a time.
 #include "data-tools/text_tokens.hpp"
 
 #include <unistd.h>
@@ -9,7 +11,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/error.hpp"
@@ -24,25 +28,67 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUnknown = "<unk>";
 
-// Bytes of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one.
+// Bytes of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one: no
+// overlong form, no UTF-16 surrogate (U+D800-DFFF), nothing above U+10FFFF, no NUL (an
+// HDF5 string ends there).
 size_t utf8_sequence(const std::string& s, size_t i) {
   const auto c = static_cast<unsigned char>(s[i]);
   size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+  if (c == 0) return 0;
   if (c < 0x80) return 1;
   if (c >= 0xC2 && c <= 0xDF) n = 2;
   if (c >= 0xE0 && c <= 0xEF) n = 3;
   if (c >= 0xF0 && c <= 0xF4) n = 4;
+  if (c == 0xE0) lo = 0xA0;
+  if (c == 0xED) hi = 0x9F;
+  if (c == 0xF0) lo = 0x90;
+  if (c == 0xF4) hi = 0x8F;
   if (n == 0 || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k) {
+  const auto second = static_cast<unsigned char>(s[i + 1]);
+  if (second < lo || second > hi) return 0;
+  for (size_t k = 2; k < n; ++k) {
     if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
   }
   return n;
 }
 
-bool word_char(const std::string& piece) {
-  const auto c = static_cast<unsigned char>(piece[0]);
-  return c >= 0x80 || std::isalnum(c) != 0 || c == '\'';
+bool word_char(unsigned char c) { return c >= 0x80 || std::isalnum(c) != 0 || c == '\''; }
+
+// Calls `token` with each token of `text` at `level`, a view into `text` (split_tokens).
+void for_each_token(const std::string& text, const std::string& level, const std::string& what,
+                    const std::function<void(std::string_view)>& token) {
+  const bool words = level == "word";
+  size_t word = std::string::npos;  // where the current word starts
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      throw UsageError(what +
+                       (text[i] == '\0' ? ": NUL byte at byte " : ": invalid UTF-8 at byte ") +
+                       std::to_string(i) +
+                       (text[i] == '\0' ? " (not a text file?)"
+                                        : " (convert the text to UTF-8 first, e.g. with iconv)"));
+    }
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (!words) {
+      token(std::string_view(text).substr(i, n));
+    } else if (word_char(c)) {
+      if (word == std::string::npos) word = i;
+    } else {
+      if (word != std::string::npos) token(std::string_view(text).substr(word, i - word));
+      word = std::string::npos;
+      if (c == '\n' || std::isspace(c) == 0) token(std::string_view(text).substr(i, n));
+    }
+    i += n;
+  }
+  if (word != std::string::npos) token(std::string_view(text).substr(word));
 }
+
+// std::string keys looked up by std::string_view, without a copy.
+struct ViewHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+};
 
 std::string read_file(const std::string& path) {
   std::error_code ec;
@@ -64,15 +110,10 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
   remove_temporary(temp);
   try {
     h5_quiet();
-    const H5Handle fapl = h5_unlocked_access();
+    const H5Handle fapl = h5_large_attribute_access();  // the vocabulary may be large
     H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
                   H5Fclose);
     const int64_t width = o.seq_len + 1;
-    std::vector<int32_t> block(rows.size() * static_cast<size_t>(width));
-    for (size_t r = 0; r < rows.size(); ++r) {
-      std::copy_n(ids.begin() + rows[r] * o.seq_len, width,
-                  block.begin() + static_cast<std::ptrdiff_t>(r * width));
-    }
     const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};
     H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
     // No modification time in the object header: the same options write the same bytes.
@@ -81,7 +122,22 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
     H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "tokens", H5T_STD_I32LE, space.get(),
                                         H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
                  H5Dclose);
-    HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, block.data()));
+    // A block of windows at a time (about 4 MiB), not a second copy of the stream.
+    const size_t per_block = std::max<size_t>(1, (size_t{1} << 20) / static_cast<size_t>(width));
+    std::vector<int32_t> block;
+    for (size_t first = 0; first < rows.size(); first += per_block) {
+      const size_t count = std::min(per_block, rows.size() - first);
+      block.resize(count * static_cast<size_t>(width));
+      for (size_t r = 0; r < count; ++r) {
+        std::copy_n(ids.begin() + rows[first + r] * o.seq_len, width,
+                    block.begin() + static_cast<std::ptrdiff_t>(r * width));
+      }
+      const hsize_t start[2] = {first, 0}, size[2] = {count, static_cast<hsize_t>(width)};
+      HT_CHECK_H5(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, size, nullptr));
+      H5Handle memory(HT_CHECK_H5(H5Screate_simple(2, size, nullptr)), H5Sclose);
+      HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, memory.get(), space.get(), H5P_DEFAULT,
+                           block.data()));
+    }
     h5_write_int(file.get(), "vocab_size", static_cast<int64_t>(vocabulary.size()));
     h5_write_int(file.get(), "seq_len", o.seq_len);
     h5_write_strings(file.get(), "vocabulary", vocabulary, false);
@@ -95,34 +151,60 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
   return temp;
 }
 
+// Exit 2 before any work for an output that cannot be written: a directory where a file
+// goes (or the reverse), a parent directory that is missing or not writable.
+void check_output_path(const std::string& out, bool split) {
+  std::error_code ec;
+  const fs::file_status st = fs::status(out, ec);
+  if (split && fs::exists(st) && !fs::is_directory(st)) {
+    throw UsageError(out +
+                     ": not a directory (with a fraction, --out names the directory "
+                     "for train.h5, val.h5, test.h5)");
+  }
+  if (!split && fs::is_directory(st)) {
+    throw UsageError(out + ": is a directory (--out names the file to write)");
+  }
+  for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
+    const std::string file = (fs::path(out) / name).string();
+    if (split && fs::is_directory(file, ec)) {
+      throw UsageError(file + ": is a directory, where a split goes");
+    }
+  }
+  // The directory that must exist and be writable: the one OUT is in, or OUT itself where
+  // it is one (split); a split OUT is made with its parents, under the nearest existing one.
+  fs::path parent = fs::absolute(out, ec);
+  if (!(split && fs::is_directory(st))) parent = parent.parent_path();
+  while (split && !fs::exists(parent, ec) && parent != parent.root_path()) {
+    parent = parent.parent_path();
+  }
+  if (!fs::is_directory(parent, ec)) {
+    throw UsageError(out + ": directory " + parent.string() + " does not exist");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw UsageError(out + ": directory " + parent.string() + " is not writable");
+  }
+}
+
+// Renames each finished temporary over its output; on a failure the temporaries not yet
+// renamed are removed before the error goes on.
+void commit_or_remove(const std::vector<std::string>& temps,
+                      const std::vector<std::string>& outputs) {
+  size_t i = 0;
+  try {
+    for (; i < temps.size(); ++i) commit_file(temps[i], outputs[i]);
+  } catch (...) {
+    for (; i < temps.size(); ++i) ::unlink(temps[i].c_str());
+    throw;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> split_tokens(const std::string& text, const std::string& level,
                                       const std::string& what) {
-  std::vector<std::string> pieces;
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = utf8_sequence(text, i);
-    if (n == 0) {
-      throw UsageError(what + ": invalid UTF-8 at byte " + std::to_string(i) +
-                       " (convert the text to UTF-8 first, e.g. with iconv)");
-    }
-    pieces.push_back(text.substr(i, n));
-    i += n;
-  }
-  if (level == "char") return pieces;
-  std::vector<std::string> words;
-  std::string word;
-  for (const std::string& p : pieces) {
-    if (word_char(p)) {
-      word += p;
-      continue;
-    }
-    if (!word.empty()) words.push_back(std::move(word));
-    word.clear();
-    if (p == "\n" || std::isspace(static_cast<unsigned char>(p[0])) == 0) words.push_back(p);
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
+  std::vector<std::string> tokens;
+  for_each_token(text, level, what, [&](std::string_view t) { tokens.emplace_back(t); });
+  return tokens;
 }
 
 TextReport convert_text(const TextOptions& o) {
@@ -138,29 +220,33 @@ TextReport convert_text(const TextOptions& o) {
   if (o.val_fraction < 0 || o.test_fraction < 0 || o.val_fraction + o.test_fraction >= 1) {
     throw UsageError("text: --val-fraction and --test-fraction must be >= 0 with a sum below 1");
   }
-  std::vector<std::string> outputs = {o.out};
-  for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
+  const char* names[3] = {"train.h5", "val.h5", "test.h5"};
+  std::vector<std::string> outputs = {o.out, o.out + ".tmp"};
+  for (const char* name : names) {
     outputs.push_back((fs::path(o.out) / name).string());
+    outputs.push_back(outputs.back() + ".tmp");
   }
   for (const std::string& f : o.files) check_outputs_differ(f, outputs);
+  check_output_path(o.out, split);
 
   // 1. Tokens as provisional ids (order of first appearance), with their counts.
-  std::unordered_map<std::string, int32_t> provisional;
+  std::unordered_map<std::string, int32_t, ViewHash, std::equal_to<>> provisional;
   std::vector<std::string> seen;
   std::vector<int64_t> counts;
   std::vector<int32_t> ids;
   for (const std::string& path : o.files) {
     const std::string text = read_file(path);
     if (text.empty()) throw UsageError(path + ": empty file");
-    for (std::string& t : split_tokens(text, o.level, path)) {
-      auto [it, added] = provisional.try_emplace(t, static_cast<int32_t>(seen.size()));
-      if (added) {
-        seen.push_back(std::move(t));
+    for_each_token(text, o.level, path, [&](std::string_view t) {
+      auto it = provisional.find(t);
+      if (it == provisional.end()) {
+        it = provisional.emplace(std::string(t), static_cast<int32_t>(seen.size())).first;
+        seen.emplace_back(t);
         counts.push_back(0);
       }
       ++counts[static_cast<size_t>(it->second)];
       ids.push_back(it->second);
-    }
+    });
   }
   const int64_t windows = (static_cast<int64_t>(ids.size()) - 1) / o.seq_len;
   if (windows < 1) {
@@ -170,11 +256,12 @@ TextReport convert_text(const TextOptions& o) {
   }
 
   // 2. The vocabulary: every token sorted (characters by code point, which UTF-8 byte order
-  // is; words by string); with a size, the V - 1 most frequent (ties by string) and <unk>.
+  // is; words by string); with a size, <unk> and the V - 1 most frequent (ties by string),
+  // or all of them where there are fewer.
   std::vector<int32_t> order(seen.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  const bool limited = o.vocab_size > 0 && static_cast<int64_t>(seen.size()) >= o.vocab_size;
-  if (limited) {
+  const bool limited = o.vocab_size > 0;
+  if (limited && static_cast<int64_t>(seen.size()) >= o.vocab_size) {
     std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
       return counts[a] != counts[b] ? counts[a] > counts[b] : seen[a] < seen[b];
     });
@@ -209,12 +296,12 @@ TextReport convert_text(const TextOptions& o) {
   report.tokens = static_cast<int64_t>(ids.size());
   report.vocab = static_cast<int64_t>(vocabulary.size());
   if (!split) {
-    commit_file(write_windows(o.out, ids, rows[0], o, vocabulary, source), o.out);
+    const std::string temp = write_windows(o.out, ids, rows[0], o, vocabulary, source);
+    commit_or_remove({temp}, {o.out});
     report.outputs = {o.out};
     report.windows = {windows};
     return report;
   }
-  const char* names[3] = {"train.h5", "val.h5", "test.h5"};
   const bool wanted[3] = {true, o.val_fraction > 0, o.test_fraction > 0};
   for (int k = 0; k < 3; ++k) {
     if (wanted[k] && rows[k].empty()) {
@@ -227,23 +314,25 @@ TextReport convert_text(const TextOptions& o) {
     }
   }
   make_directories(o.out);
-  // All written before any is renamed, the earlier files removed in between: a failure or
-  // a kill never leaves new splits beside old ones of other windows or another vocabulary.
-  std::vector<std::string> temps;
+  // All written before any is renamed, the earlier files removed in between (every split,
+  // also those this run does not write): a failure or a kill never leaves new splits
+  // beside old ones of other windows or another vocabulary.
+  std::vector<std::string> temps, all;
   try {
     for (int k = 0; k < 3; ++k) {
-      if (!wanted[k]) continue;
       const std::string path = (fs::path(o.out) / names[k]).string();
+      all.push_back(path);
+      if (!wanted[k]) continue;
       temps.push_back(write_windows(path, ids, rows[k], o, vocabulary, source));
       report.outputs.push_back(path);
       report.windows.push_back(static_cast<int64_t>(rows[k].size()));
     }
+    remove_files(all);
   } catch (...) {
     for (const std::string& t : temps) ::unlink(t.c_str());
     throw;
   }
-  remove_files(report.outputs);
-  for (size_t i = 0; i < temps.size(); ++i) commit_file(temps[i], report.outputs[i]);
+  commit_or_remove(temps, report.outputs);
   return report;
 }
 

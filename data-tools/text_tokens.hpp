@@ -19,7 +19,7 @@ struct TextOptions {
   std::string out;
   int64_t seq_len = 0;
   std::string level = "char";  // or "word"
-  int64_t vocab_size = 0;      // 0: every token seen; else the V - 1 most frequent + <unk>
+  int64_t vocab_size = 0;      // 0: every token seen; else <unk> + the V - 1 most frequent
   double val_fraction = 0, test_fraction = 0;
 };
 
@@ -35,9 +35,10 @@ struct TextReport {
 TextReport convert_text(const TextOptions& options);
 
 // The tokens of `text` at `level` ("char": UTF-8 code points; "word": runs of letters,
-// digits, apostrophes and non-ASCII characters, each other printable ASCII character on
-// its own, "\n" kept, other white space dropped). Throws UsageError naming `what` and the
-// byte offset of invalid UTF-8.
+// digits, apostrophes and non-ASCII characters, each other ASCII character on its own,
+// "\n" kept, other white space dropped). Throws UsageError naming `what` and the byte
+// offset of invalid UTF-8 (overlong forms, surrogates and code points above U+10FFFF
+// included) or of a NUL byte.
 std::vector<std::string> split_tokens(const std::string& text, const std::string& level,
                                       const std::string& what);
 

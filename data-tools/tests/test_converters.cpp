@@ -53,6 +53,24 @@ TEST(DataWriter, DestructorFinishesAnUnclosedFile) {
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
+TEST(DataWriter, ManyClassNames) {
+  // 5,000 names: an attribute far above HDF5's 64 KiB for compact attributes.
+  const std::string path = temp_path("many_classes.h5");
+  DatasetWriterOptions o = small_options();
+  o.num_classes = 5000;
+  for (int k = 0; k < o.num_classes; ++k)
+    o.class_names.push_back("class number " + std::to_string(k));
+  const std::vector<uint8_t> images(6, 1);
+  const std::vector<int32_t> labels = {4999};
+  {
+    DatasetWriter writer(path, o);
+    writer.append(1, images.data(), labels.data());
+  }
+  const DatasetFile f(path);
+  ASSERT_EQ(f.shape().class_names.size(), 5000u);
+  EXPECT_EQ(f.shape().class_names.back(), "class number 4999");
+}
+
 TEST(DataWriter, ExceptionLeavesNoFileUnderEitherName) {
   const std::string path = temp_path("abandoned.h5");
   fs::remove(path);

@@ -52,6 +52,40 @@ TEST(TextTool, SplitsCharactersAndWords) {
                      "f.txt: invalid UTF-8 at byte 2");
   expect_usage_error([] { split_tokens("a\xc3", "char", "g.txt"); },
                      "g.txt: invalid UTF-8 at byte 1");
+  // Not UTF-8 either: a UTF-16 surrogate, overlong forms, a code point above U+10FFFF;
+  // a NUL (an HDF5 string would end there) is no text.
+  for (const char* bad : {"ab\xed\xa0\x80", "ab\xe0\x80\x80", "ab\xf0\x80\x80\x80",
+                          "ab\xf4\x90\x80\x80", "ab\xc1\xbf"}) {
+    expect_usage_error([&] { split_tokens(bad, "word", "h.txt"); },
+                       "h.txt: invalid UTF-8 at byte 2");
+  }
+  expect_usage_error([] { split_tokens(std::string("ab\0c", 4), "char", "n.txt"); },
+                     "n.txt: NUL byte at byte 2");
+  // The last code points before and at the excluded ranges' edges are fine.
+  EXPECT_EQ(split_tokens("\xed\x9f\xbf\xee\x80\x80\xf4\x8f\xbf\xbf\xf0\x90\x80\x80", "char", "x"),
+            (std::vector<std::string>{"\xed\x9f\xbf", "\xee\x80\x80", "\xf4\x8f\xbf\xbf",
+                                      "\xf0\x90\x80\x80"}));
+}
+
+TEST(TextTool, VocabularyOfManyWords) {
+  // 6,000 words: a vocabulary attribute far above HDF5's 64 KiB for compact attributes.
+  const std::string dir = fresh_dir("text_many");
+  std::string text;
+  for (int i = 0; i < 6000; ++i) text += "word" + std::to_string(i) + "x ";
+  write_text(dir + "/w.txt", text);
+  TextOptions o;
+  o.files = {dir + "/w.txt"};
+  o.out = dir + "/w.h5";
+  o.seq_len = 8;
+  o.level = "word";
+  const TextReport r = convert_text(o);
+  EXPECT_EQ(r.vocab, 6000);
+  const DatasetFile f(o.out);
+  ASSERT_EQ(f.shape().vocabulary.size(), 6000u);
+  EXPECT_EQ(f.shape().vocabulary.front(), "word0x");
+  const std::vector<std::string> w = windows(o.out);
+  ASSERT_EQ(w.size(), 749u);
+  EXPECT_EQ(w[1], "word8xword9xword10xword11xword12xword13xword14xword15xword16x");
 }
 
 TEST(TextTool, CharacterWindowsDecodeToTheTextAndOverlapByOne) {
@@ -103,6 +137,12 @@ TEST(TextTool, LimitedVocabularyKeepsTheMostFrequentAndUnknown) {
   ASSERT_FALSE(w.empty());
   EXPECT_EQ(w[0], "thecatandthe");
   EXPECT_EQ(w[1], "the<unk>andthe");
+  // A size above the tokens seen keeps them all, and <unk> still stands at id 0 (for a
+  // prompt's unseen words).
+  o.vocab_size = 100;
+  convert_text(o);
+  EXPECT_EQ(DatasetFile(o.out).shape().vocabulary,
+            (std::vector<std::string>{"<unk>", "\n", "and", "bird", "cat", "dog", "saw", "the"}));
 }
 
 TEST(TextTool, SplitSpreadsWindowsAndSharesTheVocabulary) {
@@ -138,6 +178,46 @@ TEST(TextTool, SplitSpreadsWindowsAndSharesTheVocabulary) {
   // Spread over the text: the test windows are not one block at its end.
   const std::vector<std::string> test = windows(o.out + "/test.h5");
   EXPECT_NE(test.front().find("line "), std::string::npos);
+  // Split again without a test fraction: the earlier test.h5, whose windows are now in
+  // train.h5, is removed with the others.
+  o.test_fraction = 0;
+  convert_text(o);
+  EXPECT_TRUE(std::filesystem::exists(o.out + "/val.h5"));
+  EXPECT_FALSE(std::filesystem::exists(o.out + "/test.h5"));
+}
+
+TEST(TextTool, OutputsThatCannotBeWrittenAreRefusedFirst) {
+  const std::string dir = fresh_dir("text_outputs");
+  write_text(dir + "/t.txt", "some text to cut into windows\n");
+  std::filesystem::create_directories(dir + "/adir");
+  std::filesystem::create_directories(dir + "/split/train.h5");
+  write_text(dir + "/afile", "");
+  TextOptions o;
+  o.files = {dir + "/t.txt"};
+  o.seq_len = 4;
+  o.out = dir + "/adir";
+  expect_usage_error([&] { convert_text(o); }, dir + "/adir: is a directory");
+  o.out = dir + "/missing/x.h5";
+  expect_usage_error([&] { convert_text(o); }, "does not exist");
+  o.val_fraction = 0.2;
+  o.out = dir + "/afile";
+  expect_usage_error([&] { convert_text(o); }, dir + "/afile: not a directory");
+  o.out = dir + "/split";
+  expect_usage_error([&] { convert_text(o); }, "split/train.h5: is a directory");
+  // An input named like an output's temporary file, which a writer removes first.
+  o.val_fraction = 0;
+  write_text(dir + "/x.h5.tmp", "text under a temporary file's name\n");
+  o.files = {dir + "/x.h5.tmp"};
+  o.out = dir + "/x.h5";
+  expect_usage_error([&] { convert_text(o); }, "would overwrite the input file");
+  EXPECT_TRUE(std::filesystem::exists(dir + "/x.h5.tmp"));
+  // Nothing was left behind.
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    left.push_back(e.path().filename().string());
+  }
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"adir", "afile", "split", "t.txt", "x.h5.tmp"}));
 }
 
 TEST(TextTool, BadInputIsNamed) {

@@ -193,7 +193,7 @@ struct Export {
 };
 
 void write_layers_hdf5(const std::string& path, unsigned create_flags, const Export& e) {
-  const H5Handle fapl = h5_unlocked_access();
+  const H5Handle fapl = h5_large_attribute_access();  // a vocabulary, tensor names
   H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), create_flags, H5P_DEFAULT, fapl.get())),
                 H5Fclose);
   const hid_t root = file.get();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -93,6 +94,26 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
+// `piece` for a one-line message: control characters as \n, \t or \xHH.
+std::string printable(const std::string& piece) {
+  std::string out;
+  for (const char c : piece) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 // The prompt as ids, split as hpctrain-data text split the training text (characters or
 // its word rule; invalid UTF-8 is exit 2); unknown pieces become <unk> where the vocabulary
 // has it.
@@ -113,10 +134,11 @@ std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
     } else if (unk != ids.end()) {
       out.push_back(unk->second);
     } else {
-      throw UsageError("generate: --prompt: '" + p + "' is not in the vocabulary of " + file);
+      throw UsageError("generate: --prompt: '" + printable(p) + "' is not in the vocabulary of " +
+                       file);
     }
   }
-  if (out.empty()) throw UsageError("generate: --prompt: no tokens in '" + text + "'");
+  if (out.empty()) throw UsageError("generate: --prompt: no tokens in '" + printable(text) + "'");
   return out;
 }
 

@@ -76,6 +76,12 @@ H5Handle h5_unlocked_access() {
   return fapl;
 }
 
+H5Handle h5_large_attribute_access() {
+  H5Handle fapl = h5_unlocked_access();
+  HT_CHECK_H5(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18));
+  return fapl;
+}
+
 H5Handle h5_open_read_only(const std::string& path) {
   const H5Handle fapl = h5_unlocked_access();
   return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);

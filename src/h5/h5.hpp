@@ -107,6 +107,10 @@ H5Handle h5_float16_type();
 // HDF5 share a file that one part of a run has open with another (a data file given as a
 // checkpoint is then refused as such, not as "not a readable HDF5 file").
 H5Handle h5_unlocked_access();
+// The same for a file that may hold an attribute above 64 KiB (a vocabulary, a list of
+// names): written in the HDF5 1.8 format, whose dense attribute storage has no such limit
+// (the default, earliest format refuses it); readable by HDF5 1.8 and later.
+H5Handle h5_large_attribute_access();
 
 // Opens an existing file read-only with h5_unlocked_access().
 H5Handle h5_open_read_only(const std::string& path);

@@ -146,3 +146,9 @@ def case_char_lm_bad_tokens():
                        timeout=60)
     check(p.returncode == 2, f"generate with an unknown character: exit {p.returncode}")
     one_error_line(p.stderr, "\u2603", "not in the vocabulary")
+    # a control character is shown escaped: the message stays one line
+    p = subprocess.run([hpctrain(), "generate", CONFIG, "--checkpoint", bad, "--prompt",
+                        "a\x01\n", "--set", f"data.train={data}/train.h5"], capture_output=True,
+                       text=True, timeout=60)
+    check(p.returncode == 2, f"generate with a control character: exit {p.returncode}")
+    one_error_line(p.stderr, "'\\x01' is not in the vocabulary")
