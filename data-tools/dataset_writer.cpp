@@ -82,8 +82,11 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
     throw UsageError(path + ": deflate level must be 0-9, got " +
                      std::to_string(options_.deflate_level));
   }
-  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) || path.empty() || path.back() == '/') {
+    throw UsageError(path + ": is a directory, not a file name for the output");
+  }
+  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {
     throw UsageError(path + ": directory " + parent.string() + " does not exist");
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -142,6 +143,19 @@ int cmd_stats(std::vector<std::string> argv) {
   }
   if (args.positional.empty()) {
     throw UsageError("stats: expected data FILES (see hpctrain-data stats --help)");
+  }
+  // Each file is rewritten through a copy, FILE.tmp beside it (beside a link's target): an
+  // input under such a name would be replaced before it is read.
+  for (const std::string& a : args.positional) {
+    std::error_code ec;
+    const std::filesystem::path temp = std::filesystem::weakly_canonical(a, ec).string() + ".tmp";
+    for (const std::string& b : args.positional) {
+      std::error_code ec2;
+      if (!ec && std::filesystem::weakly_canonical(b, ec2) == temp && !ec2) {
+        throw UsageError(b + ": is the name of the copy through which stats rewrites " + a +
+                         " (rename it)");
+      }
+    }
   }
   const double t0 = now_seconds();
   const ChannelStats s = channel_stats(args.positional);

@@ -24,6 +24,7 @@
 #include "data-tools/file_commands.hpp"
 #include "data-tools/idx.hpp"
 #include "data-tools/image_folder.hpp"
+#include "data-tools/row_copy.hpp"
 #include "data-tools/sample_codec.hpp"
 #include "data-tools/synth.hpp"
 #include "data-tools/text_tokens.hpp"
@@ -309,6 +310,8 @@ int cmd_idx(const std::vector<std::string>& argv) {
   const int classes = static_cast<int>(int_option(args, "classes", 0, 1, hpctrain::kMaxClasses));
   const int deflate = static_cast<int>(int_option(args, "deflate", 0, 0, 9));
 
+  hpctrain::check_outputs_differ(images, {out});
+  hpctrain::check_outputs_differ(labels, {out});
   const double t0 = hpctrain::now_seconds();
   hpctrain::IdxPair pair = hpctrain::open_idx_pair(images, labels, classes);
   const auto opts = writer_options(

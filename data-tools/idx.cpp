@@ -11,13 +11,13 @@
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/progress_note.hpp"
+#include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
 namespace {
 
 constexpr uint8_t kTypeUnsignedByte = 0x08;
 // Rows converted per append: bounded memory (about 800 KB of MNIST images per writer).
-constexpr int64_t kRowsPerAppend = 1024;
 // gzread takes an unsigned int count; read in pieces well below that.
 constexpr size_t kMaxGzRead = size_t{1} << 30;
 
@@ -53,9 +53,15 @@ IdxReader::IdxReader(const std::string& path, int expected_rank) : path_(path) {
     const int64_t size =
         (int64_t{be[0]} << 24) | (int64_t{be[1]} << 16) | (int64_t{be[2]} << 8) | int64_t{be[3]};
     if (size == 0) throw UsageError(path + ": IDX dimension " + std::to_string(d) + " is zero");
+    // An image's sides as the other converters take them; the count may be any 32-bit size.
+    if (d > 0 && size > 65536) {
+      throw UsageError(path + ": IDX dimension " + std::to_string(d) + " is " +
+                       std::to_string(size) + ", above the limit of 65536");
+    }
     dims_.push_back(size);
     if (d > 0) item_bytes_ *= size;
   }
+  if (expected_rank == 3) check_sample_bytes(item_bytes_, SampleType::kU8, path);
 }
 
 size_t IdxReader::read_up_to(void* dst, size_t bytes) {
@@ -147,13 +153,14 @@ void write_idx_rows(IdxPair& pair, const std::vector<uint8_t>& part,
 
   // 1. Read a block of rows; 2. sort it into a staging buffer per writer, preserving
   // order; 3. append each buffer. Memory stays at a few blocks whatever N is.
-  std::vector<uint8_t> block(static_cast<size_t>(kRowsPerAppend * item));
+  const int64_t rows_per_append = stream_batch_rows(item);
+  std::vector<uint8_t> block(static_cast<size_t>(rows_per_append * item));
   std::vector<std::vector<uint8_t>> images(writers.size());
   std::vector<std::vector<int32_t>> labels(writers.size());
   ProgressNote note("converting " + writers.front()->path(), n);
-  for (int64_t start = 0; start < n; start += kRowsPerAppend) {
+  for (int64_t start = 0; start < n; start += rows_per_append) {
     note.update(start);
-    const int64_t count = std::min(kRowsPerAppend, n - start);
+    const int64_t count = std::min(rows_per_append, n - start);
     pair.images.read(count, block.data());
     for (int64_t i = 0; i < count; ++i) {
       const size_t w = part.empty() ? 0 : part[start + i];

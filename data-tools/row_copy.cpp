@@ -99,8 +99,14 @@ void check_outputs_differ(const std::string& input, const std::vector<std::strin
   const fs::path in = fs::weakly_canonical(input, ec);
   for (const std::string& out : outputs) {
     std::error_code ec2;
-    if (!ec && fs::weakly_canonical(out, ec2) == in && !ec2) {
+    const fs::path o = fs::weakly_canonical(out, ec2);
+    if (!ec && !ec2 && o == in) {
       throw UsageError(out + ": output would overwrite the input file " + input);
+    }
+    // A writer removes OUT.tmp first and writes the file there.
+    if (!ec && !ec2 && fs::path(o.string() + ".tmp") == in) {
+      throw UsageError(out + ": the output's temporary file " + out +
+                       ".tmp would replace the input file " + input);
     }
   }
 }

@@ -34,8 +34,8 @@ void copy_row_range(const DatasetFile& src, int64_t start, int64_t count, Datase
 void route_rows(const DatasetFile& src, const std::vector<uint8_t>& part,
                 const std::vector<DatasetWriter*>& writers);
 
-// Throws UsageError if any of `outputs` is the same file as `input` (it would be replaced
-// while being read).
+// Throws UsageError if any of `outputs`, or its temporary OUT.tmp, is the same file as
+// `input` (it would be replaced while being read).
 void check_outputs_differ(const std::string& input, const std::vector<std::string>& outputs);
 
 }  // namespace hpctrain

@@ -221,11 +221,8 @@ TextReport convert_text(const TextOptions& o) {
     throw UsageError("text: --val-fraction and --test-fraction must be >= 0 with a sum below 1");
   }
   const char* names[3] = {"train.h5", "val.h5", "test.h5"};
-  std::vector<std::string> outputs = {o.out, o.out + ".tmp"};
-  for (const char* name : names) {
-    outputs.push_back((fs::path(o.out) / name).string());
-    outputs.push_back(outputs.back() + ".tmp");
-  }
+  std::vector<std::string> outputs = {o.out};
+  for (const char* name : names) outputs.push_back((fs::path(o.out) / name).string());
   for (const std::string& f : o.files) check_outputs_differ(f, outputs);
   check_output_path(o.out, split);
 

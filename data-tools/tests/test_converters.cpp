@@ -105,6 +105,14 @@ TEST(DataWriter, RejectsBadOptions) {
   expect_usage_error([&] { DatasetWriter(temp_path("opts.h5"), o); }, {"2 class names", "3"});
   expect_usage_error([&] { DatasetWriter(temp_path("no_such_dir/x.h5"), small_options()); },
                      {"no_such_dir", "does not exist"});
+  // A directory where the file goes: refused before anything is written (it failed at the
+  // final rename, exit 1).
+  fs::create_directories(temp_path("a_dir"));
+  expect_usage_error([&] { DatasetWriter(temp_path("a_dir"), small_options()); },
+                     {"a_dir: is a directory"});
+  expect_usage_error([&] { DatasetWriter(temp_path("x.h5") + "/", small_options()); },
+                     {"is a directory"});
+  EXPECT_FALSE(fs::exists(temp_path("a_dir.tmp")));
 }
 
 TEST(DataWriter, DefaultChunkHoldsAFewSamples) {
@@ -252,6 +260,13 @@ TEST(DataIdxErrors, HeaderAndPairChecks) {
         r.expect_end();
       },
       {labels, "unexpected data after the 3 items"});
+  // Image sides beyond the converters' limit, or an image over 1 GiB: refused from the
+  // header (it gave std::bad_alloc for a block of 1024 such images, or overflowed).
+  write_file(images, idx_bytes(3, {1, 70000, 2}, {}), false);
+  expect_usage_error([&] { IdxReader r(images, 3); },
+                     {images, "dimension 1 is 70000, above the limit of 65536"});
+  write_file(images, idx_bytes(3, {1, 65536, 65536}, {}), false);
+  expect_usage_error([&] { IdxReader r(images, 3); }, {images, "over the 1 GiB limit"});
 }
 
 TEST(DataIdxErrors, CorruptGzipIsAReadErrorNotTruncation) {

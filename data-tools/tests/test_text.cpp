@@ -209,7 +209,7 @@ TEST(TextTool, OutputsThatCannotBeWrittenAreRefusedFirst) {
   write_text(dir + "/x.h5.tmp", "text under a temporary file's name\n");
   o.files = {dir + "/x.h5.tmp"};
   o.out = dir + "/x.h5";
-  expect_usage_error([&] { convert_text(o); }, "would overwrite the input file");
+  expect_usage_error([&] { convert_text(o); }, "x.h5.tmp would replace the input file");
   EXPECT_TRUE(std::filesystem::exists(dir + "/x.h5.tmp"));
   // Nothing was left behind.
   std::vector<std::string> left;

@@ -195,3 +195,45 @@ def case_full_disk_data_writers_inner():
     p = subprocess.run([tool, "stats", data], capture_output=True, text=True, timeout=60)
     with h5py.File(data, "r") as f:
         check(p.returncode == 0 and "mean" in f.attrs, f"stats with room: exit {p.returncode}")
+
+
+def case_data_writers_keep_inputs():
+    """No `hpctrain-data` writer replaces or deletes an input: an output named like an
+    input, or whose temporary file OUT.tmp is an input's name, is exit 2 with one line
+    before anything is written, the input left as it was; so is an output that names a
+    directory."""
+    fresh("writers_keep_inputs")
+    work = run_dir("writers_keep_inputs")
+    os.makedirs(os.path.join(work, "adir"))
+    src = "/usr/share/datasets/fashion-mnist"
+    for name in ("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz"):
+        subprocess.run(["cp", os.path.join(src, name), work], check=True)
+    images = os.path.join(work, "t10k-images-idx3-ubyte.gz")
+    labels = os.path.join(work, "t10k-labels-idx1-ubyte.gz")
+    subprocess.run(["cp", images, os.path.join(work, "img.h5.tmp")], check=True)
+    subprocess.run(["cp", f"{ARGS.data}/val.h5", os.path.join(work, "a.h5")], check=True)
+    subprocess.run(["cp", f"{ARGS.data}/val.h5", os.path.join(work, "a.h5.tmp")], check=True)
+
+    def sizes():
+        return {f: os.path.getsize(os.path.join(work, f)) for f in sorted(os.listdir(work))
+                if f != "adir"}
+    before = sizes()
+    tool = os.path.join(ARGS.build, "hpctrain-data")
+    for args, needle in (
+            (["idx", "--images", images, "--labels", labels, "--out", labels],
+             "would overwrite the input file"),
+            (["idx", "--images", os.path.join(work, "img.h5.tmp"), "--labels", labels, "--out",
+              os.path.join(work, "img.h5")], "img.h5.tmp would replace the input file"),
+            (["stats", os.path.join(work, "a.h5"), os.path.join(work, "a.h5.tmp")],
+             "a.h5.tmp: is the name of the copy"),
+            (["synth", "--out", os.path.join(work, "adir"), "--n", "4", "--shape", "1x2x2",
+              "--classes", "2"], "adir: is a directory")):
+        p = subprocess.run([tool] + args, capture_output=True, text=True, timeout=60)
+        print(p.stderr, file=sys.stderr)
+        lines = p.stderr.strip().splitlines()
+        check(p.returncode == 2 and len(lines) == 1 and needle in lines[0],
+              f"{args}: exit {p.returncode} (expected 2), {lines} (expected one line with "
+              f"'{needle}')")
+        check(sizes() == before, f"{args[0]} changed the files: {sizes()} != {before}")
+    check(os.listdir(os.path.join(work, "adir")) == [] and
+          not os.path.exists(os.path.join(work, "adir.tmp")), "synth wrote into or beside adir")
