@@ -196,13 +196,16 @@ void describe_images(const std::string& path, const DatasetShape& shape, std::os
   int64_t outside = 0;
   const std::vector<int64_t> counts = label_histogram(file.get(), shape, &outside);
   out << "classes:\n";
-  char line[256];
+  char line[64];
   for (int k = 0; k < shape.num_classes; ++k) {
     const std::string name = k < static_cast<int>(shape.class_names.size())
                                  ? shape.class_names[static_cast<size_t>(k)]
                                  : std::string("-");
+    // The name unbounded (a folder name may be long), the figures formatted after it.
+    std::snprintf(line, sizeof(line), "  %4d  ", k);
+    out << line << name << std::string(name.size() < 20 ? 20 - name.size() : 0, ' ');
     std::snprintf(
-        line, sizeof(line), "  %4d  %-20s %10lld  %6.2f%%\n", k, name.c_str(),
+        line, sizeof(line), " %10lld  %6.2f%%\n",
         static_cast<long long>(counts[static_cast<size_t>(k)]),
         100.0 * static_cast<double>(counts[static_cast<size_t>(k)]) / static_cast<double>(shape.n));
     out << line;

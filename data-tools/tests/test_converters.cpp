@@ -339,6 +339,18 @@ TEST(DataInspect, PrintsShapeClassesAttributesAndRange) {
   EXPECT_NE(text.find("25.00%"), std::string::npos) << text;
   EXPECT_NE(text.find("0.00%"), std::string::npos) << text;  // bird: none
   expect_usage_error([&] { inspect_data_file(temp_path("nope.h5"), out); }, {"no such file"});
+  // A long class name (an image folder's) keeps its row whole: it overflowed a fixed buffer,
+  // losing the count and the line's end.
+  o.class_names[2] = std::string(240, 'b');
+  {
+    DatasetWriter w(path, o);
+    w.append(4, images.data(), labels.data());
+  }
+  std::ostringstream long_names;
+  inspect_data_file(path, long_names);
+  EXPECT_NE(long_names.str().find("     2  " + std::string(240, 'b') + "          0    0.00%\n"),
+            std::string::npos)
+      << long_names.str();
 }
 
 TEST(DataInspect, Float16RangeIsConverted) {
