@@ -8,10 +8,23 @@
 
 #include "core/error.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "data-tools/output_set.hpp"
 #include "data-tools/row_copy.hpp"
 #include "data/dataset_file.hpp"
 
 namespace hpctrain {
+namespace {
+
+// "00002-of-00008" and the like: the middle of a shard's name, whatever the count.
+bool shard_name_middle(const std::string& middle) {
+  const size_t of = middle.find("-of-");
+  const auto digits = [](const std::string& t) {
+    return !t.empty() && t.find_first_not_of("0123456789") == std::string::npos;
+  };
+  return of != std::string::npos && digits(middle.substr(0, of)) && digits(middle.substr(of + 4));
+}
+
+}  // namespace
 
 std::string shard_output_path(const std::string& prefix, int64_t index, int64_t parts) {
   const int digits = std::max<int>(5, static_cast<int>(std::to_string(parts).size()));
@@ -38,14 +51,19 @@ ShardReport shard_data_file(const std::string& input, const std::string& out_pre
   require_images(src);
   const int64_t n = src.shape().n;
   if (parts > n) {
-    throw UsageError(input + ": " + std::to_string(parts) + " shards of " + std::to_string(n) +
-                     " rows would leave some empty");
+    const std::string count = std::to_string(parts);
+    throw UsageError(input + ": --parts " + count + ": " + count + " shards of " +
+                     std::to_string(n) + " rows would leave some empty");
   }
   ShardReport report;
   report.bounds = shard_bounds(n, parts);
   for (int64_t i = 0; i < parts; ++i)
     report.paths.push_back(shard_output_path(out_prefix, i, parts));
   check_outputs_differ(input, report.paths);
+  // The shards of an earlier run with another count go with the set they belonged to.
+  const std::vector<std::string> earlier = earlier_set_files(
+      out_prefix, report.paths, input, "a shard of an earlier run",
+      [](const std::string& middle, const std::string&) { return shard_name_middle(middle); });
 
   // Each shard finished in turn, all renamed at the end: never shards of two inputs.
   std::vector<std::unique_ptr<DatasetWriter>> writers;
@@ -62,7 +80,7 @@ ShardReport shard_data_file(const std::string& input, const std::string& out_pre
     writers.back()->finish();
     done.push_back(writers.back().get());
   }
-  commit_together(done);
+  commit_replacing(done, earlier);
   return report;
 }
 

@@ -21,8 +21,11 @@ struct ShardReport {
 };
 
 // Writes `parts` shards of `input` (same sample type, shape, class names; the source
-// attribute extended by the row range). Throws UsageError if parts is below 1 or above
-// the number of rows (a shard would be empty) or an output is the input.
+// attribute extended by the row range). Earlier shards under the same prefix of another
+// count (PREFIX-DIGITS-of-DIGITS.h5) are removed with the files it replaces, before the new
+// ones are renamed. Throws UsageError if parts is below 1 or above the number of rows (a
+// shard would be empty; naming --parts), or an output is the input, or the input is one of
+// the earlier shards.
 ShardReport shard_data_file(const std::string& input, const std::string& out_prefix, int64_t parts,
                             int deflate_level);
 

@@ -31,9 +31,12 @@ std::vector<std::string> default_split_names(size_t parts);
 // PREFIX-NAME.h5
 std::string split_output_path(const std::string& prefix, const std::string& name);
 
-// The part of each row: for each class, its rows (in row order) are permuted with an Rng
-// seeded from (seed, class) and the first apportion(n_class)[0] go to part 0, the next to
-// part 1, and so on. labels must lie in [0, num_classes).
+// The part of each row. How many rows of each class go to each part is decided for all
+// classes together: part p gets apportion(n, weights)[p] rows in all, and each class is
+// divided as close to the weights as those totals allow (within one row of its share where
+// any division meeting them is; split.cpp, StratifiedPlan). Then each class's rows (in row
+// order) are permuted with an Rng seeded from (seed, class) and the first counts[0] go to
+// part 0, the next to part 1, and so on. labels must lie in [0, num_classes).
 std::vector<uint8_t> stratified_parts(const std::vector<int32_t>& labels, int num_classes,
                                       const std::vector<int64_t>& weights, uint64_t seed);
 
@@ -45,8 +48,11 @@ struct SplitReport {
 
 // Splits `input` into one file per part (rows keep their source order within a part; the
 // sample type, shape, class names and source attribute carry over, the source extended by
-// how the part was made). Throws UsageError if a part would be empty or an output is the
-// input.
+// how the part was made). The parts of an earlier split under the same prefix that this one
+// does not write (PREFIX-NAME.h5 whose source attribute ends with split's record of making
+// part NAME) are removed with the files it replaces, before the new ones are renamed.
+// Throws UsageError if a part would be empty (naming --ratios), if an output is the input,
+// or if the input is one of the earlier parts.
 SplitReport split_data_file(const std::string& input, const std::string& out_prefix,
                             const SplitOptions& options);
 

@@ -131,10 +131,13 @@ TEST(DataToolsSplit, StratifiedDisjointCompleteAndSeeded) {
       EXPECT_EQ(part.labels[i], all.labels[row]);  // the label travelled with its row
       ++per_class[static_cast<size_t>(part.labels[i])];
     }
-    for (int k = 0; k < 5; ++k) {
-      EXPECT_EQ(per_class[static_cast<size_t>(k)], apportion(10 + 7 * k, o.weights)[p])
+    for (int k = 0; k < 5; ++k) {  // within a row of its share (not its own apportion: the
+                                   // part totals come first, see PartTotalsFollow... below)
+      EXPECT_LT(std::abs(per_class[static_cast<size_t>(k)] * 100.0 - (10 + 7 * k) * o.weights[p]),
+                100.0)
           << "part " << p << " class " << k;
     }
+    EXPECT_EQ(report.rows[p], apportion(120, o.weights)[p]);
     EXPECT_EQ(per_class, report.per_class[p]);
   }
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));
@@ -153,7 +156,8 @@ TEST(DataToolsSplit, RejectsEmptyPartsBadWeightsAndOverwritingTheInput) {
   SplitOptions o;
   o.weights = {1000, 1};
   o.names = {"train", "test"};
-  expect_usage_error([&] { split_data_file(input, dir + "/s", o); }, "part 'test' would be empty");
+  expect_usage_error([&] { split_data_file(input, dir + "/s", o); },
+                     "in.h5: --ratios 1000,1: part 'test' would be empty");
   EXPECT_FALSE(fs::exists(dir + "/s-train.h5"));
   // An output that is the input (here PREFIX-train.h5) is refused before anything is written.
   const std::string clash = make_indexed_file(dir + "/s-train.h5", 2);
@@ -170,6 +174,113 @@ TEST(DataToolsSplit, RejectsEmptyPartsBadWeightsAndOverwritingTheInput) {
   expect_usage_error([&] { parse_split_names("a", 2, "--names"); }, "1 names for 2 parts");
   EXPECT_EQ(default_split_names(2), (std::vector<std::string>{"train", "test"}));
   EXPECT_EQ(default_split_names(4)[3], "part3");
+}
+
+// Part totals follow the whole set (apportion(n, weights)), not the sum of each class's own
+// rounding, and every class stays within one row of its share. On the old code 1000 classes
+// of 13 rows gave 'val' none of its 260 rows (each class's 0.26 rounded down), and 1000
+// classes of 3 split 1:1 gave 2000/1000 (every tie to the first part).
+std::vector<std::vector<int64_t>> part_class_counts(const std::vector<int32_t>& labels, int classes,
+                                                    const std::vector<int64_t>& weights) {
+  const std::vector<uint8_t> part = stratified_parts(labels, classes, weights, 3);
+  std::vector<std::vector<int64_t>> c(weights.size(), std::vector<int64_t>(classes, 0));
+  for (size_t i = 0; i < part.size(); ++i) ++c[part[i]][static_cast<size_t>(labels[i])];
+  return c;
+}
+
+// Part totals equal apportion(n, weights); every cell within `slack` rows of n_k * w_p / W.
+void expect_balanced(const std::vector<int64_t>& sizes, const std::vector<int64_t>& weights,
+                     double slack = 1) {
+  std::vector<int32_t> labels;
+  for (size_t k = 0; k < sizes.size(); ++k) labels.insert(labels.end(), sizes[k], int32_t(k));
+  const auto c = part_class_counts(labels, static_cast<int>(sizes.size()), weights);
+  const int64_t total = std::accumulate(weights.begin(), weights.end(), int64_t{0});
+  const std::vector<int64_t> want = apportion(static_cast<int64_t>(labels.size()), weights);
+  for (size_t p = 0; p < weights.size(); ++p) {
+    EXPECT_EQ(std::accumulate(c[p].begin(), c[p].end(), int64_t{0}), want[p]) << "part " << p;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      const double share = static_cast<double>(sizes[k] * weights[p]) / total;
+      EXPECT_LT(std::abs(static_cast<double>(c[p][k]) - share), slack)
+          << "class " << k << " of " << sizes[k] << " rows, part " << p;
+    }
+  }
+}
+
+TEST(DataToolsSplit, PartTotalsFollowTheWholeSetAndClassesTheirShare) {
+  std::vector<int32_t> labels(13000);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>(i % 1000);
+  expect_balanced(std::vector<int64_t>(1000, 13), {85, 2, 13});
+  expect_balanced(std::vector<int64_t>(1000, 3), {1, 1});
+  expect_balanced({10, 17, 24, 31, 38}, {85, 2, 13});
+  expect_balanced(std::vector<int64_t>(700, 13), {1, 1, 1, 1, 1, 1, 1});
+  Rng rng(11);  // random shapes (all 300 have a division within one row)
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<int64_t> sizes(1 + rng.uniform_int(40)), weights(2 + rng.uniform_int(6));
+    for (int64_t& n : sizes) n = static_cast<int64_t>(rng.uniform_int(60));
+    for (int64_t& w : weights) w = 1 + static_cast<int64_t>(rng.uniform_int(20));
+    expect_balanced(sizes, weights);
+  }
+  // Where no rounding within one row meets the totals, a cell takes a second extra row (under
+  // two rows off): parts 1 and 4 of 2:5:2:2:5 need 4 extras beyond the floors of 3 and 8
+  // rows, and the 3-row class can give them only one each within a row, the 8-row class one.
+  expect_balanced({3, 0, 8}, {2, 5, 2, 2, 5}, 2);
+  expect_balanced({13, 19}, {8, 8, 9, 3, 3, 8}, 2);
+
+  // Through the file: 1000 classes of 13 rows split 85:2:13.
+  const std::string dir = fresh_dir("split_totals");
+  DatasetWriterOptions o;
+  o.num_classes = 1000;
+  DatasetWriter w(dir + "/c.h5", o);
+  w.append(13000, std::vector<uint8_t>(13000, 1).data(), labels.data());
+  w.close();
+  SplitOptions so;
+  so.weights = {85, 2, 13};
+  so.names = default_split_names(3);
+  so.seed = 1;
+  EXPECT_EQ(split_data_file(dir + "/c.h5", dir + "/s", so).rows,
+            (std::vector<int64_t>{11050, 260, 1690}));
+}
+
+// A new split replaces the earlier parts under its prefix as a set: the parts it does not
+// write go too (on the old code s-val.h5 of seed 1 stayed beside the seed-7 s-train.h5),
+// whatever their names, while files split did not write stay. An input that is one of those
+// parts is refused before anything is written.
+TEST(DataToolsSplit, ReplacesTheEarlierPartsUnderThePrefix) {
+  const std::string dir = fresh_dir("split_replace");
+  const std::string input = make_indexed_file(dir + "/in.h5", 3);
+  make_indexed_file(dir + "/s-notes.h5", 2);  // not a part: kept
+  SplitOptions o;
+  o.weights = {8, 1, 1};
+  o.names = default_split_names(3);
+  split_data_file(input, dir + "/s", o);
+  shard_data_file(dir + "/s-train.h5", dir + "/s-train", 1, 0);  // derived from a part: kept
+  const auto h5_files = [&] {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+    return names;
+  };
+  const std::set<std::string> kept = {"in.h5", "s-notes.h5", "s-train-00000-of-00001.h5"};
+  const auto expect_files = [&](std::set<std::string> parts) {
+    parts.insert(kept.begin(), kept.end());
+    EXPECT_EQ(h5_files(), parts);
+  };
+  expect_files({"s-train.h5", "s-val.h5", "s-test.h5"});
+  o.weights = {1, 1};
+  o.names = default_split_names(2);
+  o.seed = 7;
+  split_data_file(input, dir + "/s", o);
+  expect_files({"s-train.h5", "s-test.h5"});
+  o.names = {"a", "b-2"};
+  split_data_file(input, dir + "/./s", o);
+  expect_files({"s-a.h5", "s-b-2.h5"});
+  o.weights = {1, 1, 1, 1};
+  o.names = default_split_names(4);
+  split_data_file(input, dir + "/s", o);
+  expect_files({"s-part0.h5", "s-part1.h5", "s-part2.h5", "s-part3.h5"});
+  o.weights = {1, 1};
+  o.names = {"x", "y"};
+  expect_usage_error([&] { split_data_file(dir + "/s-part0.h5", dir + "/s", o); }, "--out-prefix");
+  expect_files({"s-part0.h5", "s-part1.h5", "s-part2.h5", "s-part3.h5"});
 }
 
 // ---------------------------------------------------------------- shard
@@ -199,9 +310,27 @@ TEST(DataToolsShard, ContiguousCoverWithSizesWithinOne) {
               std::string::npos);
   }
   EXPECT_EQ(next, 51.0f);
-  expect_usage_error([&] { shard_data_file(input, dir + "/sh", 52, 0); }, "would leave some");
+  expect_usage_error([&] { shard_data_file(input, dir + "/sh", 52, 0); },
+                     "in.h5: --parts 52: 52 shards of 51 rows would leave some empty");
   expect_usage_error([&] { shard_data_file(input, dir + "/sh", 0, 0); }, "at least 1");
   expect_usage_error([&] { shard_data_file(dir + "/none.h5", dir + "/sh", 2, 0); }, "no such file");
+}
+
+// A new sharding replaces the earlier shards under its prefix, whatever their count (on the
+// old code 4 shards stayed beside the 2 new ones, and a d-*.h5 glob read every row twice).
+TEST(DataToolsShard, ReplacesTheEarlierShardsUnderThePrefix) {
+  const std::string dir = fresh_dir("shard_replace");
+  const std::string input = make_indexed_file(dir + "/in.h5", 3);
+  make_indexed_file(dir + "/d-notes.h5", 2);  // not a shard: kept
+  shard_data_file(input, dir + "/d", 4, 0);
+  const ShardReport r = shard_data_file(input, dir + "/d", 2, 0);
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().string());
+  EXPECT_EQ(names, (std::set<std::string>{input, dir + "/d-notes.h5", r.paths[0], r.paths[1]}));
+  // A shard of the set being replaced as the input: refused, nothing removed.
+  expect_usage_error([&] { shard_data_file(r.paths[0], dir + "/d", 3, 0); }, "--out-prefix");
+  EXPECT_TRUE(fs::exists(r.paths[0]) && fs::exists(r.paths[1]));
+  EXPECT_FALSE(fs::exists(shard_output_path(dir + "/d", 0, 3)));
 }
 
 // ---------------------------------------------------------------- synth
