@@ -35,6 +35,7 @@
 #include "core/version.hpp"
 #include "data-tools/inspect_data.hpp"
 #include "data/dataset_files.hpp"
+#include "nn/alloc_error.hpp"
 #include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
 #include "nn/presets.hpp"
@@ -184,7 +185,15 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     check_memory_fits(input.empty() ? path : path + " with --input " + input, need,
                       std::string(backend->name()) == "cpu", available_memory_bytes(), 1);
   };
-  Model model(*backend, build_layers(config.model, data, dims, path), dims, time ? batch : 1, fits);
+  data.act_type = activation_type(config.precision);
+  std::vector<std::unique_ptr<Layer>> layers = build_layers(config.model, data, dims, path);
+  std::optional<Model> built;
+  try {
+    built.emplace(*backend, std::move(layers), dims, time ? batch : 1, fits);
+  } catch (const std::bad_alloc& e) {
+    throw UsageError(allocation_refusal(path, e));
+  }
+  Model& model = *built;
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
             << " classes (shapes from " << source << ")\n";
   if (!time) {

@@ -171,7 +171,7 @@ void sgemm(bool trans_a, bool trans_b, int m, int n, int k, const float* a, cons
 void CpuBackend::conv2d_forward_f32(const Conv2dShape& s, const float* x, const float* w, float* y,
                                     void* workspace) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
+  const int g_max = conv_chunk(s), k = static_cast<int>(s.patch()), threads = conv_threads(s);
   const size_t p = out_plane(s);
   pool_->run([&](int t) {
     if (t >= threads) return;
@@ -192,7 +192,7 @@ void CpuBackend::conv2d_forward_f32(const Conv2dShape& s, const float* x, const 
 void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy, const float* w,
                                           float* dx, void* workspace, bool accumulate) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
+  const int g_max = conv_chunk(s), k = static_cast<int>(s.patch()), threads = conv_threads(s);
   const size_t p = out_plane(s);
   pool_->run([&](int t) {
     if (t >= threads) return;
@@ -215,7 +215,7 @@ void CpuBackend::conv2d_backward_data_f32(const Conv2dShape& s, const float* dy,
 void CpuBackend::conv2d_backward_filter_f32(const Conv2dShape& s, const float* x, const float* dy,
                                             float* dw, void* workspace) {
   check_shape(s);
-  const int g_max = conv_chunk(s), k = s.patch(), threads = conv_threads(s);
+  const int g_max = conv_chunk(s), k = static_cast<int>(s.patch()), threads = conv_threads(s);
   const size_t p = out_plane(s), dw_size = static_cast<size_t>(s.c_out) * k;
   float* partials = static_cast<float*>(workspace) + threads * conv_thread_floats(s, g_max);
   pool_->run([&](int t) {

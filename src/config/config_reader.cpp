@@ -142,6 +142,11 @@ double read_number(const Origins& origins, const Value& v, const NumberRange& ra
   if (!range.contains(x)) {
     origins.fail(v.path, v.mark, "expected a number " + range.text() + ", got " + got_text(v.node));
   }
+  if (range.float32 && !range.contains(static_cast<float>(x))) {
+    origins.fail(v.path, v.mark,
+                 "expected a number " + range.text() + ", got " + got_text(v.node) + ", which is " +
+                     format_number(static_cast<float>(x)) + " as the float32 it is used as");
+  }
   return x;
 }
 

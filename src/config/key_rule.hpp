@@ -22,11 +22,15 @@ struct NumberRange {
   bool min_inclusive = true;
   std::optional<double> max;
   bool max_inclusive = true;
+  // The value is used as a float32: the range must hold for it rounded to float too
+  // (0.99999999 is < 1 as a double but 1.0f).
+  bool float32 = false;
 
   static NumberRange at_least(double v) { return {v, true, std::nullopt, true}; }
   static NumberRange above(double v) { return {v, false, std::nullopt, true}; }
-  NumberRange at_most(double v) const { return {min, min_inclusive, v, true}; }
-  NumberRange below(double v) const { return {min, min_inclusive, v, false}; }
+  NumberRange at_most(double v) const { return {min, min_inclusive, v, true, float32}; }
+  NumberRange below(double v) const { return {min, min_inclusive, v, false, float32}; }
+  NumberRange as_float32() const { return {min, min_inclusive, max, max_inclusive, true}; }
 
   bool contains(double x) const;
   // ">= 0 and < 1"; empty when unbounded.

@@ -71,6 +71,7 @@ void read_layer_keys(const ReadContext& c, const Section& s, const Value& entry,
 
 std::vector<LayerSpec> read_layer_list(const ReadContext& c, const Value& list) {
   std::vector<LayerSpec> layers;
+  std::vector<YAML::Mark> name_marks;  // of each entry's name (its entry's without one)
   const std::vector<Value> entries = config_reader::read_list(c.origins, list, "a list of layers");
   const std::vector<std::string_view> types = c.catalog.layer_type_names();
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -83,6 +84,11 @@ std::vector<LayerSpec> read_layer_list(const ReadContext& c, const Value& list) 
                      "required key is missing (one of " + join_names(types) + ")");
     }
     spec.type = config_reader::read_choice(c.origins, *type, types);
+    // Ids come from the data: a later embedding would read activations as ids.
+    if (spec.type == "embedding" && i > 0) {
+      c.origins.fail(entry.path + ".type", type->mark,
+                     "embedding must be the first layer (it reads the data's token ids)");
+    }
     if (const auto name = s.find("name")) {
       spec.name = config_reader::read_string(c.origins, *name);
       // The architecture line and export tensor names hold it as one word; the head is
@@ -102,14 +108,30 @@ std::vector<LayerSpec> read_layer_list(const ReadContext& c, const Value& list) 
     read_layer_keys(c, s, entry, *c.catalog.layer_type(spec.type), spec);
     // Names identify parameters in checkpoints, so they must be unique.
     if (spec.name.empty()) spec.name = spec.type + std::to_string(i);
+    const auto named = s.find("name");
+    const YAML::Mark name_mark = named ? named->mark : entry.mark;
     for (std::size_t j = 0; j < layers.size(); ++j) {
       if (layers[j].name != spec.name) continue;
-      const auto named = s.find("name");
-      c.origins.fail(entry.path + ".name", named ? named->mark : entry.mark,
+      c.origins.fail(entry.path + ".name", name_mark,
                      "duplicate layer name '" + spec.name + "' (also " + list.path + "[" +
                          std::to_string(j) + "])");
     }
     layers.push_back(std::move(spec));
+    name_marks.push_back(name_mark);
+  }
+  // A basic block's parts are named "<block>.conv1", "<block>.bn1", ... (in checkpoints and
+  // the export's tensor names): no other layer's name may start with "<block>.".
+  for (std::size_t b = 0; b < layers.size(); ++b) {
+    if (layers[b].type != "basic_block") continue;
+    const std::string prefix = layers[b].name + ".";
+    for (std::size_t j = 0; j < layers.size(); ++j) {
+      if (layers[j].name.rfind(prefix, 0) != 0) continue;
+      c.origins.fail(list.path + "[" + std::to_string(j) + "].name", name_marks[j],
+                     "'" + layers[j].name + "' starts with '" + prefix +
+                         "', the prefix of the parts of basic_block '" + layers[b].name + "' (" +
+                         list.path + "[" + std::to_string(b) + "]: " + prefix + "conv1, " + prefix +
+                         "bn1, ...); rename one of them");
+    }
   }
   return layers;
 }

@@ -4,6 +4,8 @@
 // constexpr, so CUDA kernels can use them (nvcc --expt-relaxed-constexpr).
 #pragma once
 
+#include <cstdint>
+
 namespace hpctrain {
 
 // Output extent along one axis; <= 0 when the padded input is smaller than the kernel.
@@ -21,8 +23,9 @@ struct Conv2dShape {
 
   constexpr int out_h() const { return conv_out_size(h, kh, stride_h, pad_h); }
   constexpr int out_w() const { return conv_out_size(w, kw, stride_w, pad_w); }
-  // Elements of one filter (the GEMM inner dimension): c_in * kh * kw.
-  int patch() const { return c_in * kh * kw; }
+  // Elements of one filter (the GEMM inner dimension): c_in * kh * kw, in 64 bits (legal
+  // keys reach 65536 * 1024 * 1024; Conv2d::output_dims refuses a layer past INT_MAX).
+  constexpr int64_t patch() const { return int64_t{c_in} * kh * kw; }
 };
 
 // x [n, c, h, w] -> y [n, c, out_h(), out_w()], each channel pooled on its own.

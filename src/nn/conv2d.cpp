@@ -45,6 +45,20 @@ Dims Conv2d::output_dims(const Dims& input) {
                      " is smaller than the " + std::to_string(k) + "x" + std::to_string(k) +
                      " kernel");
   }
+  // The GEMMs (im2col, cuDNN) take int sizes: the filter's elements (the inner dimension)
+  // and the output plane (the columns of one sample).
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  if (shape_.patch() > kIntMax) {
+    throw UsageError("layer " + name() + ": a filter over " + std::to_string(shape_.c_in) +
+                     " input channels with a " + std::to_string(k) + "x" + std::to_string(k) +
+                     " kernel has " + std::to_string(shape_.patch()) + " weights, more than " +
+                     std::to_string(kIntMax) + " (use fewer channels or a smaller kernel)");
+  }
+  if (int64_t{shape_.out_h()} * shape_.out_w() > kIntMax) {
+    throw UsageError("layer " + name() + ": an output plane of " + std::to_string(shape_.out_h()) +
+                     "x" + std::to_string(shape_.out_w()) + " has more than " +
+                     std::to_string(kIntMax) + " positions");
+  }
   return {shape_.c_out, shape_.out_h(), shape_.out_w()};
 }
 

@@ -55,7 +55,8 @@ extern const LayerType kDropoutLayer = {
     {"dropout",
      "zeroes each element with probability rate in training and scales the rest by 1 / (1 - "
      "rate); masks drawn from the seed, the rank and the step",
-     {{"rate", number(NumberRange::at_least(0).below(1)), 0.5, "the probability of zeroing"}}},
+     {{"rate", number(NumberRange::at_least(0).below(1).as_float32()), 0.5,
+       "the probability of zeroing"}}},
     [](const LayerSpec& s) -> std::unique_ptr<Layer> {
       return std::make_unique<Dropout>(s.name, static_cast<float>(s.number("rate")));
     }};

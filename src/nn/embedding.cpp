@@ -34,13 +34,18 @@ Embedding::Embedding(std::string name, int64_t vocab, int64_t dim)
   HT_REQUIRE(vocab >= 0 && dim >= 1, "embedding: needs vocab >= 0 and dim >= 1");
 }
 
-void Embedding::fit_vocab(int64_t data_vocab) {
+void Embedding::fit_vocab(int64_t data_vocab, DType act_type) {
   if (vocab_ == 0) {
     vocab_ = data_vocab;
   } else if (vocab_ < data_vocab) {
-    throw UsageError("model.layers: embedding '" + name() + "' has vocab " +
-                     std::to_string(vocab_) + " but the data's vocab_size is " +
-                     std::to_string(data_vocab));
+    throw UsageError("embedding '" + name() + "' has vocab " + std::to_string(vocab_) +
+                     " but the data's vocab_size is " + std::to_string(data_vocab));
+  }
+  if (vocab_ > exact_ids(act_type)) {
+    throw UsageError("embedding '" + name() + "' has vocab " + std::to_string(vocab_) +
+                     ", more than the " + std::to_string(exact_ids(act_type)) + " token ids " +
+                     to_string(act_type) +
+                     " activations hold exactly (use precision fp32 or a smaller vocab)");
   }
 }
 
@@ -55,11 +60,9 @@ Dims Embedding::output_dims(const Dims& input) {
 
 void Embedding::allocate(Backend& backend, int64_t max_batch) {
   const DType t = backend.act_type();
-  if (vocab_ > exact_ids(t)) {
-    throw UsageError("model.layers: embedding '" + name() + "' has vocab " +
-                     std::to_string(vocab_) + ", more than the " + std::to_string(exact_ids(t)) +
-                     " token ids " + to_string(t) + " activations hold exactly");
-  }
+  HT_REQUIRE(vocab_ <= exact_ids(t), "embedding '" + name() + "': vocab " + std::to_string(vocab_) +
+                                         " is not exact in " + to_string(t) +
+                                         " (fit_vocab was not called)");
   zeros_ = DeviceArray<std::byte>(
       backend, static_cast<size_t>(max_batch * steps_) * dtype_size(t));  // zero-filled
 }

@@ -5,7 +5,7 @@
 // step and a per_step dense layer row by row. No gradient reaches the ids.
 //
 // vocab 0 stands for the data's vocab_size: the model's builder calls fit_vocab() with it
-// before output_dims(). The activation type must hold every id exactly: allocate() refuses
+// before output_dims(). The activation type must hold every id exactly: fit_vocab() refuses
 // a vocabulary beyond 256 ids in bfloat16, 2048 in float16 (2^24 in float32).
 #pragma once
 
@@ -23,10 +23,11 @@ class Embedding final : public Layer {
   Embedding(std::string name, int64_t vocab, int64_t dim);
   const char* type() const override { return "embedding"; }
 
-  // Fits the table to data whose ids are in [0, data_vocab): a vocab of 0 becomes
-  // data_vocab; a given vocab smaller than it throws UsageError ("model.layers: embedding
-  // 'e' has vocab 50 but the data's vocab_size is 65").
-  void fit_vocab(int64_t data_vocab);
+  // Fits the table to data whose ids are in [0, data_vocab) in activations of type
+  // `act_type`: a vocab of 0 becomes data_vocab; a given vocab smaller than it, or a vocab
+  // whose ids `act_type` does not hold exactly, throws UsageError ("embedding 'e' has vocab
+  // 50 but the data's vocab_size is 65"; the model's builder names the config key).
+  void fit_vocab(int64_t data_vocab, DType act_type);
   int64_t vocab() const { return vocab_; }
   int64_t dim() const { return dim_; }
 
@@ -35,7 +36,8 @@ class Embedding final : public Layer {
   size_t param_count() const override { return static_cast<size_t>(vocab_ * dim_); }
   // A lookup copies rows: no multiply-adds (its cost is memory traffic, T x dim values).
   int64_t forward_macs() const override { return 0; }
-  // Throws UsageError when the backend's activation type cannot hold every id exactly.
+  // Fails (an internal error) when the backend's activation type cannot hold every id
+  // exactly: fit_vocab() refuses that first.
   void allocate(Backend& backend, int64_t max_batch) override;
   void bind(const ParamSlice& p) override;
   void init_params(Rng& rng, float* host_params) override;

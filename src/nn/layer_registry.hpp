@@ -16,8 +16,10 @@
 
 namespace hpctrain {
 
-// Bounds of the size keys of model.layers entries: far from int overflow in any size
-// computed from them.
+// Bounds of the size keys of model.layers entries. Each key alone fits an int, but products
+// of them need not: a convolution's filter (channels * kernel * kernel) reaches 2^36, so
+// sizes are computed in 64 bits and a layer checks its own products (Conv2d::output_dims
+// refuses a filter or an output plane past INT_MAX).
 inline constexpr int64_t kMaxWindow = 1024, kMaxChannels = 65536;
 
 struct LayerType {

@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdio>
 #include <utility>
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
+#include "nn/alloc_error.hpp"
 #include "nn/batchnorm.hpp"
 #include "nn/relu.hpp"
 
@@ -19,6 +21,25 @@ bool has_channel_layout(const Dims& d) { return d.size() == 3 && d[0] > 1 && d[1
 
 std::pair<int, int> channels_and_plane(const Dims& d) {
   return {static_cast<int>(d[0]), static_cast<int>(d[1] * d[2])};
+}
+
+// Runs `allocate`; a std::bad_alloc in it becomes an AllocationFailed naming `what` (the
+// memory check before allocation counts parameters and activations, not every buffer).
+template <typename F>
+void allocating(const std::string& what, F&& allocate) {
+  try {
+    allocate();
+  } catch (const AllocationFailed&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw AllocationFailed(what);
+  }
+}
+
+std::string byte_text(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f GiB", static_cast<double>(bytes) / (1 << 30));
+  return text;
 }
 
 }  // namespace
@@ -61,20 +82,24 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
     check(size);
   }
   // 2. One allocation for all parameters, one for all gradients.
-  params_ = DeviceArray<float>(backend_, param_count_);
-  grads_ = DeviceArray<float>(backend_, param_count_);
-  state_ = DeviceArray<float>(backend_, state_count_);
   const size_t act_size = dtype_size(backend_.act_type());
+  allocating("the parameters and their gradients (" + std::to_string(param_count_) + " values)",
+             [&] {
+               params_ = DeviceArray<float>(backend_, param_count_);
+               grads_ = DeviceArray<float>(backend_, param_count_);
+               state_ = DeviceArray<float>(backend_, state_count_);
+               if (backend_.act_type() != DType::kF32) {
+                 weights_ = DeviceArray<std::byte>(backend_, param_count_ * act_size);
+               }
+             });
   ParamSlice arenas{params_.data(), grads_.data(), reinterpret_cast<std::byte*>(params_.data()),
                     act_size};
-  if (backend_.act_type() != DType::kF32) {
-    weights_ = DeviceArray<std::byte>(backend_, param_count_ * act_size);
-    arenas.weights = weights_.data();
-  }
+  if (backend_.act_type() != DType::kF32) arenas.weights = weights_.data();
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->bind(arenas.from(offsets_[i]));
     layers_[i]->bind_state(state_.data() + state_offsets_[i]);
-    layers_[i]->allocate(backend_, max_batch_);
+    allocating("the buffers of layer " + layers_[i]->name(),
+               [&] { layers_[i]->allocate(backend_, max_batch_); });
   }
   // 3. Activations and their gradients for the largest batch. A view layer shares its
   // input's buffers: its output data pointer is set in forward() (the model input changes
@@ -128,8 +153,12 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
       continue;
     }
     first_compute_ = std::min(first_compute_, i);
-    acts_.emplace_back(backend_, act_bytes(d));
-    d_acts_.emplace_back(backend_, act_bytes(d));
+    allocating(
+        "the activations of layer " + layers_[i]->name() + " (2 x " + byte_text(act_bytes(d)) + ")",
+        [&] {
+          acts_.emplace_back(backend_, act_bytes(d));
+          d_acts_.emplace_back(backend_, act_bytes(d));
+        });
     out_views_.push_back(Tensor{acts_.back().data(), 0, d});
     d_views_.push_back(Tensor{d_acts_.back().data(), 0, d});
   }
@@ -137,10 +166,16 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
   input_.dims = input_dims_;
   // 4. One scratch workspace, shared by all layers (they run one at a time).
   size_t workspace_bytes = 0;
+  std::string widest;
   for (const auto& layer : layers_) {
-    workspace_bytes = std::max(workspace_bytes, layer->workspace_bytes(backend_, max_batch_));
+    const size_t bytes = layer->workspace_bytes(backend_, max_batch_);
+    if (bytes > workspace_bytes) widest = layer->name();
+    workspace_bytes = std::max(workspace_bytes, bytes);
   }
-  if (workspace_bytes > 0) workspace_ = DeviceArray<std::byte>(backend_, workspace_bytes);
+  if (workspace_bytes > 0) {
+    allocating("the workspace of layer " + widest + " (" + byte_text(workspace_bytes) + ")",
+               [&] { workspace_ = DeviceArray<std::byte>(backend_, workspace_bytes); });
+  }
   for (auto& layer : layers_) layer->set_workspace(workspace_.data());
 }
 

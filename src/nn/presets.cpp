@@ -20,6 +20,9 @@
 namespace hpctrain {
 namespace {
 
+// "model.layers[3]", the config entry of a layer list's layer `i`.
+std::string entry(size_t i) { return "model.layers[" + std::to_string(i) + "]"; }
+
 // The cnn preset: two 3x3 "same" convolutions with ReLU and 2x2 max pooling, then a dense
 // layer of 128 (28x28 inputs: 32x14x14 -> 64x7x7 -> 128 -> classes).
 void add_cnn(std::vector<std::unique_ptr<Layer>>& layers) {
@@ -93,20 +96,31 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, cons
     for (size_t i = 0; i < config.layers.size(); ++i) {
       LayerSpec spec = config.layers[i];
       if (spec.name.empty()) spec.name = spec.type + std::to_string(i);
-      layers.push_back(build_layer(spec, i));
+      try {
+        layers.push_back(build_layer(spec, i));
+      } catch (const UsageError& e) {
+        const std::string what = e.what();
+        throw UsageError(source + ": " +
+                         (what.rfind("model.layers[", 0) == 0 ? what : entry(i) + ": " + what));
+      }
     }
   } else {
     throw UsageError("model.preset: unknown preset '" + config.preset + "'");
   }
-  for (const std::unique_ptr<Layer>& layer : layers) {
-    auto* embedding = dynamic_cast<Embedding*>(layer.get());
+  // Only a layer list has embeddings (the config allows one, as model.layers[0]).
+  for (size_t i = 0; i < layers.size(); ++i) {
+    auto* embedding = dynamic_cast<Embedding*>(layers[i].get());
     if (embedding == nullptr) continue;
     if (data.vocab_size == 0) {
-      throw UsageError(source + ": model.layers: embedding '" + layer->name() +
+      throw UsageError(source + ": " + entry(i) + ": embedding '" + embedding->name() +
                        "' needs token data (docs/formats.md, \"Token files\"); data.train has "
                        "images");
     }
-    embedding->fit_vocab(data.vocab_size);
+    try {
+      embedding->fit_vocab(data.vocab_size, data.act_type);
+    } catch (const UsageError& e) {
+      throw UsageError(source + ": " + entry(i) + ".vocab: " + e.what());
+    }
   }
   layers.push_back(std::make_unique<Dense>("classifier", num_classes, Dense::Init::kGlorot,
                                            /*per_step=*/data.per_step > 0));

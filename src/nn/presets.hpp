@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "core/dtype.hpp"
 #include "nn/layer.hpp"
 
 namespace hpctrain {
@@ -21,6 +22,8 @@ struct ModelData {
   int num_classes = 0;
   int64_t vocab_size = 0;  // token data: embedding layers without a vocab take it
   int64_t per_step = 0;    // language modelling: the T steps the classifier predicts
+  // The activations' type (precision): embedding ids must be exact in it.
+  DType act_type = DType::kF32;
 };
 
 // For a data set: embedding layers need token data and get its vocabulary, and with

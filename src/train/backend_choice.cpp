@@ -21,6 +21,12 @@ bool env_is_one(const char* name) {
 
 }  // namespace
 
+DType activation_type(Precision precision) {
+  return precision == Precision::kBf16   ? DType::kBF16
+         : precision == Precision::kFp16 ? DType::kF16
+                                         : DType::kF32;
+}
+
 // device cuda, or auto with a GPU visible: the CUDA backend on the node-local rank's device
 // (modulo the devices visible, so ranks share GPUs when there are more ranks than GPUs, and
 // each sees device 0 under Slurm's --gpus-per-task=1). Else, or for a rank cpu_ranks lists,
@@ -32,9 +38,7 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
   const IntList& cpu = config.cpu_ranks;
   const bool on_cpu = std::find(cpu.begin(), cpu.end(), rank) != cpu.end();
   const int devices = on_cpu ? 0 : cuda_device_count();
-  const DType act = config.precision == Precision::kBf16   ? DType::kBF16
-                    : config.precision == Precision::kFp16 ? DType::kF16
-                                                           : DType::kF32;
+  const DType act = activation_type(config.precision);
   if (!on_cpu &&
       (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0))) {
     CudaBackendOptions options;

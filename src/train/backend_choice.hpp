@@ -14,4 +14,7 @@ namespace hpctrain {
 // the visible GPUs; else the CPU. With the activation type of config.precision.
 std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank);
 
+// The activation type of `precision`: bfloat16, float16, else float32.
+DType activation_type(Precision precision);
+
 }  // namespace hpctrain

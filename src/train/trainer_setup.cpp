@@ -15,6 +15,7 @@
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "nn/alloc_error.hpp"
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
 #include "train/balance.hpp"
@@ -187,9 +188,15 @@ void Trainer::prepare(Purpose purpose) {
                                (local_ranks_ + gpus - 1) / gpus);
     }
   };
-  model_ = std::make_unique<Model>(
-      *backend_, build_layers(config_.model, model_data(shape), input_dims, config_.source_file),
-      input_dims, max_batch, fits);
+  ModelData data = model_data(shape);
+  data.act_type = backend_->act_type();
+  std::vector<std::unique_ptr<Layer>> layers =
+      build_layers(config_.model, data, input_dims, config_.source_file);
+  try {
+    model_ = std::make_unique<Model>(*backend_, std::move(layers), input_dims, max_batch, fits);
+  } catch (const std::bad_alloc& e) {
+    throw UsageError(allocation_refusal(config_.source_file, e));
+  }
   model_->init_params(config_.run.seed);
   if (!config_.model.init_from.empty() && rank_ == 0) {
     std::error_code ec;
@@ -198,7 +205,14 @@ void Trainer::prepare(Purpose purpose) {
                        ": no such checkpoint");
     }
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
-    log_info(load_initial_params(config_.model.init_from, *model_));
+    const std::string key = config_.source_file + ": model.init_from: ";
+    try {
+      log_info(load_initial_params(config_.model.init_from, *model_));
+    } catch (const UsageError& e) {
+      throw UsageError(key + e.what());
+    } catch (const Error& e) {
+      throw Error(key + e.what(), e.exit_code());
+    }
   }
   trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
   std::vector<ParamRange> updated = trainable_;

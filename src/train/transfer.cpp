@@ -15,7 +15,36 @@ struct StoredLayer {
   std::string name, type;
   size_t params = 0, offset = 0;
   size_t state = 0, state_offset = 0;
+  // What fixes the shapes of its tensors beyond type and counts (shape_key).
+  std::string shape;
 };
+
+// The channels (of [C, H, W]) or features (the last extent) of a shape "32x8x8", "16x128".
+std::string features(const std::string& dims) {
+  const size_t x = dims.find('x');
+  if (std::count(dims.begin(), dims.end(), 'x') == 2) return dims.substr(0, x);
+  const size_t last = dims.rfind('x');
+  return last == std::string::npos ? dims : dims.substr(last + 1);
+}
+
+// What, beside the type and the parameter and state counts, fixes the shapes of a layer's
+// tensors (layer_tensors.hpp), from its architecture line: the channels or features it
+// reads (`in`, the previous layer's output) and writes, and its kernel ("k=3x3"). A dense
+// layer's inputs, an embedding's vocab and a batchnorm's channels follow from the counts;
+// stride, padding and the image size change no tensor. 80 parameters are a conv2d of 8
+// 3x3 filters on 1 channel or of 8 1x1 filters on 9 channels: not the same tensors.
+std::string shape_key(const std::string& type, const std::string& in, const std::string& out,
+                      const std::string& attributes) {
+  std::string key = "out=" + features(out);
+  if (type != "dense" && type != "embedding" && type != "batchnorm") {
+    key += " in=" + features(in);
+  }
+  std::istringstream words(attributes);
+  for (std::string w; words >> w;) {
+    if (w.rfind("k=", 0) == 0) key += " " + w;
+  }
+  return key;
+}
 
 // The count after `prefix` ("params=") in `word`; a damaged one is bad input naming `path`.
 size_t count_after(const std::string& word, const std::string& prefix, const std::string& path) {
@@ -28,22 +57,34 @@ size_t count_after(const std::string& word, const std::string& prefix, const std
   return n;
 }
 
-// Parses the "layer NAME TYPE params=N [state=S] out=..." lines of a checkpoint's
-// architecture; offsets follow from the layer order.
+// Parses the "input SHAPE" and "layer NAME TYPE params=N [state=S] out=SHAPE [ATTRIBUTES]"
+// lines of a checkpoint's (or a model's) architecture; offsets follow from the layer order.
 std::vector<StoredLayer> stored_layers(const std::string& architecture, const std::string& path) {
   std::vector<StoredLayer> out;
   std::istringstream in(architecture);
-  std::string line;
+  std::string line, previous;  // the input's or the last layer's output shape
   size_t offset = 0, state_offset = 0;
   while (std::getline(in, line)) {
     std::istringstream words(line);
-    std::string kind, params, state;
+    std::string kind, params, word;
     StoredLayer l;
-    if (!(words >> kind >> l.name >> l.type >> params) || kind != "layer") continue;
+    if (!(words >> kind)) continue;
+    if (kind == "input") words >> previous;
+    if (!(words >> l.name >> l.type >> params) || kind != "layer") continue;
     if (params.rfind("params=", 0) != 0) continue;
     l.params = count_after(params, "params=", path);
-    if (words >> state && state.rfind("state=", 0) == 0)
-      l.state = count_after(state, "state=", path);
+    std::string shape, attributes;
+    while (words >> word) {
+      if (word.rfind("state=", 0) == 0) {
+        l.state = count_after(word, "state=", path);
+      } else if (word.rfind("out=", 0) == 0) {
+        shape = word.substr(4);
+      } else {
+        attributes += " " + word;
+      }
+    }
+    l.shape = shape_key(l.type, previous, shape, attributes);
+    previous = shape;
     l.offset = offset;
     l.state_offset = state_offset;
     offset += l.params;
@@ -65,17 +106,30 @@ std::string load_initial_params(const std::string& path, Model& model) {
   std::vector<float> host(model.param_count()), state(model.state_count());
   model.get_params(host.data());
   model.get_state(state.data());
+  // This model's layers as the same parser reads them, so both sides compare alike.
+  const std::vector<StoredLayer> own = stored_layers(model.architecture(), path);
+  HT_REQUIRE(own.size() == model.layers().size(), "transfer: the model's architecture lines");
   std::string loaded, kept;
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& layer = *model.layers()[i];
     if (layer.param_count() == 0) continue;
-    auto it = std::find_if(stored.begin(), stored.end(), [&](const StoredLayer& l) {
-      return l.name == layer.name() && l.type == layer.type() && l.params == layer.param_count() &&
-             l.state == layer.state_count();
-    });
-    std::string& list = it != stored.end() ? loaded : kept;
-    list += (list.empty() ? "" : ", ") + layer.name();
-    if (it == stored.end()) continue;
+    const auto it = std::find_if(stored.begin(), stored.end(),
+                                 [&](const StoredLayer& l) { return l.name == layer.name(); });
+    // Why a layer of the same name does not load (a fresh layer needs no reason).
+    std::string differs;
+    if (it != stored.end()) {
+      if (it->type != own[i].type) {
+        differs = " (type differs)";
+      } else if (it->params != own[i].params || it->state != own[i].state) {
+        differs = " (size differs)";
+      } else if (it->shape != own[i].shape) {
+        differs = " (shape differs)";
+      }
+    }
+    const bool match = it != stored.end() && differs.empty();
+    std::string& list = match ? loaded : kept;
+    list += (list.empty() ? "" : ", ") + layer.name() + differs;
+    if (!match) continue;
     if (it->offset + it->params > params.size()) {
       throw UsageError(path + ": the parameter array is shorter than its architecture says");
     }
@@ -94,8 +148,9 @@ std::string load_initial_params(const std::string& path, Model& model) {
   }
   if (loaded.empty()) {
     throw UsageError(path +
-                     ": model.init_from: no layer of this model (name, type and size) "
-                     "is in the checkpoint");
+                     ": no layer of this model (name, type, size and shape) is in the "
+                     "checkpoint" +
+                     (kept.empty() ? std::string() : ": " + kept));
   }
   model.set_params(host.data());
   model.set_state(state.data());

@@ -13,9 +13,11 @@
 namespace hpctrain {
 
 // Copies into `model` the parameters and state (BatchNorm statistics) of every layer of
-// checkpoint `path` whose name, type, parameter and state counts match; others keep their
-// initial values.
-// Returns a one-line report. Throws UsageError if nothing matches.
+// checkpoint `path` whose name, type, parameter and state counts and tensor shapes (read
+// from the checkpoint's architecture: channels in and out, kernel) match; others keep their
+// initial values. Returns a one-line report ("initialised from P: loaded a, b; newly
+// initialised c (shape differs), d"; a layer of a name the checkpoint has says why it did
+// not load). Throws UsageError (naming `path`) if nothing matches.
 std::string load_initial_params(const std::string& path, Model& model);
 
 // The arena ranges to train: every layer except those named in `freeze`

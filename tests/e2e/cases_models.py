@@ -378,3 +378,58 @@ def case_lstm_trains_resumes():
     check(a["test_accuracy"] >= 0.6, f"async test accuracy {a['test_accuracy']:.4f} < 0.6")
     ckpt = checkpoints("lstm_async")[-1]
     expect_eval_matches("lstm_eval", 2, LSTM, ckpt, sets_async, a["test_accuracy"])
+
+
+def case_model_refusals():
+    """Models that cannot be built are exit 2 with one line naming the config and the key:
+    a conv2d filter past INT_MAX weights (it segfaulted), a buffer the memory check does not
+    count that cannot be allocated (std::bad_alloc, exit 1), an init_from that is no
+    checkpoint; and init_from does not load a layer of equal size but other shapes."""
+    d = run_dir("refusals")
+    os.makedirs(d, exist_ok=True)
+    small = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
+             "run.threads=1", "device=cpu", "checkpoint.every_steps=1000"]
+
+    def config(name, layers, extra=""):
+        path = os.path.join(d, name + ".yaml")
+        with open(path, "w") as f:
+            f.write("model:\n  preset: layers\n  layers:\n"
+                    + "".join(f"    - {l}\n" for l in layers) + extra)
+        return path
+
+    big = config("patch", ["{type: conv2d, filters: 65536, kernel: 1}",
+                           "{type: conv2d, name: c2, filters: 1, kernel: 1024, padding: 512}"])
+    # (inspect showed it as 1 parameter; on 1x1x1 samples training segfaulted)
+    p = subprocess.run([hpctrain(), "inspect", big, "--input", "1x1x1", "--classes", "10",
+                        "--set", f"data.train={ARGS.data}/test.h5"],
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 2, f"a filter of 2^36 weights: exit {p.returncode}, expected 2")
+    one_error_line(p.stderr, "patch.yaml: model: layer c2: ", "more than 2147483647")
+
+    # The workspace of 1024x1024 filters over 1053x1053 outputs: terabytes, refused by the
+    # allocator for certain under a 4 GiB address-space limit.
+    ws = config("workspace", ["{type: conv2d, filters: 4, kernel: 1024, padding: 1024}"])
+    p = subprocess.run(["bash", "-c", 'ulimit -v 4000000 && exec "$@"', "bash", hpctrain(),
+                        "inspect", ws, "--set", f"data.train={ARGS.data}/test.h5"],
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 2, f"a workspace past memory: exit {p.returncode}, expected 2: "
+                             f"{p.stderr[-500:]}")
+    one_error_line(p.stderr, "workspace.yaml: model: cannot allocate the workspace of layer "
+                             "conv2d0")
+
+    rc, _, err = train("refuse_init", 1, small + [f"model.init_from={ARGS.data}/test.h5"],
+                       config=config("init", ["{type: dense, units: 8}"]))
+    check(rc == 2, f"init_from a data file: exit {rc}, expected 2")
+    one_error_line(err, "init.yaml: model.init_from: ", "not an hpctrain checkpoint")
+
+    # 8 3x3 filters on 1 channel and 8 1x1 filters on 9 channels: 80 parameters each.
+    pool = "{type: global_avgpool}"
+    expect_ok("shape_src", 1, small, config=config(
+        "src", ["{type: conv2d, name: c, filters: 8, kernel: 3, padding: 1}", pool]))
+    src = checkpoints("shape_src")[-1]
+    rc, out, err = train("shape_dst", 1, small + [f"model.init_from={src}"], config=config(
+        "dst", ["{type: conv2d, name: a, filters: 9, kernel: 1}",
+                "{type: conv2d, name: c, filters: 8, kernel: 1}", pool]))
+    check(rc == 0, f"init_from with a layer of other shapes: exit {rc}")
+    check("loaded classifier; newly initialised a, c (shape differs)" in out + err,
+          "the conv2d of other shapes was not reported newly initialised: " + (out + err)[-800:])

@@ -11,6 +11,7 @@
 #include "checkpoint/async_writer.hpp"
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_store.hpp"
+#include "common/usage_error.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
@@ -343,6 +344,64 @@ TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
   bad_count.architecture = "layer dense0 dense params=4x out=8\n";
   write_checkpoint_file(path, bad_count);
   EXPECT_THROW(load_initial_params(path, target), UsageError);
+}
+
+// Equal counts are not equal shapes: a conv2d 'c' of 8 3x3 filters on 1 channel and one of
+// 8 1x1 filters on 9 channels both have 80 parameters. The second is newly initialised, and
+// the report says why; a stride does not change the tensors, so that one loads.
+TEST(Transfer, LayersOfEqualCountsButOtherShapesAreNotLoaded) {
+  CpuBackend be(1);
+  const auto conv = [](const std::string& name, int64_t filters, int64_t kernel, int64_t stride) {
+    return LayerSpec{.type = "conv2d",
+                     .name = name,
+                     .values = {{"filters", filters},
+                                {"kernel", kernel},
+                                {"stride", stride},
+                                {"padding", int64_t{kernel / 2}},
+                                {"bias", true}}};
+  };
+  const LayerSpec pool{.type = "global_avgpool", .name = "pool", .values = {}};
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.layers = {conv("c", 8, 3, 1), pool};
+  const Dims dims = {1, 6, 6};
+  Model source(be, build_layers(mc, 3, dims), dims, 2);
+  source.init_params(1);
+  CheckpointState s = sample_state(1);
+  s.architecture = source.architecture();
+  s.arrays[kParamsArray].resize(source.param_count());
+  source.get_params(s.arrays[kParamsArray].data());
+  const std::string path = fresh_dir("transfer_shapes") + "/src.h5";
+  write_checkpoint_file(path, s);
+
+  ModelConfig other = mc;
+  other.layers = {conv("a", 9, 1, 1), conv("c", 8, 1, 1), pool};
+  Model target(be, build_layers(other, 3, dims), dims, 2);
+  target.init_params(2);
+  ASSERT_EQ(target.layers()[1]->param_count(), source.layers()[0]->param_count());
+  std::vector<float> before(target.param_count()), after(target.param_count());
+  target.get_params(before.data());
+  const std::string report = load_initial_params(path, target);
+  EXPECT_EQ(report, "initialised from " + path +
+                        ": loaded classifier; newly initialised a, c (shape differs)");
+  target.get_params(after.data());
+  const auto c_begin = static_cast<std::ptrdiff_t>(target.param_offset(1));
+  const auto c_end = c_begin + static_cast<std::ptrdiff_t>(target.layers()[1]->param_count());
+  EXPECT_TRUE(
+      std::equal(before.begin() + c_begin, before.begin() + c_end, after.begin() + c_begin));
+
+  // Only the shape differs: nothing loads, and the refusal says why.
+  other.layers = {conv("c", 8, 1, 1), pool};
+  Model only_c(be, build_layers(other, 4, {9, 6, 6}), {9, 6, 6}, 2);
+  test::expect_usage_error(
+      [&] { load_initial_params(path, only_c); },
+      {path, "no layer of this model", "c (shape differs)", "classifier (size differs)"});
+
+  // Another stride or padding, the same tensors: loads.
+  other.layers = {conv("c", 8, 3, 2), pool};
+  Model strided(be, build_layers(other, 3, dims), dims, 2);
+  EXPECT_EQ(load_initial_params(path, strided),
+            "initialised from " + path + ": loaded c, classifier");
 }
 
 TEST(CheckpointFile, InconsistentCursorIsRefused) {

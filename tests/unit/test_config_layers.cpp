@@ -178,16 +178,24 @@ TEST(ConfigLoad, EmbeddingEntries) {
   preset: layers
   layers:
     - {type: embedding, dim: 8}
-    - {type: embedding, name: words, vocab: 65, dim: 3}
+    - {type: lstm, units: 4}
 )"),
                                {}, catalog());
   ASSERT_EQ(c.model.layers.size(), 2u);
   EXPECT_EQ(c.model.layers[0].name, "embedding0");
   EXPECT_EQ(c.model.layers[0].integer("vocab"), 0);  // the data's vocab_size
   EXPECT_EQ(c.model.layers[0].integer("dim"), 8);
-  EXPECT_EQ(c.model.layers[1].integer("vocab"), 65);
-  EXPECT_EQ(c.model.layers[1].integer("dim"), 3);
   expect_round_trip(c);
+  const Config named = load_config(write_yaml(std::string(kMinimal) + R"(model:
+  preset: layers
+  layers:
+    - {type: embedding, name: words, vocab: 65, dim: 3}
+)"),
+                                   {}, catalog());
+  EXPECT_EQ(named.model.layers[0].name, "words");
+  EXPECT_EQ(named.model.layers[0].integer("vocab"), 65);
+  EXPECT_EQ(named.model.layers[0].integer("dim"), 3);
+  expect_round_trip(named);
   const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
   expect_error(head + "    - {type: embedding, vocab: 65}\n",
                "FILE:6: model.layers[0].dim: required key is missing for an embedding layer");

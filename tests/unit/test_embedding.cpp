@@ -165,28 +165,27 @@ TEST(Embedding, FitsTheDataVocabulary) {
   Embedding open("e", 0, 8);
   EXPECT_EQ(open.vocab(), 0);
   EXPECT_THROW(open.output_dims({1, 1, 5}), UsageError);  // nothing to size the table
-  open.fit_vocab(65);
+  open.fit_vocab(65, DType::kF32);
   EXPECT_EQ(open.vocab(), 65);
   EXPECT_EQ(open.output_dims({1, 1, 5}), (Dims{5, 8}));
   EXPECT_EQ(open.param_count(), size_t{65 * 8});
 
   Embedding wide("w", 100, 8);
-  wide.fit_vocab(65);  // room for more ids than the data has
+  wide.fit_vocab(65, DType::kF32);  // room for more ids than the data has
   EXPECT_EQ(wide.vocab(), 100);
 
   Embedding narrow("small", 50, 8);
   try {
-    narrow.fit_vocab(65);
+    narrow.fit_vocab(65, DType::kF32);
     ADD_FAILURE() << "fit_vocab accepted a vocab below the data's";
   } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(),
-                 "model.layers: embedding 'small' has vocab 50 but the data's "
-                 "vocab_size is 65");
+    EXPECT_STREQ(e.what(), "embedding 'small' has vocab 50 but the data's vocab_size is 65");
   }
 }
 
 // Ids are values of the activation type: bfloat16 holds the integers up to 256 exactly,
-// float16 up to 2048; a larger vocabulary is refused when the layer is allocated.
+// float16 up to 2048; a larger vocabulary is refused when the layer is fitted to the data
+// (where the model is built, which names the config key), before anything is allocated.
 TEST(Embedding, SixteenBitActivationsLimitTheVocabulary) {
   struct Case {
     DType t;
@@ -197,22 +196,25 @@ TEST(Embedding, SixteenBitActivationsLimitTheVocabulary) {
     SCOPED_TRACE(c.name);
     CpuBackend be(1, CpuBackend::kDefaultConvChunkBytes, false, c.t);
     Embedding fits("fits", c.most, 4);
+    EXPECT_NO_THROW(fits.fit_vocab(c.most, c.t));
     fits.output_dims({1, 1, 3});
     EXPECT_NO_THROW(fits.allocate(be, 2));
+    Embedding open("open", 0, 4);  // the data's vocab_size, past the limit
+    EXPECT_THROW(open.fit_vocab(c.most + 1, c.t), UsageError);
     Embedding big("big", c.most + 1, 4);
-    big.output_dims({1, 1, 3});
     try {
-      big.allocate(be, 2);
-      ADD_FAILURE() << "allocate accepted vocab " << c.most + 1;
+      big.fit_vocab(10, c.t);
+      ADD_FAILURE() << "fit_vocab accepted vocab " << c.most + 1;
     } catch (const UsageError& e) {
-      EXPECT_EQ(std::string(e.what()), "model.layers: embedding 'big' has vocab " +
-                                           std::to_string(c.most + 1) + ", more than the " +
-                                           std::to_string(c.most) + " token ids " + c.name +
-                                           " activations hold exactly");
+      EXPECT_EQ(std::string(e.what()),
+                "embedding 'big' has vocab " + std::to_string(c.most + 1) + ", more than the " +
+                    std::to_string(c.most) + " token ids " + c.name +
+                    " activations hold exactly (use precision fp32 or a smaller vocab)");
     }
   }
   CpuBackend f32(1);
   Embedding large("large", 5000, 4);
+  EXPECT_NO_THROW(large.fit_vocab(10, DType::kF32));
   large.output_dims({1, 1, 3});
   EXPECT_NO_THROW(large.allocate(f32, 2));
 }
