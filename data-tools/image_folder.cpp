@@ -8,10 +8,16 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <iterator>
 #include <memory>
+#include <new>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -19,6 +25,7 @@
 #include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/progress_note.hpp"
+#include "data-tools/row_copy.hpp"
 #include "data-tools/sample_codec.hpp"
 
 namespace hpctrain {
@@ -94,11 +101,116 @@ ImageFolderListing list_image_folder(const std::string& dir) {
   return listing;
 }
 
-bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
-                  int64_t height, uint8_t* chw, std::string* why) {
-  // 1. Decode to 8-bit RGB (stb expands grey and palettes, drops alpha, narrows 16-bit).
-  int iw = 0, ih = 0, channels_in_file = 0;
-  std::unique_ptr<stbi_uc, StbiFree> rgb(stbi_load(path.c_str(), &iw, &ih, &channels_in_file, 3));
+namespace {
+
+// A FILE closed with fclose.
+struct FileClose {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+bool is_pnm_space(int c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+// For a binary PGM or PPM ('P5', 'P6', the netpbm formats stb_image reads): "" if the file
+// holds the whole raster its header promises, in 8-bit samples, else why not. stb_image 2.27
+// does not notice a short raster and returns whatever its buffer held, and misreads 16-bit
+// samples. Other files: "" (left to stb_image).
+// The header as netpbm has it: the magic, then width, height and maxval in decimal, each
+// after whitespace and '#' comments (to the end of the line), then exactly one whitespace
+// byte; the raster is width * height * channels samples of 1 byte (maxval < 256) or 2.
+std::string check_pnm_raster(std::FILE* f) {
+  const int p = std::getc(f), t = std::getc(f);
+  if (p != 'P' || (t != '5' && t != '6')) return "";
+  const char* names[3] = {"width", "height", "maxval"};
+  const int64_t limits[3] = {int64_t{1} << 24, int64_t{1} << 24, 65535};  // stb_image's
+  int64_t value[3] = {0, 0, 0};
+  int c = std::getc(f);
+  for (int k = 0; k < 3; ++k) {
+    bool separated = false;
+    for (;;) {
+      if (is_pnm_space(c)) {
+        c = std::getc(f);
+      } else if (c == '#') {
+        while (c != EOF && c != '\n' && c != '\r') c = std::getc(f);
+      } else {
+        break;
+      }
+      separated = true;
+    }
+    if (!separated || c < '0' || c > '9') return std::string("PNM header: no ") + names[k];
+    for (; c >= '0' && c <= '9'; c = std::getc(f)) {
+      value[k] = value[k] * 10 + (c - '0');
+      if (value[k] > limits[k]) {
+        return std::string("PNM header: ") + names[k] + " above " + std::to_string(limits[k]);
+      }
+    }
+    if (value[k] == 0) return std::string("PNM header: ") + names[k] + " 0";
+  }
+  if (!is_pnm_space(c)) return "PNM header: no whitespace byte after the maxval";
+  const long raster_start = std::ftell(f);
+  if (raster_start < 0 || std::fseek(f, 0, SEEK_END) != 0) return "PNM: cannot seek in the file";
+  const long end = std::ftell(f);
+  const int64_t need = value[0] * value[1] * (t == '6' ? 3 : 1) * (value[2] > 255 ? 2 : 1);
+  if (end < 0 || end - raster_start < need) {
+    return "PNM: the header promises " + std::to_string(value[0]) + "x" + std::to_string(value[1]) +
+           " pixels, " + std::to_string(need) + " bytes, but the file holds " +
+           std::to_string(std::max<long>(0, end - raster_start)) + " after the header";
+  }
+  // stb_image 2.27 misreads 16-bit samples: a P5 is widened to 3 channels as if it had 8-bit
+  // ones and then read as 16-bit, past the end of its buffer; a P6 keeps the low bytes.
+  if (value[2] > 255) {
+    return "PNM with 16-bit samples (maxval " + std::to_string(value[2]) +
+           "), which stb_image 2.27 misreads";
+  }
+  return "";
+}
+
+// Source pixels [first, first + count) along one axis, and the shift (in resized pixels) that
+// stbir_resize_subpixel needs to give resized pixels [start, start + n) from them.
+struct Span {
+  int64_t first, count;
+  double shift;
+};
+
+// The span of a crop along an axis of `size` source pixels scaled by `scale` whose output
+// starts at resized pixel `start` and is `n` long: all the source pixels, shifted by `start`
+// (what resizing the whole and cutting it gives, in the same float arithmetic), unless
+// `start` is so large that float positions near it are off by a good part of a pixel (only
+// for images thousands of times longer than wide); then only those the filter reaches.
+Span source_span(int64_t size, float scale, int64_t start, int64_t n) {
+  if (start < (int64_t{1} << 20)) return {0, size, static_cast<double>(start)};
+  // The filters reach 2 pixels either way: source pixels up, output pixels down.
+  const double margin = 2.0 / std::min(1.0, static_cast<double>(scale)) + 2.0;
+  const auto first = std::clamp<int64_t>(
+      static_cast<int64_t>(std::floor(static_cast<double>(start) / scale - margin)), 0, size - 1);
+  const auto last = std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(static_cast<double>(start + n) / scale + margin)), first + 1,
+      size);
+  return {first, last - first, static_cast<double>(start) - static_cast<double>(first) * scale};
+}
+
+// decode_image without its handling of std::bad_alloc; sets *iw, *ih once decoded.
+bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
+                    int64_t height, uint8_t* chw, int* iw, int* ih, std::string* why) {
+  // 1. Decode to 8-bit RGB (stb expands grey and palettes, drops alpha, narrows 16-bit), once
+  // a PNM's raster is known to be all there and 8-bit.
+  std::unique_ptr<std::FILE, FileClose> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    *why = "not a readable image (cannot open: " +
+           std::error_code(errno, std::generic_category()).message() + ")";
+    return false;
+  }
+  const std::string pnm_problem = check_pnm_raster(file.get());
+  if (!pnm_problem.empty()) {
+    *why = "not a readable image (" + pnm_problem + ")";
+    return false;
+  }
+  std::rewind(file.get());
+  int channels_in_file = 0;
+  std::unique_ptr<stbi_uc, StbiFree> rgb(
+      stbi_load_from_file(file.get(), iw, ih, &channels_in_file, 3));
+  file.reset();
   if (!rgb) {
     const char* reason = stbi_failure_reason();  // thread-local in this stb_image
     *why = std::string("not a readable image (stb_image: ") +
@@ -106,7 +218,7 @@ bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, i
     return false;
   }
   const int c = color == ColorMode::kGray ? 1 : 3;
-  const size_t in_pixels = static_cast<size_t>(iw) * static_cast<size_t>(ih);
+  const size_t in_pixels = static_cast<size_t>(*iw) * static_cast<size_t>(*ih);
 
   // 2. Grey: ITU-R BT.601 luma in integers, rounded (exact for grey inputs, R = G = B).
   std::vector<uint8_t> luma;
@@ -123,12 +235,13 @@ bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, i
 
   // 3. The size to resize to: WxH (stretch), or the aspect ratio kept, covering WxH (crop)
   // or inside it (pad), at least one pixel a side.
+  const int64_t w_in = *iw, h_in = *ih;
   int64_t rw = width, rh = height;
   if (resize != ResizeMode::kStretch) {
-    const double sx = static_cast<double>(width) / iw, sy = static_cast<double>(height) / ih;
+    const double sx = static_cast<double>(width) / w_in, sy = static_cast<double>(height) / h_in;
     const double scale = resize == ResizeMode::kCrop ? std::max(sx, sy) : std::min(sx, sy);
-    rw = std::max<int64_t>(1, std::llround(iw * scale));
-    rh = std::max<int64_t>(1, std::llround(ih * scale));
+    rw = std::max<int64_t>(1, std::llround(static_cast<double>(w_in) * scale));
+    rh = std::max<int64_t>(1, std::llround(static_cast<double>(h_in) * scale));
     if (resize == ResizeMode::kCrop) {
       rw = std::max(rw, width);
       rh = std::max(rh, height);
@@ -137,37 +250,92 @@ bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, i
       rh = std::min(rh, height);
     }
   }
+  // Where the output starts in the rw x rh image: the middle of a larger one (crop), or
+  // before a smaller one, which then sits in the middle of zeros (pad: cx, cy <= 0).
+  int64_t cx = (rw - width) / 2, cy = (rh - height) / 2;
   // Resize (Mitchell filter down, Catmull-Rom up) unless the size already fits; both stay
-  // in 8 bits, as the data are 8-bit anyway, so a huge input costs no float copy.
+  // in 8 bits, as the data are 8-bit anyway, so a huge input costs no float copy. A crop
+  // resizes only the part it keeps: the rw x rh image shifted by (cx, cy) and cut to WxH,
+  // the same pixels as resizing all of it and cutting them out, without the whole (a 1x20000
+  // image cropped to 256x256 would be 256x5120000).
+  int64_t sw = w_in, sh = h_in;  // the size of `src`
   std::vector<uint8_t> resized;
-  if (iw != rw || ih != rh) {
-    resized.resize(static_cast<size_t>(rw * rh) * static_cast<size_t>(c));
-    if (stbir_resize_uint8(src, iw, ih, 0, resized.data(), static_cast<int>(rw),
-                           static_cast<int>(rh), 0, c) != 1) {
-      throw Error(path + ": stbir_resize_uint8 failed (out of memory?) resizing " +
-                  std::to_string(iw) + "x" + std::to_string(ih));
+  if (w_in != rw || h_in != rh) {
+    const bool crop = resize == ResizeMode::kCrop;
+    sw = crop ? width : rw;
+    sh = crop ? height : rh;
+    resized.resize(static_cast<size_t>(sw * sh) * static_cast<size_t>(c));
+    // The scales stbir_resize_uint8 uses for rw x rh: float(output) / float(input).
+    const float scale_x = static_cast<float>(rw) / static_cast<float>(w_in);
+    const float scale_y = static_cast<float>(rh) / static_cast<float>(h_in);
+    Span x{0, w_in, crop ? static_cast<double>(cx) : 0.0};
+    Span y{0, h_in, crop ? static_cast<double>(cy) : 0.0};
+    if (crop) {
+      x = source_span(w_in, scale_x, cx, width);
+      y = source_span(h_in, scale_y, cy, height);
+    }
+    if (stbir_resize_subpixel(src + (y.first * w_in + x.first) * c, static_cast<int>(x.count),
+                              static_cast<int>(y.count), static_cast<int>(w_in * c), resized.data(),
+                              static_cast<int>(sw), static_cast<int>(sh), 0, STBIR_TYPE_UINT8, c,
+                              -1, 0, STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, STBIR_FILTER_DEFAULT,
+                              STBIR_FILTER_DEFAULT, STBIR_COLORSPACE_LINEAR, nullptr, scale_x,
+                              scale_y, static_cast<float>(x.shift),
+                              static_cast<float>(y.shift)) != 1) {
+      throw std::bad_alloc();  // its one failure with these arguments: malloc returned null
     }
     src = resized.data();
+    if (crop) cx = cy = 0;
   }
 
-  // 4. Interleaved [rh, rw, C] -> planar [C, H, W]: the middle of a larger image (crop),
-  // or the image in the middle of zeros (pad).
+  // 4. Interleaved [sh, sw, C] -> planar [C, H, W], from (cx, cy) on.
   const size_t out_pixels = static_cast<size_t>(width * height);
   std::fill_n(chw, out_pixels * static_cast<size_t>(c), uint8_t{0});
-  const int64_t cx = (rw - width) / 2, cy = (rh - height) / 2;  // crop: where the cut starts
   for (int ch = 0; ch < c; ++ch) {
     uint8_t* plane = chw + static_cast<size_t>(ch) * out_pixels;
     for (int64_t y = 0; y < height; ++y) {
-      const int64_t sy = y + cy;  // pad: cy <= 0, so rows above and below are outside
-      if (sy < 0 || sy >= rh) continue;
+      const int64_t sy = y + cy;  // pad: rows above and below the image are outside
+      if (sy < 0 || sy >= sh) continue;
       for (int64_t x = 0; x < width; ++x) {
         const int64_t sx = x + cx;
-        if (sx < 0 || sx >= rw) continue;
-        plane[y * width + x] = src[static_cast<size_t>((sy * rw + sx) * c + ch)];
+        if (sx < 0 || sx >= sw) continue;
+        plane[y * width + x] = src[static_cast<size_t>((sy * sw + sx) * c + ch)];
       }
     }
   }
   return true;
+}
+
+// Throws UsageError (check_outputs_differ) if `out` or its temporary `out`.tmp is one of
+// `files`: the writer would remove or replace it before it is read. Only the files that can
+// be such a file are compared, which costs a path resolution each: those named as either
+// (or as what `out` resolves to, and its .tmp), and links; the rest cost one lstat.
+void check_output_is_no_input(const std::vector<std::string>& files, const std::string& out) {
+  std::error_code ec;
+  const std::string name = fs::path(out).filename().string();
+  const std::string resolved = fs::weakly_canonical(out, ec).filename().string();
+  const std::string names[4] = {name, name + ".tmp", resolved, resolved + ".tmp"};
+  for (const std::string& f : files) {
+    const std::string file_name = fs::path(f).filename().string();
+    if (std::find(std::begin(names), std::end(names), file_name) != std::end(names) ||
+        fs::is_symlink(f, ec)) {
+      check_outputs_differ(f, {out});
+    }
+  }
+}
+
+}  // namespace
+
+bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
+                  int64_t height, uint8_t* chw, std::string* why) {
+  int iw = 0, ih = 0;
+  try {
+    return decode_and_fit(path, color, resize, width, height, chw, &iw, &ih, why);
+  } catch (const std::bad_alloc&) {
+    // As stb_image's own "outofmem": this file is skipped, the others go on.
+    *why = "not enough memory to decode and resize it";
+    if (iw > 0) *why += " (" + std::to_string(iw) + "x" + std::to_string(ih) + " pixels)";
+    return false;
+  }
 }
 
 ImageFolderReport convert_image_folder(const std::string& dir, const std::string& out,
@@ -181,6 +349,7 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
   check_sample_bytes(elems, options.type, out);
   ImageFolderListing listing = list_image_folder(dir);
   if (listing.files.empty()) throw UsageError(dir + ": no files in the class folders");
+  check_output_is_no_input(listing.files, out);
   for (const std::string& f : listing.stray) {
     log << f << ": ignored: not inside a class folder\n";
   }

@@ -45,9 +45,11 @@ ImageFolderListing list_image_folder(const std::string& dir);
 
 // Decodes the image at `path` into `chw` (channels * height * width bytes, [C, H, W],
 // C = 1 for kGray, 3 for kRgb), resizing it as `resize` says if its size differs. Returns
-// false and sets
-// `why` if the file cannot be read as an image (what stb_image reads: PNG, JPEG, BMP,
-// GIF, TGA, PSD, HDR, PIC, PNM). Alpha is dropped, not composited. Thread-safe.
+// false and sets `why` if the file cannot be read as an image (what stb_image reads: PNG,
+// JPEG, BMP, GIF, TGA, PSD, HDR, PIC, and binary 8-bit PNM whose raster is all there), or
+// if there is not enough memory to decode or resize it. Memory: the decoded image and the
+// output (a crop resizes only the part it keeps). Alpha is dropped, not composited.
+// Thread-safe.
 bool decode_image(const std::string& path, ColorMode color, ResizeMode resize, int64_t width,
                   int64_t height, uint8_t* chw, std::string* why);
 

