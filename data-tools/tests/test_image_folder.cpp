@@ -420,11 +420,6 @@ TEST(DataToolsImages, OutputWhoseTemporaryIsAnInputIsRefused) {
   const fs::path tmp = out.string() + ".tmp";
   write_png(fs::path(root) / "imgs" / "a" / "1.png", 4, 3, 1, pattern(4, 3, 1, 0));
   write_png(tmp, 4, 3, 1, pattern(4, 3, 1, 1));
-  try {
-    check_outputs_differ(tmp.string(), {out.string()});
-    GTEST_SKIP() << "check_outputs_differ does not refuse an input named OUT.tmp yet";
-  } catch (const UsageError&) {
-  }
   const std::string before = read_bytes(tmp);
   ImageFolderOptions o;
   o.width = 4;
