@@ -82,17 +82,7 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
     throw UsageError(path + ": deflate level must be 0-9, got " +
                      std::to_string(options_.deflate_level));
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec) || path.empty() || path.back() == '/') {
-    throw UsageError(path + ": is a directory, not a file name for the output");
-  }
-  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
-  if (!std::filesystem::is_directory(parent, ec)) {
-    throw UsageError(path + ": directory " + parent.string() + " does not exist");
-  }
-  if (::access(parent.c_str(), W_OK) != 0) {
-    throw UsageError(path + ": directory " + parent.string() + " is not writable");
-  }
+  check_output_file(path);
   const int64_t sample_bytes =
       options_.c * options_.h * options_.w * static_cast<int64_t>(sample_type_size(options_.type));
   chunk_samples_ = options_.chunk_samples > 0
@@ -218,8 +208,23 @@ void DatasetWriter::close() {
   closed_ = true;
 }
 
-void commit_together(const std::vector<DatasetWriter*>& writers) {
-  std::vector<std::string> paths;
+void check_output_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) || path.empty() || path.back() == '/') {
+    throw UsageError(path + ": is a directory, not a file name for the output");
+  }
+  const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(parent, ec)) {
+    throw UsageError(path + ": directory " + parent.string() + " does not exist");
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw UsageError(path + ": directory " + parent.string() + " is not writable");
+  }
+}
+
+void commit_together(const std::vector<DatasetWriter*>& writers,
+                     const std::vector<std::string>& earlier) {
+  std::vector<std::string> paths = earlier;
   for (DatasetWriter* w : writers) {
     w->finish();
     paths.push_back(w->path());

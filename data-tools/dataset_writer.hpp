@@ -65,11 +65,18 @@ class DatasetWriter {
   H5Handle file_, images_, labels_, image_type_;
 };
 
+// Throws UsageError naming `path` unless a file can be created there: not a directory (nor
+// a name ending in '/'), in a directory that exists and is writable. DatasetWriter checks
+// its output so; writers of other files call it before any work.
+void check_output_file(const std::string& path);
+
 // The files of one command that belong together (train, val and test; the shards of a
-// file): each is finished first, then every earlier file under their names is removed,
-// then each is renamed. A failure or a kill before the renames leaves the earlier set as
-// it was; one during them leaves files missing, never new files beside old ones that do
-// not belong with them (an earlier split's test rows in the new training set).
-void commit_together(const std::vector<DatasetWriter*>& writers);
+// file): each is finished first, then every earlier file under their names is removed, and
+// the `earlier` files of the set that this run does not write (output_set.hpp), then each
+// is renamed. A failure or a kill before the renames leaves the earlier set as it was; one
+// during them leaves files missing, never new files beside old ones that do not belong
+// with them (an earlier split's test rows in the new training set).
+void commit_together(const std::vector<DatasetWriter*>& writers,
+                     const std::vector<std::string>& earlier = {});
 
 }  // namespace hpctrain

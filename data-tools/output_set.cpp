@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "core/error.hpp"
-#include "core/files.hpp"
 
 namespace hpctrain {
 
@@ -41,13 +40,6 @@ std::vector<std::string> earlier_set_files(
   }
   std::sort(found.begin(), found.end());
   return found;
-}
-
-void commit_replacing(const std::vector<DatasetWriter*>& writers,
-                      const std::vector<std::string>& earlier) {
-  for (DatasetWriter* w : writers) w->finish();
-  remove_files(earlier);
-  commit_together(writers);
 }
 
 }  // namespace hpctrain

@@ -80,7 +80,7 @@ ShardReport shard_data_file(const std::string& input, const std::string& out_pre
     writers.back()->finish();
     done.push_back(writers.back().get());
   }
-  commit_replacing(done, earlier);
+  commit_together(done, earlier);
   return report;
 }
 

@@ -383,7 +383,7 @@ SplitReport split_data_file(const std::string& input, const std::string& out_pre
     targets.push_back(writers.back().get());
   }
   route_rows(src, part, targets);
-  commit_replacing(targets, earlier);
+  commit_together(targets, earlier);
   return report;
 }
 

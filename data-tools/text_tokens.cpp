@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "data-tools/dataset_writer.hpp"
 #include "data-tools/row_copy.hpp"
 #include "h5/h5.hpp"
 
@@ -151,30 +152,27 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
   return temp;
 }
 
-// Exit 2 before any work for an output that cannot be written: a directory where a file
-// goes (or the reverse), a parent directory that is missing or not writable.
-void check_output_path(const std::string& out, bool split) {
+// Exit 2 before any work for a split's --out that cannot be written: a file where the
+// directory goes, a directory where a split goes, no writable directory to make it in.
+void check_split_directory(const std::string& out) {
   std::error_code ec;
   const fs::file_status st = fs::status(out, ec);
-  if (split && fs::exists(st) && !fs::is_directory(st)) {
+  if (fs::exists(st) && !fs::is_directory(st)) {
     throw UsageError(out +
                      ": not a directory (with a fraction, --out names the directory "
                      "for train.h5, val.h5, test.h5)");
   }
-  if (!split && fs::is_directory(st)) {
-    throw UsageError(out + ": is a directory (--out names the file to write)");
-  }
   for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
     const std::string file = (fs::path(out) / name).string();
-    if (split && fs::is_directory(file, ec)) {
+    if (fs::is_directory(file, ec)) {
       throw UsageError(file + ": is a directory, where a split goes");
     }
   }
-  // The directory that must exist and be writable: the one OUT is in, or OUT itself where
-  // it is one (split); a split OUT is made with its parents, under the nearest existing one.
+  // The directory that must exist and be writable: OUT itself where it is one, else the
+  // nearest existing one above it (OUT is made with its parents).
   fs::path parent = fs::absolute(out, ec);
-  if (!(split && fs::is_directory(st))) parent = parent.parent_path();
-  while (split && !fs::exists(parent, ec) && parent != parent.root_path()) {
+  if (!fs::is_directory(st)) parent = parent.parent_path();
+  while (!fs::exists(parent, ec) && parent != parent.root_path()) {
     parent = parent.parent_path();
   }
   if (!fs::is_directory(parent, ec)) {
@@ -224,7 +222,11 @@ TextReport convert_text(const TextOptions& o) {
   std::vector<std::string> outputs = {o.out};
   for (const char* name : names) outputs.push_back((fs::path(o.out) / name).string());
   for (const std::string& f : o.files) check_outputs_differ(f, outputs);
-  check_output_path(o.out, split);
+  if (split) {
+    check_split_directory(o.out);
+  } else {
+    check_output_file(o.out);
+  }
 
   // 1. Tokens as provisional ids (order of first appearance), with their counts.
   std::unordered_map<std::string, int32_t, ViewHash, std::equal_to<>> provisional;
