@@ -24,7 +24,7 @@ using config_test::write_yaml;
 
 // Emits `a`, loads the text back, and checks the model section survives and re-emits
 // identically (test_config.cpp's round trip covers every other key).
-void expect_round_trip(const Config& a) {
+void expect_model_round_trip(const Config& a) {
   const std::string yaml = config_to_yaml(a);
   Config b = load_config(write_yaml(yaml), {}, catalog());
   SCOPED_TRACE(yaml);
@@ -74,7 +74,7 @@ TEST(ConfigLoad, ConvLayerEntriesAndDefaults) {
   EXPECT_EQ(c.model.layers[3].integer("padding"), 1);
   EXPECT_EQ(c.model.layers[4].name, "global_avgpool4");
   EXPECT_EQ(c.model.layers[5].name, "flatten5");
-  expect_round_trip(c);
+  expect_model_round_trip(c);
 }
 
 TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
@@ -82,7 +82,7 @@ TEST(ConfigLoad, CnnPresetTakesNoListsAndRoundTrips) {
   EXPECT_EQ(c.model.preset, "cnn");
   EXPECT_TRUE(c.model.hidden.empty());  // the mlp default is dropped
   EXPECT_TRUE(c.model.layers.empty());
-  expect_round_trip(c);
+  expect_model_round_trip(c);
   const fs::path shipped_file = fs::path(HT_SOURCE_DIR) / "configs" / "fashion_mnist_cnn.yaml";
   const Config shipped = load_config(shipped_file.string(), {}, catalog());
   EXPECT_EQ(shipped.model.preset, "cnn");
@@ -110,14 +110,14 @@ TEST(ConfigLoad, ResNetLayerEntriesAndPresets) {
   EXPECT_EQ(c.model.layers[4].integer("filters"), 16);
   EXPECT_EQ(c.model.layers[4].integer("stride"), 2);
   EXPECT_DOUBLE_EQ(c.model.layers[6].number("rate"), 0.2);
-  expect_round_trip(c);
+  expect_model_round_trip(c);
   const Config r =
       load_config(write_yaml(kMinimal),
                   {"model.preset=resnet34", "model.width=16", "model.stem=small"}, catalog());
   EXPECT_EQ(r.model.width, 16);
   EXPECT_EQ(r.model.stem, "small");
   EXPECT_TRUE(r.model.hidden.empty());
-  expect_round_trip(r);
+  expect_model_round_trip(r);
   const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
   expect_error(head + "    - {type: basic_block}\n",
                "FILE:6: model.layers[0].filters: required key is missing for a basic_block layer");
@@ -185,7 +185,7 @@ TEST(ConfigLoad, EmbeddingEntries) {
   EXPECT_EQ(c.model.layers[0].name, "embedding0");
   EXPECT_EQ(c.model.layers[0].integer("vocab"), 0);  // the data's vocab_size
   EXPECT_EQ(c.model.layers[0].integer("dim"), 8);
-  expect_round_trip(c);
+  expect_model_round_trip(c);
   const Config named = load_config(write_yaml(std::string(kMinimal) + R"(model:
   preset: layers
   layers:
@@ -195,7 +195,7 @@ TEST(ConfigLoad, EmbeddingEntries) {
   EXPECT_EQ(named.model.layers[0].name, "words");
   EXPECT_EQ(named.model.layers[0].integer("vocab"), 65);
   EXPECT_EQ(named.model.layers[0].integer("dim"), 3);
-  expect_round_trip(named);
+  expect_model_round_trip(named);
   const std::string head = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
   expect_error(head + "    - {type: embedding, vocab: 65}\n",
                "FILE:6: model.layers[0].dim: required key is missing for an embedding layer");
