@@ -27,6 +27,20 @@
 # its own by killing the ranks with SIGKILL), so the ranks checkpoint and stop; no
 # restart follows.
 set -uo pipefail
+# The traps come first: a signal that arrives before a run starts stops the launcher
+# without starting it (exit 75), instead of ending this shell.
+child=""
+stop_signal=""
+# shellcheck disable=SC2317  # called from the traps
+forward() {
+  trapped=1
+  stop_signal=$1
+  echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2
+  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
+}
+trapped=0
+trap 'forward USR1' USR1
+trap 'forward TERM' TERM
 
 usage() {
   sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
@@ -85,21 +99,12 @@ run_dir() {
   "$hpctrain" config "$config" "${train_args[@]}" --get run.dir 2>/dev/null
 }
 
-child=""
-stop_signal=""
-# shellcheck disable=SC2317  # called from the traps
-forward() {
-  trapped=1
-  stop_signal=$1
-  echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2
-  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
-}
-trapped=0
-trap 'forward USR1' USR1
-trap 'forward TERM' TERM
-
 attempt=0
 while :; do
+  if [[ -n "$stop_signal" ]]; then
+    echo "launch.sh: SIG$stop_signal received before run $((attempt + 1)) started: exit 75, resume from the newest checkpoint" >&2
+    exit 75
+  fi
   cmd=("${launch_cmd[@]}" "$hpctrain" train "$config" "${train_args[@]}" --resume "$resume")
   echo "launch.sh: run $((attempt + 1)): ${cmd[*]}" >&2
   # In the background, so that a trapped signal is handled while the run goes on.

@@ -2,7 +2,8 @@
 # jobs/launch.sh under mpiexec -n 2, with tests/slurm/stub_hpctrain.sh standing in for
 # hpctrain (no Slurm needed): a crash is retried from the newest checkpoint, a run that
 # keeps crashing gives up with 1 after R restarts, a bad config returns 2 at once,
-# SIGUSR1/SIGTERM make the ranks checkpoint and the launcher return 75.
+# SIGUSR1/SIGTERM make the ranks checkpoint and the launcher return 75; the batch scripts
+# stopped before their step starts start none.
 #   bash tests/slurm/test_launch.sh     exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -105,6 +106,45 @@ if [[ $rc != 1 || $(restarts octal) != 9 ]]; then
   fail "--max-restarts 09: exit $rc, $(restarts octal) restarts (expected 1, 9)"
   explain octal
 fi
+
+# 8. The batch scripts, outside Slurm: a stop that arrives before the step starts (here
+#    while the script asks scontrol where its original is) starts no step; the job exits
+#    75 (HPCTRAIN_REQUEUE=0) or requeues itself (study.sbatch). It used to end the shell.
+fake=$w/fake-bin
+mkdir -p "$fake"
+cat >"$fake/scontrol" <<'EOF'
+#!/bin/bash
+[[ $1 == show ]] && { sleep 2; exit 1; }
+echo "scontrol $*" >>"$FAKE_LOG"
+EOF
+cat >"$fake/srun" <<'EOF'
+#!/bin/bash
+echo "$(basename "$0") $*" >>"$FAKE_LOG"
+EOF
+cp "$fake/srun" "$fake/hpctrain"
+chmod +x "$fake"/*
+echo "config.yaml" >"$w/sweep.txt"
+jobs_dir=$here/../../jobs
+for case in "train_single_node config.yaml 75" "train_multi_node config.yaml 75" \
+  "sweep_array $w/sweep.txt 75" "study study.yaml 0"; do
+  read -r name arg want <<<"$case"
+  : >"$w/fake-$name.log"
+  PATH=$fake:$PATH FAKE_LOG=$w/fake-$name.log HPCTRAIN=$fake/hpctrain HPCTRAIN_ROOT=$w \
+    HPCTRAIN_REQUEUE=0 SLURM_JOB_ID=42 SLURM_JOB_NODELIST=n1 SLURM_ARRAY_JOB_ID=42 SLURM_ARRAY_TASK_ID=0 \
+    bash "$jobs_dir/$name.sbatch" "$arg" >"$w/early-$name.out" 2>&1 &
+  pid=$!
+  sleep 0.5
+  kill -USR1 "$pid"
+  rc=0
+  wait "$pid" || rc=$?
+  ran=$(grep -v '^scontrol requeue 42$' "$w/fake-$name.log")
+  requeued=$(grep -c '^scontrol requeue 42$' "$w/fake-$name.log")
+  if [[ $rc != "$want" || -n "$ran" || $requeued != $((want == 0)) ]] ||
+    ! grep -q "stopping before the" "$w/early-$name.out"; then
+    fail "$name.sbatch, stopped before its step: exit $rc (expected $want), ran '$ran', requeued $requeued"
+    explain "early-$name"
+  fi
+done
 
 if ((failures > 0)); then
   echo "FAIL: $failures check(s) failed" >&2
