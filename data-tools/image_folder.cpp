@@ -113,13 +113,15 @@ bool is_pnm_space(int c) {
 }
 
 // For a binary PGM or PPM ('P5', 'P6', the netpbm formats stb_image reads): "" if the file
-// holds the whole raster its header promises, in 8-bit samples, else why not. stb_image 2.27
-// does not notice a short raster and returns whatever its buffer held, and misreads 16-bit
-// samples. Other files: "" (left to stb_image).
+// holds the whole raster its header promises, in 8-bit samples, else why not; *maxval is the
+// header's (0 for other files, which are left to stb_image). stb_image 2.27 does not notice
+// a short raster and returns whatever its buffer held, misreads 16-bit samples, and returns
+// samples as stored, not scaled from 0..maxval to 0..255.
 // The header as netpbm has it: the magic, then width, height and maxval in decimal, each
 // after whitespace and '#' comments (to the end of the line), then exactly one whitespace
 // byte; the raster is width * height * channels samples of 1 byte (maxval < 256) or 2.
-std::string check_pnm_raster(std::FILE* f) {
+std::string check_pnm_raster(std::FILE* f, int* maxval) {
+  *maxval = 0;
   const int p = std::getc(f), t = std::getc(f);
   if (p != 'P' || (t != '5' && t != '6')) return "";
   const char* names[3] = {"width", "height", "maxval"};
@@ -163,6 +165,20 @@ std::string check_pnm_raster(std::FILE* f) {
     return "PNM with 16-bit samples (maxval " + std::to_string(value[2]) +
            "), which stb_image 2.27 misreads";
   }
+  *maxval = static_cast<int>(value[2]);
+  return "";
+}
+
+// Samples of a PNM stored in 0..maxval, scaled to 0..255 (rounded) in place: "" or why not.
+std::string scale_pnm_samples(uint8_t* samples, size_t count, int maxval) {
+  if (maxval == 255) return "";
+  for (size_t i = 0; i < count; ++i) {
+    if (samples[i] > maxval) {
+      return "PNM: sample " + std::to_string(samples[i]) + " above the maxval " +
+             std::to_string(maxval);
+    }
+    samples[i] = static_cast<uint8_t>((samples[i] * 255 + maxval / 2) / maxval);
+  }
   return "";
 }
 
@@ -201,7 +217,8 @@ bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize,
            std::error_code(errno, std::generic_category()).message() + ")";
     return false;
   }
-  const std::string pnm_problem = check_pnm_raster(file.get());
+  int maxval = 0;
+  const std::string pnm_problem = check_pnm_raster(file.get(), &maxval);
   if (!pnm_problem.empty()) {
     *why = "not a readable image (" + pnm_problem + ")";
     return false;
@@ -219,6 +236,13 @@ bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize,
   }
   const int c = color == ColorMode::kGray ? 1 : 3;
   const size_t in_pixels = static_cast<size_t>(*iw) * static_cast<size_t>(*ih);
+  if (maxval != 0) {
+    const std::string sample_problem = scale_pnm_samples(rgb.get(), 3 * in_pixels, maxval);
+    if (!sample_problem.empty()) {
+      *why = "not a readable image (" + sample_problem + ")";
+      return false;
+    }
+  }
 
   // 2. Grey: ITU-R BT.601 luma in integers, rounded (exact for grey inputs, R = G = B).
   std::vector<uint8_t> luma;

@@ -3,8 +3,8 @@
 #include "data-tools/shard.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <memory>
+#include <string>
 
 #include "core/error.hpp"
 #include "data-tools/dataset_writer.hpp"
@@ -27,11 +27,12 @@ bool shard_name_middle(const std::string& middle) {
 }  // namespace
 
 std::string shard_output_path(const std::string& prefix, int64_t index, int64_t parts) {
-  const int digits = std::max<int>(5, static_cast<int>(std::to_string(parts).size()));
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "-%0*lld-of-%0*lld.h5", digits,
-                static_cast<long long>(index), digits, static_cast<long long>(parts));
-  return prefix + buffer;
+  const size_t digits = std::max<size_t>(5, std::to_string(parts).size());
+  const auto padded = [digits](int64_t v) {
+    const std::string t = std::to_string(v);
+    return std::string(digits - std::min(digits, t.size()), '0') + t;
+  };
+  return prefix + "-" + padded(index) + "-of-" + padded(parts) + ".h5";
 }
 
 std::vector<int64_t> shard_bounds(int64_t n, int64_t parts) {

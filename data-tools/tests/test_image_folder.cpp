@@ -287,6 +287,19 @@ TEST(DataToolsImages, PnmWhoseRasterIsShortOrWideIsUnreadable) {
                      ColorMode::kRgb, &px, &why))
       << why;
   EXPECT_EQ(px, (std::vector<uint8_t>{1, 4, 2, 5, 3, 6}));  // planar
+  // A maxval below 255: samples scaled to 0..255, rounded, as netpbm's tools read them
+  // (stb_image returns them as stored); a sample above the maxval is unreadable.
+  ASSERT_TRUE(decode("maxval15.pgm", std::string("P5 4 1 15\n\x00\x05\x0a\x0f", 14), 4, 1,
+                     ColorMode::kGray, &px, &why))
+      << why;
+  EXPECT_EQ(px, (std::vector<uint8_t>{0, 85, 170, 255}));
+  ASSERT_TRUE(decode("maxval100.ppm", std::string("P6 1 1 100\n\x00\x32\x64", 14), 1, 1,
+                     ColorMode::kRgb, &px, &why))
+      << why;
+  EXPECT_EQ(px, (std::vector<uint8_t>{0, 128, 255}));
+  why.clear();
+  EXPECT_FALSE(decode("above.pgm", "P5 2 1 15\n\x0f\x10", 2, 1, ColorMode::kGray, &px, &why));
+  EXPECT_NE(why.find("PNM: sample 16 above the maxval 15"), std::string::npos) << why;
 
   why.clear();
   EXPECT_FALSE(decode("empty.pgm", "P5\n64 64\n255\n", 64, 64, ColorMode::kGray, &px, &why));

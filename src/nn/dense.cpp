@@ -18,11 +18,13 @@ Dims Dense::output_dims(const Dims& input) {
     throw UsageError("dense " + name() + ": per_step needs a sequence [steps, features], got " +
                      std::to_string(input.size()) + " dim(s)");
   }
+  // As lstm and gru read theirs: every dimension but the last counts steps, so an image
+  // [C, H, W] is C x H steps of W features, and the output is a sequence [steps, units]
+  // (kept [C, H, units], it would be an activation with channels, which channels-last
+  // backends store in another order).
   in_ = input.back();
   steps_ = dims_elems(input) / in_;
-  Dims out = input;
-  out.back() = out_;
-  return out;
+  return {steps_, out_};
 }
 
 void Dense::bind(const ParamSlice& p) {

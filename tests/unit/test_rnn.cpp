@@ -90,6 +90,26 @@ TEST(Lstm, WholeModelGradients) {
   gradcheck::check_model_gradients(m, x, {1, 3, 0}, classes, /*stride=*/1, 2e-3);
 }
 
+// A per_step dense layer reads an image [C, H, W] as lstm does, C x H steps of W features,
+// and gives a sequence [steps, units], never an activation with channels (which a
+// channels-last backend would have stored in another order: the model was refused there).
+TEST(Lstm, PerStepDenseOnAnImageGivesASequence) {
+  CpuBackend be(1);
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.hidden.clear();
+  mc.layers = {
+      {.type = "dense", .values = {{"units", int64_t{3}}, {"per_step", true}}},
+      {.type = "lstm", .values = {{"units", int64_t{4}}, {"return_sequences", false}}},
+  };
+  const int batch = 2, classes = 3;
+  Model m(be, build_layers(mc, classes, {2, 3, 5}), {2, 3, 5}, batch);
+  EXPECT_EQ(m.layer_output_dims(0), (Dims{6, 3}));
+  m.init_params(4);
+  std::vector<float> x = gradcheck::random_vector(batch * 30, 17);
+  gradcheck::check_model_gradients(m, x, {0, 2}, classes, /*stride=*/1, 2e-3);
+}
+
 #include "rnn_reference.inc"
 
 // The weights, input and loss weights rnn_reference.py gives PyTorch; forward and backward

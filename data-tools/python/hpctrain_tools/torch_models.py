@@ -23,14 +23,16 @@ RESNET_BLOCKS = {"resnet18": (2, 2, 2, 2), "resnet34": (3, 4, 6, 3)}
 
 class Dense(nn.Linear):
     """hpctrain's dense layer: flattens its input, or with per_step applies to every step of
-    a sequence [N, T, F]."""
+    a sequence [N, T, F] (every dimension but the last counts steps, as in lstm and gru)."""
 
     def __init__(self, in_features, units, per_step=False):
         super().__init__(in_features, units)
         self.per_step = per_step
 
     def forward(self, x):
-        return super().forward(x if self.per_step else torch.flatten(x, 1))
+        if self.per_step:
+            return super().forward(x.reshape(x.shape[0], -1, x.shape[-1]))
+        return super().forward(torch.flatten(x, 1))
 
 
 class GlobalAvgPool(nn.Module):
