@@ -20,7 +20,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
 
-from hpctrain_tools import aggregate, scaling, study, studyfile  # noqa: E402
+from hpctrain_tools import aggregate, report, scaling, study, studyfile  # noqa: E402
 
 HEADER = ("epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
           "samples_per_second,data_wait_s,comm_s\n")
@@ -64,10 +64,36 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(r["epochs"][2]["val_accuracy"], 0.8)
         self.assertEqual(r["energy_j"], 100.0)
         self.assertAlmostEqual(r["step_time_s"], 64 / 1000.0)
-        resumed = aggregate.read_run(d, resumed=True)
+        self.assertFalse(r["resumed"])
+        # Resumed is what summary.json says (resumed_from), not how often the driver
+        # started the run: a first attempt that failed before any checkpoint resumes nothing.
+        with open(os.path.join(d, "summary.json")) as f:
+            s = json.load(f)
+        s["resumed_from"] = 40
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump(s, f)
+        resumed = aggregate.read_run(d)
+        self.assertTrue(resumed["resumed"])
         self.assertIsNone(resumed["energy_j"])
         self.assertIsNone(resumed["edp"])
         self.assertIn("resumed", resumed["energy_reason"])
+
+    def test_null_and_non_finite_figures_count_as_missing(self):
+        # hpctrain writes a non-finite figure as null: left out, never counted as 0.
+        good = make_run(self.root, "good", [(1, 1.0, 0.1, 0.7)], sps=1000.0)
+        null = make_run(self.root, "null", [(1, 1.0, 0.1, 0.7)], sps=1000.0)
+        with open(os.path.join(null, "summary.json")) as f:
+            s = json.load(f)
+        s["samples_per_second"] = None
+        s["test_accuracy"] = float("nan")
+        with open(os.path.join(null, "summary.json"), "w") as f:
+            json.dump(s, f)
+        runs = [aggregate.read_run(good), aggregate.read_run(null)]
+        self.assertIsNone(runs[1]["step_time_s"])
+        v = aggregate.summarise_variant({"name": "v", "ranks": 1, "devices": 1}, runs)
+        self.assertEqual(v["samples_per_second"]["mean"], 1000.0)
+        self.assertEqual(v["test_accuracy"]["mean"], 0.8)
+        self.assertIsNone(aggregate.stats([float("inf"), float("nan")]))
 
     def test_unreadable_energy_keeps_its_reason(self):
         d = make_run(self.root, "r", [(1, 1.0, 0.1, 0.7)], energy_j=None)
@@ -98,6 +124,14 @@ class Aggregation(unittest.TestCase):
                 for i, (t, j) in enumerate(zip(times, energies))]
         return aggregate.summarise_variant({"name": name, "ranks": devices,
                                             "devices": devices}, runs)
+
+    def test_a_baseline_without_a_finished_run_is_named(self):
+        two = self.variant("two", 2, [6.0], [50.0])
+        aggregate.add_comparisons([two], ["one"])
+        md = report.markdown({"study": "s", "config": "c.yaml", "repeats": 1, "written": "now",
+                              "baselines": ["one"], "variants": [two], "model": None})
+        self.assertIn("No run of the baseline one has finished: no speedup against it.", md)
+        self.assertIn("No one-rank variant of this study has a finished run", md)
 
     def test_speedup_efficiency_and_edp_against_the_baseline(self):
         base = self.variant("one", 1, [10.0, 12.0, 14.0], [100.0, 100.0, 100.0])
@@ -151,7 +185,11 @@ class StudyFile(unittest.TestCase):
         order = [x for x in sets if x.startswith("train.epochs=") or x.startswith("device=")]
         self.assertEqual(order, ["train.epochs=2", "device=cpu", "train.epochs=3",
                                  "train.epochs=4"])
-        self.assertEqual(sets[-2], "run.dir=/runs/a/r1")
+        self.assertEqual(sets[-2], 'run.dir="/runs/a/r1"')
+        # Quoted: a directory with ' #' or ': ' in its name stays one YAML string.
+        sets = study.run_sets(s, v, 0, "/runs/o #1: x/r0", [])
+        self.assertEqual(sets[-2], 'run.dir="/runs/o #1: x/r0"')
+        self.assertEqual(sets[-1], 'run.name="s-a-r0"')
 
     def test_wrong_types_are_exit_2_naming_the_file_and_key(self):
         head = "config: train.yaml\nvariants: [{name: a}]\n"
@@ -379,6 +417,63 @@ class StudyChecks(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.out, "study.md")))
         rc, out, err = self.study(text, "--report-only", "--no-plots")
         self.assertEqual((rc, err), (0, ""))
+
+    def test_a_run_made_by_another_command_is_neither_kept_nor_resumed(self):
+        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
+        with open(self.path, "w") as f:
+            f.write(text)
+        s = studyfile.load(self.path)
+        d = os.path.join(self.out, "runs", "a", "r0")
+        cmd = study.train_command(s, "/elsewhere/hpctrain", s["variants"][0], 0,
+                                  "/moved/runs/a/r0", ["train.epochs=1"])
+        os.makedirs(d)
+        with open(os.path.join(d, study.MARKER), "w") as f:
+            json.dump({"variant": "a", "repeat": 0, "attempts": 1, "exit_code": 0,
+                       "command": shlex.join(["srun", "-n", "1"] + cmd)}, f)
+        # Another launcher, binary or study directory: the same run, kept.
+        rc, out, err = self.study(text, "--dry-run", "--set", "train.epochs=1")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("done: "), out)
+        for argv in (["--dry-run"], []):
+            rc, out, err = self.study(text, *argv, "--set", "train.epochs=3")
+            self.assertEqual((rc, out), (2, ""), err)
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertTrue(err.startswith(f"error: --out {self.out}: runs/a/r0 finished with "
+                                           "another command ("), err)
+
+    def test_a_signal_during_the_checks_stops_before_anything_runs(self):
+        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
+        checks = study.check_configs
+
+        def check_then_signal(driver):
+            checks(driver)
+            os.kill(os.getpid(), signal.SIGUSR1)
+        started = []
+        with mock.patch.object(study, "check_configs", check_then_signal), \
+                mock.patch.object(study.Driver, "spawn", lambda *a: started.append(a) or 0):
+            rc, _, err = self.study(text)
+        self.assertEqual(rc, 75, err)
+        self.assertEqual(started, [])
+
+    def test_report_only_measures_nothing(self):
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\nvariants: [{name: a}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+        driver.run_nothing = True
+        with mock.patch.object(study.Driver, "spawn", side_effect=AssertionError("ran")):
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertIsNone(driver.bench("cpu", "ring", 2, 1 << 16))
+
+    def test_runs_start_in_a_process_group_of_their_own(self):
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\nvariants: [{name: a}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+        log = os.path.join(self.dir, "x.log")
+        rc = driver.spawn([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid())"],
+                          log)
+        self.assertEqual(rc, 0)
+        with open(log) as f:
+            self.assertEqual(f.read().splitlines()[-1], "True")
 
 
 class Model(unittest.TestCase):

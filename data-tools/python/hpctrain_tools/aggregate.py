@@ -4,6 +4,7 @@ the repeats (docs/study.md says how each is defined)."""
 
 import csv
 import json
+import math
 import os
 
 
@@ -36,12 +37,14 @@ def run_layout(run_dir):
         return None, None
 
 
-def read_run(run_dir, resumed=False):
+def read_run(run_dir):
     """One repeat: its summary.json and metrics.csv reduced to the figures a study needs.
 
     Phase times come from metrics.csv (every epoch, whichever process trained it) and the
     test time from summary.json, so a resumed repeat still counts all its epochs. Energy
-    covers only the process that wrote summary.json: it is left out of resumed repeats."""
+    covers only the process that wrote summary.json: it is left out of resumed repeats
+    (summary.json's resumed_from). A figure that is null (hpctrain writes non-finite ones as
+    null) or not finite counts as missing, never as 0."""
     spath = os.path.join(run_dir, "summary.json")
     try:
         with open(spath) as f:
@@ -53,8 +56,9 @@ def read_run(run_dir, resumed=False):
         raise RunError(f"{os.path.join(run_dir, 'metrics.csv')}: no epochs")
     train_s = sum(r["time_train_s"] or 0.0 for r in epochs.values())
     val_s = sum(r["time_val_s"] or 0.0 for r in epochs.values())
-    test_s = s.get("time_test_s") or 0.0
-    sps = s.get("samples_per_second") or 0.0
+    resumed = s.get("resumed_from") is not None
+    test_s = finite(s.get("time_test_s")) or 0.0  # null: no test set
+    sps = finite(s.get("samples_per_second"))
     energy = s.get("energy") or None
     reason = None
     total_j = energy.get("total_j") if energy else None
@@ -84,7 +88,7 @@ def read_run(run_dir, resumed=False):
         "time_s": train_s + val_s + test_s,
         "samples_per_second": sps,
         "step_time_s": (s["global_batch"] / sps) if sps else None,
-        "test_accuracy": s.get("test_accuracy"),
+        "test_accuracy": finite(s.get("test_accuracy")),
         "energy_j": total_j,
         "energy_reason": reason,
         "edp": s.get("edp") if total_j is not None else None,
@@ -95,10 +99,15 @@ def read_run(run_dir, resumed=False):
     }
 
 
+def finite(x):
+    """x when it is a finite number, else None."""
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
 def stats(values):
-    """{mean, median, min, max} of the numbers in `values` (None entries left out); None
-    if none."""
-    v = sorted(x for x in values if x is not None)
+    """{mean, median, min, max} of the numbers in `values` (None and non-finite entries
+    left out); None if none."""
+    v = sorted(x for x in map(finite, values) if x is not None)
     if not v:
         return None
     mid = len(v) // 2

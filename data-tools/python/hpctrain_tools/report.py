@@ -3,6 +3,7 @@ study.md (the tables a person reads, with the plots)."""
 
 import csv
 import json
+import math
 import os
 
 CSV_COLUMNS = [
@@ -66,9 +67,13 @@ def markdown(doc):
                    f"{resumed} | {_mmm(v['time_train_s'])} | {_mmm(v['time_val_s'])} | "
                    f"{_mmm(v['time_test_s'])} | {_mmm(v['time_s'])} | "
                    f"{_g((v['samples_per_second'] or {}).get('mean'), '{:.0f}')} |")
+    names = {v["name"] for v in vs}
     for b in doc["baselines"]:
-        out += ["", f"## Speedup against {b}", "",
-                "| variant | speedup (total) | speedup (training) | efficiency | "
+        out += ["", f"## Speedup against {b}", ""]
+        if b not in names:
+            out.append(f"No run of the baseline {b} has finished: no speedup against it.")
+            continue
+        out += ["| variant | speedup (total) | speedup (training) | efficiency | "
                 "efficiency (training) |", "|---|---|---:|---:|---:|"]
         for v in vs:
             sp = v["speedup"].get(b)
@@ -124,7 +129,8 @@ def model_markdown(model):
     """The scaling model's section of study.md."""
     if not model:
         return ["", "## Scaling model", "",
-                "No one-rank variant in this study: the model has nothing to calibrate from."]
+                "No one-rank variant of this study has a finished run: the model has "
+                "nothing to calibrate from."]
     c = model["compute"]
     out = ["", "## Scaling model", "",
            f"Calibrated on `{model['calibration']}`: {1e3 * c['step_s']:.3f} ms per step "
@@ -165,6 +171,17 @@ def model_markdown(model):
     return out
 
 
+def _finite_or_null(x):
+    """`x` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_or_null(v) for v in x]
+    return x
+
+
 def write(out_dir, doc):
     """study.json, study.csv and study.md, each replaced whole."""
     def put(name, text):
@@ -173,7 +190,7 @@ def write(out_dir, doc):
             f.write(text)
         os.replace(tmp, os.path.join(out_dir, name))
 
-    put("study.json", json.dumps(doc, indent=1) + "\n")
+    put("study.json", json.dumps(_finite_or_null(doc), indent=1, allow_nan=False) + "\n")
     base = doc["baselines"][0] if doc["baselines"] else None
     tmp = os.path.join(out_dir, "study.csv.tmp")
     with open(tmp, "w", newline="") as f:

@@ -48,7 +48,10 @@ def run_sets(study, variant, repeat, run_dir, cli_sets):
     sets = [f"run.seed={study['seed'] + repeat}", "train.step_timing=true",
             "checkpoint.at_epoch_end=true"]
     sets += study["set"] + variant["set"] + cli_sets
-    sets += [f"run.dir={run_dir}", f"run.name={study['name']}-{variant['name']}-r{repeat}"]
+    # Quoted (a JSON string is a YAML one): a path with ' #' or ': ' stays one string.
+    name = f"{study['name']}-{variant['name']}-r{repeat}"
+    sets += [f"run.dir={json.dumps(run_dir, ensure_ascii=False)}",
+             f"run.name={json.dumps(name, ensure_ascii=False)}"]
     return sets
 
 
@@ -108,6 +111,41 @@ def check_configs(driver):
         raise studyfile.StudyError(where + line)
 
 
+def training_words(cmd):
+    """The words of a run's command from `train` on, without its run.dir and run.name: what
+    must not change for the run to be kept or resumed (the launcher, the binary's path and
+    where the study directory lies may)."""
+    for i in range(len(cmd) - 1):
+        if cmd[i] == "train" and cmd[i + 2:i + 4] == ["--resume", "auto"]:
+            cmd = cmd[i:]
+            break
+    out = []
+    for w in cmd:
+        if out and out[-1] == "--set" and w.startswith(("run.dir=", "run.name=")):
+            out.pop()
+        else:
+            out.append(w)
+    return out
+
+
+def check_commands(driver, jobs, shown_out):
+    """A run directory made by another command (the study file, a --set or the study
+    directory changed) is neither kept nor resumed: StudyError naming it, before anything
+    runs."""
+    for v, r in jobs:
+        d = driver.run_dir(v, r)
+        m = driver.marker(d)
+        if not m or "command" not in m:
+            continue
+        now = train_command(driver.study, driver.hpctrain, v, r, d, driver.cli_sets)
+        if training_words(shlex.split(m["command"])) != training_words(now):
+            state = "finished" if m.get("exit_code") == 0 else "started"
+            raise studyfile.StudyError(
+                f"--out {shown_out}: {os.path.relpath(d, driver.out)} {state} with another "
+                f"command ({m['command']}); use another --out, or remove that run directory "
+                "to run it again with this one")
+
+
 class Driver:
     """Runs the study's training runs and benchmarks as child processes."""
 
@@ -118,6 +156,7 @@ class Driver:
         self.cli_sets = cli_sets
         self.child = None
         self.stop_signal = None
+        self.run_nothing = False  # --report-only
 
     def on_signal(self, signum, _frame):
         """SIGTERM, SIGINT, SIGUSR1: the running training checkpoints and stops (SIGUSR1
@@ -138,8 +177,10 @@ class Driver:
         with open(log_path, "ab") as f:
             f.write(("$ " + shlex.join(cmd) + "\n").encode())
             f.flush()
+            # A process group of its own: a terminal's Ctrl-C reaches only this driver,
+            # which passes it on as SIGUSR1 (mpiexec would kill the ranks on SIGINT).
             self.child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                          preexec_fn=die_with_parent)
+                                          preexec_fn=die_with_parent, start_new_session=True)
         try:
             while True:
                 try:
@@ -183,7 +224,7 @@ class Driver:
                   "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "exit_code": None})
         self.write_marker(run_dir, m)
-        again = " (resuming)" if m["attempts"] > 1 else ""
+        again = f" (attempt {m['attempts']})" if m["attempts"] > 1 else ""
         log(f"[{index}/{total}] {variant['name']} repeat {repeat + 1}: {variant['ranks']} "
             f"rank(s){again}")
         t0 = time.monotonic()
@@ -212,6 +253,10 @@ class Driver:
         path = self.bench_file(device, algorithm, ranks, part)
         if os.path.exists(path):
             return True
+        if self.run_nothing:
+            log(f"no all-reduce measurement of {ranks} {device} ranks (--report-only runs "
+                "nothing): no model for them")
+            return False
         os.makedirs(os.path.dirname(path), exist_ok=True)
         log(f"measuring the all-reduce on {ranks} {device} ranks ({part + 1} of 2)")
         cmd = launcher_prefix(self.study, ranks) + [
@@ -281,7 +326,7 @@ def read_runs(driver):
             d = driver.run_dir(v, r)
             m = driver.marker(d)
             if m and m.get("exit_code") == 0:
-                runs.append(aggregate.read_run(d, resumed=m.get("attempts", 1) > 1))
+                runs.append(aggregate.read_run(d))
         out.append((v, runs))
     return out
 
@@ -310,9 +355,11 @@ def build_model(driver, variants, raw, cuda_devices):
     if calibration is None:
         return None
     cv, cruns = calibration
-    phases = [r["step_phases_s"] for r in cruns if r["step_phases_s"]]
-    train_s = [r["time_train_s"] for r in cruns if r["step_phases_s"]]
-    backward = (sum(p["backward"] for p in phases) / sum(train_s)) if phases else 0.6
+    # Each repeat's own fraction (summary.json: its backward seconds over its training
+    # seconds, both of the process that wrote it, so a resumed repeat's too).
+    fractions = [r["step_phase_fractions"]["backward"] for r in cruns
+                 if (r["step_phase_fractions"] or {}).get("backward") is not None]
+    backward = sum(fractions) / len(fractions) if fractions else 0.6
     slots = node_slots(cv["backend"], cuda_devices)
     # A CPU rank occupies the cores its process keeps busy alone (compute and input threads),
     # as measured; a GPU rank its GPU.
@@ -500,6 +547,10 @@ def main(argv):
         out = os.path.abspath(shown_out)
         check_out(out, shown_out, make=False)
         driver = Driver(study, out, a.hpctrain, a.set)
+        driver.run_nothing = a.report_only
+        if not a.dry_run:  # before the checks, which take a while: a signal stops cleanly
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+                signal.signal(sig, driver.on_signal)
         if a.report_only and not a.dry_run:
             if not any(runs for _, runs in read_runs(driver)):
                 raise studyfile.StudyError(f"--out {shown_out}: no run of the study has "
@@ -507,6 +558,7 @@ def main(argv):
         else:
             check_configs(driver)
             jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
+            check_commands(driver, jobs, shown_out)
         if not a.dry_run:
             check_out(out, shown_out, make=True)
     except studyfile.StudyError as e:
@@ -522,9 +574,9 @@ def main(argv):
             state = "done" if m and m.get("exit_code") == 0 else "to run"
             print(f"{state}: {shlex.join(train_command(study, a.hpctrain, v, r, d, a.set))}")
         return EXIT_OK
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
-        signal.signal(sig, driver.on_signal)
     try:
+        if driver.stop_signal:
+            raise Stopped()
         if not a.report_only:
             log(f"{len(study['variants'])} variants x {study['repeats']} repeats into {out}")
             ran = False

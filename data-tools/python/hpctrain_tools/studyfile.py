@@ -64,7 +64,8 @@ def _sets(path, key, value):
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(s, str) and "=" in s for s in value):
-        raise StudyError(f"{path}: {key}: expected a list of 'key.path=value' strings")
+        raise StudyError(f"{path}: {key}: expected a list of 'key.path=value' strings, "
+                         f"got {shown(value)}")
     return list(value)
 
 
@@ -195,7 +196,8 @@ def load(path):
     study["variants"] = out
     baselines = doc.get("baselines", [out[0]["name"]])
     if not isinstance(baselines, list) or not baselines:
-        raise StudyError(f"{path}: baselines: expected a list of variant names")
+        raise StudyError(f"{path}: baselines: expected a list of variant names, "
+                         f"got {shown(baselines)}")
     for b in baselines:
         if not isinstance(b, str):
             raise StudyError(f"{path}: baselines: expected variant names, got {shown(b)}")
@@ -205,13 +207,13 @@ def load(path):
     model = doc.get("model")
     model = {} if model is None else model
     if not isinstance(model, dict):
-        raise StudyError(f"{path}: model: expected a mapping")
+        raise StudyError(f"{path}: model: expected a mapping, got {shown(model)}")
     _unknown(path, "model.", model, MODEL_KEYS)
     network = model.get("network", "measured")
     if network != "measured":
         if not isinstance(network, dict):
             raise StudyError(f"{path}: model.network: expected 'measured' or a mapping of "
-                             "name, alpha_us, bandwidth_gbs")
+                             f"name, alpha_us, bandwidth_gbs, got {shown(network)}")
         _unknown(path, "model.network.", network, NETWORK_KEYS)
         if not isinstance(network.get("name", "given"), str):
             raise StudyError(f"{path}: model.network.name: expected a string, "
