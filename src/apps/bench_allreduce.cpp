@@ -86,7 +86,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   }
   if (args.empty() || args[0] != "allreduce") {
     if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-      std::cout << kBenchUsage;
+      if (prints_for_all_ranks()) std::cout << kBenchUsage;
       return kExitOk;
     }
     throw UsageError("bench: expected 'allreduce' or 'checkpoint' (see hpctrain bench --help)");
@@ -97,7 +97,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   std::vector<std::string> wanted;  // --algorithms; empty: all
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::cout << kBenchUsage;
+      if (prints_for_all_ranks()) std::cout << kBenchUsage;
       return kExitOk;
     }
     if (i + 1 >= args.size()) throw UsageError("bench allreduce: " + args[i] + " needs a value");

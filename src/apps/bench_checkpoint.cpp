@@ -28,6 +28,7 @@
 #include "checkpoint/checkpoint_file.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/log.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
 
@@ -89,7 +90,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   std::string parent = ".", out_path;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--help" || args[i] == "-h") {
-      std::cout << kUsage;
+      if (prints_for_all_ranks()) std::cout << kUsage;
       return kExitOk;
     }
     if (i + 1 >= args.size()) throw UsageError("bench checkpoint: " + args[i] + " needs a value");

@@ -233,7 +233,7 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
 
 int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::cout << kTrainUsage;
+    if (prints_for_all_ranks()) std::cout << kTrainUsage;
     return kExitOk;
   }
   std::string config_path, resume = "auto";
@@ -286,7 +286,7 @@ constexpr const char* kEvalUsage =
 
 int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::cout << kEvalUsage;
+    if (prints_for_all_ranks()) std::cout << kEvalUsage;
     return kExitOk;
   }
   TargetArgs target;
@@ -319,7 +319,7 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
 
 int cmd_inspect(const std::vector<std::string>& args) {
   if (wants_help(args)) {
-    std::cout << kInspectUsage;
+    if (prints_for_all_ranks()) std::cout << kInspectUsage;
     return kExitOk;
   }
   std::string file, input, classes, batch, timeout;
@@ -392,7 +392,7 @@ constexpr const char* kConfigUsage =
 
 int cmd_config(const std::vector<std::string>& args) {
   if (args.empty() || wants_help(args)) {
-    std::cout << kConfigUsage;
+    if (prints_for_all_ranks()) std::cout << kConfigUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args.size() == 1 && args[0] == "--list") {
@@ -471,6 +471,13 @@ int main(int argc, char** argv) {
   hpctrain::install_crash_notes();
   try {
     return hpctrain::dispatch(&argc, &argv);
+  } catch (const hpctrain::UsageError& e) {
+    // A bad command line, before MPI started, reaches every rank alike: launcher rank 0
+    // says so. Later errors may be one rank's own: each rank says its own.
+    int mpi_started = 0;
+    MPI_Initialized(&mpi_started);
+    if (mpi_started != 0 || hpctrain::prints_for_all_ranks()) hpctrain::log_error(e.what());
+    hpctrain::exit_after_error(e.exit_code());
   } catch (const hpctrain::Error& e) {
     hpctrain::log_error(e.what());
     hpctrain::exit_after_error(e.exit_code());

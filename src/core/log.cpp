@@ -2,6 +2,7 @@
 #include "core/log.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 #include "core/timer.hpp"
@@ -45,6 +46,16 @@ int log_rank() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_rank;
 }
+
+int launcher_rank() {
+  for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return std::atoi(value);
+  }
+  return 0;
+}
+
+bool prints_for_all_ranks() { return launcher_rank() == 0; }
 
 void log_info(const std::string& message) {
   if (log_rank() != 0) return;

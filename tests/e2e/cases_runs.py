@@ -182,6 +182,16 @@ def case_cli():
     check(h.returncode == 0 and "train CONFIG.yaml" in h.stdout, "hpctrain --help")
     h = subprocess.run([hpctrain(), "train", "--help"], capture_output=True, text=True)
     check(h.returncode == 0 and "--set" in h.stdout, "hpctrain train --help")
+    # Under mpiexec a bad command line and --help come once, from rank 0, not once a rank.
+    p = subprocess.run(["mpiexec", "-n", "2", hpctrain(), "train",
+                        "configs/fashion_mnist_mlp.yaml", "--bogus"],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 2, f"train --bogus on 2 ranks: exit {p.returncode}")
+    one_error_line(p.stderr, "train: unknown option '--bogus'")
+    p = subprocess.run(["mpiexec", "-n", "2", hpctrain(), "train", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and p.stdout.count("usage: ") == 1,
+          f"train --help on 2 ranks: exit {p.returncode}, {p.stdout.count('usage: ')} usages")
     u = subprocess.run([hpctrain(), "frobnicate"], capture_output=True, text=True)
     check(u.returncode == 2 and "frobnicate" in u.stderr, "unknown command should exit 2")
     i = subprocess.run([hpctrain(), "inspect", os.path.join(ARGS.data, "test.h5")],
