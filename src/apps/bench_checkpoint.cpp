@@ -162,6 +162,8 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     // The trainer's path: hand over the live arrays; the writer snapshots them
     // while one training step (--step-ms) runs, and the next update waits for
     // the snapshot.
+    // Read before the submit: a write shorter than the step has finished by its end.
+    const double before = writer.stats().write_seconds;
     double t0 = now_seconds();
     CheckpointState a = writer.recycle();
     a.step = r;
@@ -176,7 +178,6 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     writer.wait_snapshot();
     blocked += now_seconds() - t0;
     blocked_s.push_back(blocked);
-    const double before = writer.stats().write_seconds;
     writer.wait();
     async_write_s.push_back(writer.stats().write_seconds - before);
   }
@@ -196,7 +197,11 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     std::ostringstream o;
     auto list = [&](const std::vector<double>& v) {
       std::string s = "[";
-      for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+      char x[32];
+      for (size_t i = 0; i < v.size(); ++i) {
+        std::snprintf(x, sizeof(x), "%.9g", v[i]);
+        s += (i ? ", " : "") + std::string(x);
+      }
       return s + "]";
     };
     o << "{\n  \"benchmark\": \"checkpoint\",\n  \"bytes\": " << total << ",\n  \"reps\": " << reps

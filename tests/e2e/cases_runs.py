@@ -2,6 +2,7 @@
 input, missing data and a killed rank.
 """
 import gzip
+import json
 import os
 import shutil
 import signal
@@ -262,6 +263,15 @@ def case_cli():
                        timeout=120)
     check(c.returncode == 0 and os.listdir(scratch) == ["keep.txt"],
           f"bench checkpoint --dir: exit {c.returncode}, left {os.listdir(scratch)}, {c.stderr}")
+    # A write that ends within the step (--step-ms 50) is timed, not 0 s; the file is JSON.
+    out = os.path.join(run_dir("cli"), "bench-checkpoint.json")
+    c = subprocess.run([hpctrain(), "bench", "checkpoint", "--bytes", "4096", "--reps", "2",
+                        "--step-ms", "50", "--dir", scratch, "--out", out],
+                       capture_output=True, text=True, timeout=120)
+    check(c.returncode == 0, f"bench checkpoint --out: exit {c.returncode}, {c.stderr}")
+    with open(out) as f:
+        doc = json.load(f, parse_constant=lambda x: fail(f"{out} holds {x}"))
+    check(all(t > 0 for t in doc["async_write_s"]), f"async writes timed {doc['async_write_s']}")
 
 
 def case_config_resolved():
