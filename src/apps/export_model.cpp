@@ -266,6 +266,13 @@ void write_layers_file(const std::string& path, const Export& e) {
 Export gather(const Options& o) {
   ModelTarget target = resolve_model_target(o.target);
   const std::string checkpoint = checkpoint_path(target, "export");
+  // --force replaces an earlier export, never what this one reads.
+  std::error_code ec;
+  for (const std::string& input : {checkpoint, target.config.source_file}) {
+    if (std::filesystem::equivalent(o.out, input, ec)) {
+      throw UsageError(o.out + ": --out is " + input + ", which the export reads");
+    }
+  }
   Export e;
   e.config = std::move(target.config);
   const Config& config = e.config;

@@ -413,6 +413,17 @@ def case_export_refusals():
     check(p.returncode == 0 and h5py.is_hdf5(out), f"--force: exit {p.returncode}")
     p = export(checkpoints("export_refusals")[-1], "hdf5-layers", out)  # its stored config
     check(p.returncode == 0 and h5py.is_hdf5(out), f"a checkpoint as TARGET: exit {p.returncode}")
+    # --force never replaces what the export reads: the checkpoint or the config.
+    config_file = os.path.join(run_folder, "config.yaml")
+    for target in (checkpoints("export_refusals")[-1], config_file):
+        with open(target, "rb") as f:
+            before = f.read()
+        p = run([hpctrain(), "export", run_folder, "--format", "hdf5-layers", "--out", target,
+                 "--force"])
+        check(p.returncode == 2, f"--out {target} --force: exit {p.returncode}")
+        one_error_line(p.stderr, target, "which the export reads")
+        with open(target, "rb") as f:
+            check(f.read() == before, f"--out --force replaced {target}")
 
     damaged = os.path.join(folder, "damaged.h5")
     shutil.copy(checkpoints("export_refusals")[-1], damaged)
