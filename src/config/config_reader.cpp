@@ -20,8 +20,30 @@ std::string child_path(std::string_view parent, std::string_view key) {
   return out;
 }
 
+// A scalar as an error line shows it: control characters escaped (\n, \t, \xHH), so
+// that the error stays one line, and cut after 80 bytes.
+std::string shown_scalar(const std::string& text) {
+  constexpr size_t kMax = 80;
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (text.size() > kMax) out += "...";
+  return out;
+}
+
 // The "got" part of a range error: the scalar as written.
-std::string got_text(const YAML::Node& node) { return node.Scalar(); }
+std::string got_text(const YAML::Node& node) { return shown_scalar(node.Scalar()); }
 
 }  // namespace
 
@@ -47,7 +69,7 @@ void Origins::fail(std::string_view path, const YAML::Mark& mark, const std::str
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Scalar:
-      return "'" + node.Scalar() + "'";
+      return "'" + shown_scalar(node.Scalar()) + "'";
     case YAML::NodeType::Sequence:
       return "a list";
     case YAML::NodeType::Map:

@@ -65,6 +65,13 @@ TEST(ConfigErrors, WrongTypes) {
   expect_error(head + "model:\n  hidden: 64\n",
                "FILE:4: model.hidden: expected a list of integers, got '64'");
   expect_error(head + "run: 5\n", "FILE:3: run: expected a map of keys, got '5'");
+  // A value shown in the error keeps it one line: control characters escaped, long ones cut.
+  expect_error(head + "device: \"cpu\\nx\\ty\\x01\"\n",
+               "FILE:3: device: expected one of auto, cpu, cuda, got 'cpu\\nx\\ty\\x01'");
+  expect_error(head + "train:\n  epochs: |\n    1\n    2\n",
+               "FILE:4: train.epochs: expected an integer, got '1\\n2\\n'");
+  expect_error(head + "train:\n  epochs: " + std::string(100, '9') + "x\n",
+               "FILE:4: train.epochs: expected an integer, got '" + std::string(80, '9') + "...'");
 }
 
 TEST(ConfigErrors, OutOfRange) {
