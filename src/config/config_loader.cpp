@@ -39,7 +39,8 @@ std::string line_of(const std::string& file, const YAML::Mark& mark) {
 // The line (from 1) of a "---" that starts a second document in the YAML text, or the file
 // `source` when there is no text; 0 when there is none. yaml-cpp reads the first document
 // only, and its LoadAll can loop forever on damaged input, so the lines are looked at: a
-// "---" at the start of a line after content (a block scalar cannot hold one there).
+// "---" at the start of a line after content, or content after a "..." that ends the
+// document (a block scalar cannot hold either there).
 int second_document_line(const std::string& source, const std::optional<std::string>& text) {
   std::error_code ec;
   if (!text && !std::filesystem::is_regular_file(source, ec)) return 0;
@@ -47,17 +48,23 @@ int second_document_line(const std::string& source, const std::optional<std::str
   std::ifstream from_file;
   if (!text) from_file.open(source);
   std::istream& in = text ? static_cast<std::istream&>(from_text) : from_file;
-  bool content = false;
+  const auto starts_with_marker = [](const std::string& line, const char* marker) {
+    return line.rfind(marker, 0) == 0 &&
+           (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+  };
+  bool content = false, ended = false;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const bool marker = line.rfind("---", 0) == 0 &&
-                        (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    const bool marker = starts_with_marker(line, "---");
     if (marker && content) return number;
-    const std::string rest = marker ? line.substr(3) : line;
+    const bool end = starts_with_marker(line, "...");
+    const std::string rest = marker || end ? line.substr(3) : line;
     const size_t first = rest.find_first_not_of(" \t\r");
-    if (first != std::string::npos && rest[first] != '#' && (marker || rest[first] != '%')) {
-      content = true;
-    }
+    const bool has_content =
+        first != std::string::npos && rest[first] != '#' && (marker || rest[first] != '%');
+    if (has_content && ended) return number;
+    if (has_content) content = true;
+    if (end && content) ended = true;
   }
   return 0;
 }
@@ -82,7 +89,8 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
   }
   if (const int line = second_document_line(source, text); line > 0) {
     throw UsageError(source + ":" + std::to_string(line) +
-                     ": a second YAML document ('---'): a config is one document");
+                     ": a second YAML document ('---', or text after '...'): a config is "
+                     "one document");
   }
   if (root.IsNull()) {
     throw UsageError(source +
@@ -224,6 +232,10 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
                          raw + "'\")"
                    : "";
       throw UsageError("--set " + key + ": YAML syntax error in value: " + e.msg + hint);
+    }
+    if (second_document_line("--set", raw) > 0) {
+      throw UsageError("--set " + key +
+                       ": a second YAML document in the value ('---', or text after '...')");
     }
   }
   set_in_tree(origins, root, parts, 0, "", value);

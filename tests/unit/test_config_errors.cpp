@@ -379,12 +379,22 @@ TEST(ConfigErrors, FileLevelProblems) {
   EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
   expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
   expect_error("train: {epochs: 2}\n---\ntrain: {epochs: 9, bogus: 1}\n",
-               "FILE:2: a second YAML document ('---'): a config is one document");
+               "FILE:2: a second YAML document ('---', or text after '...'): a config is one "
+               "document");
+  // Text after a "..." that ends the document is a second document too (yaml-cpp ignored it).
+  expect_error("train: {epochs: 2}\n... # end\ntrain: {epochs: 3}\n",
+               "FILE:3: a second YAML document ('---', or text after '...'): a config is one "
+               "document");
+  EXPECT_EQ(
+      load_error("train: {epochs: 0}\n...\n# only a comment after the end\n", {}).find("second"),
+      std::string::npos);
+  EXPECT_EQ(load_error("run: {name: a}\n", {"run.name=a\n---\nb"}),
+            "--set run.name: a second YAML document in the value ('---', or text after '...')");
   // A leading "---", comments and directives are not content; a block scalar's lines are.
   EXPECT_EQ(load_error("%YAML 1.2\n# c\n---\ntrain: {epochs: 0}\n", {}).find("second"),
             std::string::npos);
   expect_error("data:\n  train: |\n    a\n---\n",
-               "FILE:4: a second YAML document ('---'): a "
+               "FILE:4: a second YAML document ('---', or text after '...'): a "
                "config is one document");
 
   const std::string missing = (fs::path(::testing::TempDir()) / "no_such_config.yaml").string();
