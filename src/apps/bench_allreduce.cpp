@@ -27,6 +27,7 @@
 #include "core/log.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
+#include "data-tools/dataset_writer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -130,6 +131,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (device != "cpu" && device != "cuda") {
     throw UsageError("bench allreduce: --device: expected cpu or cuda, got '" + device + "'");
   }
+  if (!out_path.empty()) check_output_file(out_path);  // before the benchmark, not after
 
   MpiEnv env(argc, argv);
   Communicator comm(MPI_COMM_WORLD, static_cast<size_t>(chunk_bytes));

@@ -31,6 +31,7 @@
 #include "core/log.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
+#include "data-tools/dataset_writer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -115,7 +116,12 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
       throw UsageError("bench checkpoint: unknown option '" + key + "'");
     }
   }
-  const size_t n = static_cast<size_t>(bytes / 8);  // two arrays of n floats
+  std::error_code ec;
+  if (!std::filesystem::is_directory(parent, ec)) {
+    throw UsageError("bench checkpoint: --dir " + parent + ": not a directory");
+  }
+  if (!out_path.empty()) check_output_file(out_path);  // before the benchmark, not after
+  const size_t n = static_cast<size_t>(bytes / 8);     // two arrays of n floats
   std::vector<float> params, velocity;
   try {
     params.resize(n);
@@ -124,7 +130,6 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     throw UsageError("bench checkpoint: --bytes: cannot allocate " + std::to_string(bytes) +
                      " bytes here");
   }
-  make_directories(parent);
   // A folder of its own, so that removing it afterwards removes only what it wrote.
   std::string dir = parent + "/hpctrain-bench-checkpoint.XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) {

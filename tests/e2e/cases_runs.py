@@ -272,6 +272,17 @@ def case_cli():
     with open(out) as f:
         doc = json.load(f, parse_constant=lambda x: fail(f"{out} holds {x}"))
     check(all(t > 0 for t in doc["async_write_s"]), f"async writes timed {doc['async_write_s']}")
+    # Outputs and --dir are checked before the benchmark: exit 2, nothing made.
+    missing = os.path.join(run_dir("cli"), "missing", "deeper")
+    for cmd, words in (
+            (["bench", "checkpoint", "--bytes", "4096", "--dir", missing], "not a directory"),
+            (["bench", "checkpoint", "--bytes", "4096", "--out", os.path.join(missing, "x.json")],
+             "does not exist"),
+            (["bench", "allreduce", "--max-bytes", "8192", "--out", scratch], "is a directory")):
+        c = subprocess.run([hpctrain()] + cmd, capture_output=True, text=True, timeout=120)
+        check(c.returncode == 2 and not c.stdout, f"{cmd}: exit {c.returncode}, {c.stdout}")
+        one_error_line(c.stderr, words)
+    check(not os.path.exists(os.path.dirname(missing)), "bench checkpoint made --dir")
 
 
 def case_config_resolved():
