@@ -42,6 +42,13 @@ std::string shown_scalar(const std::string& text) {
   return out;
 }
 
+// Where std::from_chars reads a number: after a leading '+', which YAML allows and
+// from_chars does not, unless a '-' follows it (the end of the text then: no number).
+const char* number_start(const std::string& text) {
+  if (text.size() < 2 || text[0] != '+') return text.data();
+  return text[1] == '-' ? text.data() + text.size() : text.data() + 1;
+}
+
 // The "got" part of a range error: the scalar as written.
 std::string got_text(const YAML::Node& node) { return shown_scalar(node.Scalar()); }
 
@@ -104,14 +111,18 @@ int64_t read_int(const Origins& origins, const Value& v, int64_t min, int64_t ma
   if (!v.node.IsScalar())
     origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
   const std::string& text = v.node.Scalar();
-  // from_chars rejects a leading '+', which YAML allows.
-  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  // from_chars rejects a leading '+', which YAML allows (one sign: "+-1" is not a number).
+  const char* first = number_start(text);
   const char* last = text.data() + text.size();
   int64_t x = 0;
   const auto [ptr, ec] = std::from_chars(first, last, x);
-  const bool negative = !text.empty() && text[0] == '-';
   if (ec == std::errc::result_out_of_range && ptr == last) {
-    x = negative ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    // Beyond 64 bits: out of the key's range, whatever it is (never clamped into it).
+    origins.fail(
+        v.path, v.mark,
+        text[0] == '-'
+            ? "expected an integer >= " + std::to_string(min) + ", got " + got_text(v.node)
+            : "expected an integer <= " + std::to_string(max) + ", got " + got_text(v.node));
   } else if (ec != std::errc() || ptr != last || first == last) {
     origins.fail(v.path, v.mark, "expected an integer, got " + describe(v.node));
   }
@@ -135,7 +146,7 @@ uint64_t read_uint64(const Origins& origins, const Value& v) {
     read_int(origins, v, std::numeric_limits<int64_t>::min());
     origins.fail(v.path, v.mark, "expected an integer >= 0, got " + got_text(v.node));
   }
-  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const char* first = number_start(text);
   const char* last = text.data() + text.size();
   uint64_t x = 0;
   const auto [ptr, ec] = std::from_chars(first, last, x);
@@ -154,7 +165,7 @@ double read_number(const Origins& origins, const Value& v, const NumberRange& ra
   if (!v.node.IsScalar())
     origins.fail(v.path, v.mark, "expected a number, got " + describe(v.node));
   const std::string& text = v.node.Scalar();
-  const char* first = text.data() + (!text.empty() && text[0] == '+' ? 1 : 0);
+  const char* first = number_start(text);
   const char* last = text.data() + text.size();
   double x = 0.0;
   const auto [ptr, ec] = std::from_chars(first, last, x);

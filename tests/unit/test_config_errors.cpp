@@ -83,6 +83,15 @@ TEST(ConfigErrors, OutOfRange) {
   expect_error(head + "train:\n  epochs: 99999999999999999999999\n",
                "FILE:4: train.epochs: expected an integer <= 2147483647, got "
                "99999999999999999999999");
+  // Beyond 64 bits is out of range even where the range is all of int64 (it was clamped).
+  expect_error(head + "checkpoint:\n  every_steps: 99999999999999999999999\n",
+               "FILE:4: checkpoint.every_steps: expected an integer <= 9223372036854775807, got "
+               "99999999999999999999999");
+  // One sign: "+-1" and "+-0" are not numbers (they read as -1 and -0).
+  expect_error(head + "debug:\n  slow_rank:\n    rank: +-1\n",
+               "FILE:5: debug.slow_rank.rank: expected an integer, got '+-1'");
+  expect_error(head + "optimizer:\n  weight_decay: +-0\n",
+               "FILE:4: optimizer.weight_decay: expected a finite number, got '+-0'");
   expect_error(head + "run:\n  threads: -1\n",
                "FILE:4: run.threads: expected an integer >= 0, got -1");
   expect_error(head + "run:\n  seed: -1\n", "FILE:4: run.seed: expected an integer >= 0, got -1");
