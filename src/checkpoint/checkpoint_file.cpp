@@ -112,21 +112,21 @@ std::vector<std::string> array_names(hid_t file) {
 }
 
 // Opens a checkpoint for reading after its whole-file checksum, if it has one, matched;
-// any HDF5 failure becomes a UsageError naming the file. *footer says which.
+// *footer says which. Contents that are not a checkpoint's are a UsageError naming the file;
+// a file the system cannot open or read (EACCES, EIO) is an Error naming it and the reason:
+// nothing says its contents are bad, so --resume auto must not skip it for an older one.
 H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
-  if (!std::filesystem::exists(path)) throw UsageError(path + ": no such checkpoint");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {  // a FIFO would block the read
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    throw UsageError(path + ": no such checkpoint");
+  }
+  if (ec) throw Error(path + ": cannot open: " + ec.message());
+  if (!std::filesystem::is_regular_file(status)) {  // a FIFO would block the read
     throw UsageError(path + ": not a regular file");
   }
-  try {
-    const Footer f = verify_checksum_footer(path);
-    if (footer != nullptr) *footer = f;
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());  // unreadable: bad input like any other corrupt file
-  }
+  const Footer f = verify_checksum_footer(path);
+  if (footer != nullptr) *footer = f;
   h5_quiet();
   hid_t id = H5I_INVALID_HID;
   {
@@ -296,8 +296,11 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     return s;
   } catch (const UsageError& e) {
     throw UsageError(describe_error(path, e));
-  } catch (const Error& e) {
+  } catch (const H5Error& e) {
+    if (!e.os_error().empty()) throw Error(path + ": cannot read: " + e.what());
     throw UsageError(path + ": unreadable checkpoint (truncated or corrupt?): " + e.what());
+  } catch (const Error& e) {
+    throw Error(describe_error(path, e));  // the system could not open or read it
   }
 }
 

@@ -67,6 +67,9 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
 }
 
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
+  // Only a UsageError (the contents are bad) is skipped: an Error (the system could not
+  // read the file) ends the run, or the older one would be resumed and retention would
+  // then delete this newer one.
   for (const CheckpointEntry& e : list_checkpoints(dir)) {
     try {
       return LoadedCheckpoint{e.path, read_checkpoint_file(e.path)};

@@ -28,8 +28,9 @@ struct LoadedCheckpoint {
   CheckpointState state;
 };
 
-// The newest checkpoint that reads and verifies. Corrupt or unreadable ones are
-// reported with a warning and skipped in favour of the previous one.
+// The newest checkpoint that reads and verifies. Corrupt ones (truncated, failing a
+// checksum, foreign) are reported with a warning and skipped in favour of the previous one;
+// one the system cannot open or read (permissions, an I/O error) throws Error naming it.
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 
 // Retention deletes only what it can prove it wrote: a writer records each checkpoint it
