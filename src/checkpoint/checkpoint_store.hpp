@@ -40,6 +40,10 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 inline constexpr const char* kManifestName = "hpctrain-checkpoints.txt";
 void record_checkpoint(const std::string& path, const std::string& owner);
 
+// The checkpoints in `dir` the manifest lists as `owner`'s and prune_checkpoints may
+// therefore delete (not through a symbolic link), newest first.
+std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std::string& owner);
+
 // After the commit of step `committed`: of the checkpoints the manifest lists as `owner`'s,
 // deletes those numbered above `committed` (older than it whatever their number: corrupt, of
 // a job counting other steps, or of steps a resume went back from; they would shadow it at
