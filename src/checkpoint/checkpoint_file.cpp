@@ -80,7 +80,10 @@ struct ArrayRead {
   uint32_t stored_crc = 0, actual_crc = 0;
 };
 
-ArrayRead read_array(hid_t arrays, const std::string& name) {
+// Reads one array of a file of `file_bytes` bytes. A header that claims more floats than
+// the file holds (a faulty or hostile writer: the checksums can match) is refused before
+// any memory is reserved for them.
+ArrayRead read_array(hid_t arrays, const std::string& name, uint64_t file_bytes) {
   H5Handle dset(HT_CHECK_H5(H5Dopen2(arrays, name.c_str(), H5P_DEFAULT)), H5Dclose);
   H5Handle space(HT_CHECK_H5(H5Dget_space(dset.get())), H5Sclose);
   if (HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get())) != 1) {
@@ -88,6 +91,11 @@ ArrayRead read_array(hid_t arrays, const std::string& name) {
   }
   hsize_t n = 0;
   HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), &n, nullptr));
+  if (n > file_bytes / sizeof(float)) {
+    throw UsageError("array '" + name + "' claims " + std::to_string(n) +
+                     " floats, more than the file's " + std::to_string(file_bytes) +
+                     " bytes hold (corrupt)");
+  }
   ArrayRead r;
   r.data.resize(static_cast<size_t>(n));
   if (n > 0) {
@@ -101,6 +109,13 @@ ArrayRead read_array(hid_t arrays, const std::string& name) {
   HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_UINT32, &r.stored_crc));
   r.actual_crc = crc_of(r.data);
   return r;
+}
+
+// The size of the open file, for read_array.
+uint64_t open_file_bytes(hid_t file) {
+  hsize_t size = 0;
+  HT_CHECK_H5(H5Fget_filesize(file, &size));
+  return size;
 }
 
 std::vector<std::string> array_names(hid_t file) {
@@ -278,7 +293,7 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     s.created = read_string(root, "created");
     H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
     for (const std::string& name : array_names(root)) {
-      ArrayRead a = read_array(arrays.get(), name);
+      ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
       if (a.stored_crc != a.actual_crc) {
         throw UsageError("array '" + name + "' fails its CRC-32C check (corrupt)");
       }
@@ -362,7 +377,7 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
     H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
     for (const std::string& name : array_names(root)) {
       try {
-        const ArrayRead a = read_array(arrays.get(), name);
+        const ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
         const bool good = a.stored_crc == a.actual_crc;
         ok = ok && good;
         char line[256];

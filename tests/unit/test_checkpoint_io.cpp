@@ -1,4 +1,5 @@
-// Checkpoints the system cannot read: an error that ends the run, not a corrupt file that
+// Checkpoints the system cannot read, and checkpoints whose HDF5 headers claim more than
+// the file holds: which is an error that ends the run, and which a corrupt file that
 // --resume auto skips for an older one.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,13 +10,22 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_file.hpp"
+#include "checkpoint/checkpoint_footer.hpp"
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
+#include "h5/h5.hpp"
 
 namespace hpctrain {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string io_test_dir(const std::string& name) {
+  const std::string dir = ::testing::TempDir() + "/ht_ckpt_io_" + name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
 
 CheckpointState io_test_state(int64_t step) {
   CheckpointState s;
@@ -85,6 +95,51 @@ TEST(CheckpointIo, UnreadableNewestIsAnErrorNotSkipped) {
   EXPECT_EXIT(scan_without_permission(dir, newest), ::testing::ExitedWithCode(0),
               "ckpt-000000000030.h5: cannot open: Permission denied");
   for (int64_t step : {10, 20, 30}) EXPECT_TRUE(fs::exists(checkpoint_path(dir, step))) << step;
+}
+
+// Writes a checkpoint at `path` with one more array, `name`, whose header claims `n` floats
+// that were never written, and a whole-file checksum that matches: a file made so on purpose
+// or by a faulty tool, which only the array's claimed size gives away.
+void write_with_huge_array(const std::string& path, const std::string& name, hsize_t n) {
+  write_checkpoint_file(path, io_test_state(20));
+  fs::resize_file(path, fs::file_size(path) - kFooterBytes);
+  {
+    h5_quiet();
+    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
+    const hsize_t dims[1] = {n};
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+    H5Handle dset(HT_CHECK_H5(H5Dcreate2(file.get(), ("/arrays/" + name).c_str(), H5T_IEEE_F32LE,
+                                         space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Dclose);
+    H5Handle aspace(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+    H5Handle attr(HT_CHECK_H5(H5Acreate2(dset.get(), "crc32c", H5T_STD_U32LE, aspace.get(),
+                                         H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Aclose);
+    const uint32_t crc = 0;
+    HT_CHECK_H5(H5Awrite(attr.get(), H5T_NATIVE_UINT32, &crc));
+  }
+  append_checksum_footer(path);
+}
+
+// An array whose header claims more bytes than the whole file (2^50 floats: no allocation
+// can hold them) is refused as corrupt, naming the file and the array, before any memory is
+// reserved for it; --resume auto goes on with the older checkpoint.
+TEST(CheckpointIo, ArrayLongerThanTheFileIsCorrupt) {
+  const std::string dir = io_test_dir("huge");
+  write_checkpoint_file(checkpoint_path(dir, 10), io_test_state(10));
+  const std::string path = checkpoint_path(dir, 20);
+  write_with_huge_array(path, "huge", hsize_t{1} << 50);
+  try {
+    read_checkpoint_file(path);
+    ADD_FAILURE() << "an array longer than the file was read";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find("array 'huge'"), std::string::npos) << what;
+  }
+  const auto loaded = load_newest_valid(dir);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->state.step, 10);
 }
 
 }  // namespace
