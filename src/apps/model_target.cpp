@@ -61,9 +61,13 @@ ModelTarget resolve_model_target(const TargetArgs& args) {
     const std::string old_dir = t.config.run.dir;
     if (!fs::equivalent(old_dir, target, ec)) {
       t.config.run.dir = target;
+      // The checkpoints moved with it: those in the run directory or below it.
       const std::string inside = old_dir + "/";
-      if (t.config.checkpoint.dir.rfind(inside, 0) == 0) {
-        t.config.checkpoint.dir = target + "/" + t.config.checkpoint.dir.substr(inside.size());
+      std::string& ckdir = t.config.checkpoint.dir;
+      if (ckdir == old_dir || ckdir == inside) {
+        ckdir = target;
+      } else if (ckdir.rfind(inside, 0) == 0) {
+        ckdir = target + "/" + ckdir.substr(inside.size());
       }
     }
   } else if (is_hdf5(target)) {

@@ -80,7 +80,10 @@ struct ArrayRead {
   uint32_t stored_crc = 0, actual_crc = 0;
 };
 
-ArrayRead read_array(hid_t arrays, const std::string& name) {
+// Reads one array of a file of `file_bytes` bytes. A header that claims more floats than
+// the file holds (a faulty or hostile writer: the checksums can match) is refused before
+// any memory is reserved for them.
+ArrayRead read_array(hid_t arrays, const std::string& name, uint64_t file_bytes) {
   H5Handle dset(HT_CHECK_H5(H5Dopen2(arrays, name.c_str(), H5P_DEFAULT)), H5Dclose);
   H5Handle space(HT_CHECK_H5(H5Dget_space(dset.get())), H5Sclose);
   if (HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get())) != 1) {
@@ -88,6 +91,11 @@ ArrayRead read_array(hid_t arrays, const std::string& name) {
   }
   hsize_t n = 0;
   HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), &n, nullptr));
+  if (n > file_bytes / sizeof(float)) {
+    throw UsageError("array '" + name + "' claims " + std::to_string(n) +
+                     " floats, more than the file's " + std::to_string(file_bytes) +
+                     " bytes hold (corrupt)");
+  }
   ArrayRead r;
   r.data.resize(static_cast<size_t>(n));
   if (n > 0) {
@@ -103,6 +111,13 @@ ArrayRead read_array(hid_t arrays, const std::string& name) {
   return r;
 }
 
+// The size of the open file, for read_array.
+uint64_t open_file_bytes(hid_t file) {
+  hsize_t size = 0;
+  HT_CHECK_H5(H5Fget_filesize(file, &size));
+  return size;
+}
+
 std::vector<std::string> array_names(hid_t file) {
   std::vector<std::string> names;
   if (HT_CHECK_H5(H5Lexists(file, "arrays", H5P_DEFAULT)) <= 0) return names;
@@ -112,21 +127,21 @@ std::vector<std::string> array_names(hid_t file) {
 }
 
 // Opens a checkpoint for reading after its whole-file checksum, if it has one, matched;
-// any HDF5 failure becomes a UsageError naming the file. *footer says which.
+// *footer says which. Contents that are not a checkpoint's are a UsageError naming the file;
+// a file the system cannot open or read (EACCES, EIO) is an Error naming it and the reason:
+// nothing says its contents are bad, so --resume auto must not skip it for an older one.
 H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
-  if (!std::filesystem::exists(path)) throw UsageError(path + ": no such checkpoint");
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {  // a FIFO would block the read
+  const auto status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) {
+    throw UsageError(path + ": no such checkpoint");
+  }
+  if (ec) throw Error(path + ": cannot open: " + ec.message());
+  if (!std::filesystem::is_regular_file(status)) {  // a FIFO would block the read
     throw UsageError(path + ": not a regular file");
   }
-  try {
-    const Footer f = verify_checksum_footer(path);
-    if (footer != nullptr) *footer = f;
-  } catch (const UsageError&) {
-    throw;
-  } catch (const Error& e) {
-    throw UsageError(e.what());  // unreadable: bad input like any other corrupt file
-  }
+  const Footer f = verify_checksum_footer(path);
+  if (footer != nullptr) *footer = f;
   h5_quiet();
   hid_t id = H5I_INVALID_HID;
   {
@@ -278,7 +293,7 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     s.created = read_string(root, "created");
     H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
     for (const std::string& name : array_names(root)) {
-      ArrayRead a = read_array(arrays.get(), name);
+      ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
       if (a.stored_crc != a.actual_crc) {
         throw UsageError("array '" + name + "' fails its CRC-32C check (corrupt)");
       }
@@ -296,8 +311,11 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     return s;
   } catch (const UsageError& e) {
     throw UsageError(describe_error(path, e));
-  } catch (const Error& e) {
+  } catch (const H5Error& e) {
+    if (!e.os_error().empty()) throw Error(path + ": cannot read: " + e.what());
     throw UsageError(path + ": unreadable checkpoint (truncated or corrupt?): " + e.what());
+  } catch (const Error& e) {
+    throw Error(describe_error(path, e));  // the system could not open or read it
   }
 }
 
@@ -359,7 +377,7 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
     H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
     for (const std::string& name : array_names(root)) {
       try {
-        const ArrayRead a = read_array(arrays.get(), name);
+        const ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
         const bool good = a.stored_crc == a.actual_crc;
         ok = ok && good;
         char line[256];

@@ -16,7 +16,8 @@ namespace hpctrain {
 void write_checkpoint_file(const std::string& path, const CheckpointState& state);
 
 // Reads and verifies; throws UsageError("PATH: what is wrong") for a missing,
-// truncated, corrupt or foreign file.
+// truncated, corrupt or foreign file, Error("PATH: ...: the system's reason") for one the
+// system cannot open or read (permission denied, an I/O error).
 CheckpointState read_checkpoint_file(const std::string& path);
 
 // True if `path` is a regular file that ends in a checkpoint's checksum footer (damaged

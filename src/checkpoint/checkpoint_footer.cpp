@@ -38,15 +38,17 @@ uint64_t get_le(const unsigned char* p, int bytes) {
   return v;
 }
 
-// CRC-32C of the first `bytes` bytes of fd; false when the file ends early.
-bool crc_of_prefix(int fd, uint64_t bytes, uint32_t& crc) {
+// CRC-32C of the first `bytes` bytes of fd (the file `path`); false when the file ends
+// early. A failed read (EIO) throws Error naming the file: not a fault of its contents.
+bool crc_of_prefix(int fd, const std::string& path, uint64_t bytes, uint32_t& crc) {
   std::vector<unsigned char> buffer(kChunk);
   crc = 0;
   for (uint64_t done = 0; done < bytes;) {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, bytes - done));
     const ssize_t n = ::pread(fd, buffer.data(), want, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
+    if (n < 0) throw Error(path + ": cannot read: " + std::strerror(errno));
+    if (n == 0) return false;
     crc = crc32c(buffer.data(), static_cast<size_t>(n), crc);
     done += static_cast<uint64_t>(n);
   }
@@ -76,7 +78,7 @@ void append_checksum_footer(const std::string& path) {
   if (::fstat(f.fd, &st) != 0) throw Error(path + ": cannot stat: " + std::strerror(errno));
   const auto size = static_cast<uint64_t>(st.st_size);
   uint32_t crc = 0;
-  if (!crc_of_prefix(f.fd, size, crc)) {
+  if (!crc_of_prefix(f.fd, path, size, crc)) {
     throw Error(path + ": cannot read back to checksum: " + std::strerror(errno));
   }
   unsigned char footer[kFooterBytes];
@@ -113,7 +115,7 @@ Footer verify_checksum_footer(const std::string& path) {
     throw UsageError(corrupt + "its length (truncated, or bytes added)");
   }
   uint32_t crc = 0;
-  if (!crc_of_prefix(f.fd, size - kFooterBytes, crc) || crc != get_le(footer + 16, 4)) {
+  if (!crc_of_prefix(f.fd, path, size - kFooterBytes, crc) || crc != get_le(footer + 16, 4)) {
     throw UsageError(corrupt + "its contents");
   }
   return Footer::kValid;

@@ -41,6 +41,18 @@ std::optional<int64_t> parse_step(const std::string& filename) {
   return step;
 }
 
+// The manifest of `dir`: file name -> owner.
+std::map<std::string, std::string> read_manifest(const std::string& dir) {
+  std::map<std::string, std::string> owners;
+  std::ifstream in(fs::path(dir) / kManifestName);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t tab = line.find('\t');
+    if (tab != std::string::npos) owners[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  return owners;
+}
+
 }  // namespace
 
 std::string checkpoint_path(const std::string& dir, int64_t step) {
@@ -67,6 +79,9 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
 }
 
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
+  // Only a UsageError (the contents are bad) is skipped: an Error (the system could not
+  // read the file) ends the run, or the older one would be resumed and retention would
+  // then delete this newer one.
   for (const CheckpointEntry& e : list_checkpoints(dir)) {
     try {
       return LoadedCheckpoint{e.path, read_checkpoint_file(e.path)};
@@ -75,6 +90,17 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
     }
   }
   return std::nullopt;
+}
+
+std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std::string& owner) {
+  const std::map<std::string, std::string> owners = read_manifest(dir);
+  std::vector<CheckpointEntry> out;
+  std::error_code ec;
+  for (const CheckpointEntry& e : list_checkpoints(dir)) {
+    const auto it = owners.find(fs::path(e.path).filename().string());
+    if (it != owners.end() && it->second == owner && !fs::is_symlink(e.path, ec)) out.push_back(e);
+  }
+  return out;
 }
 
 void record_checkpoint(const std::string& path, const std::string& owner) {
@@ -95,15 +121,7 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
 void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
                        int64_t committed) {
   const std::string manifest = (fs::path(dir) / kManifestName).string();
-  std::map<std::string, std::string> owners;  // file name -> owner, from the manifest
-  {
-    std::ifstream in(manifest);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t tab = line.find('\t');
-      if (tab != std::string::npos) owners[line.substr(0, tab)] = line.substr(tab + 1);
-    }
-  }
+  std::map<std::string, std::string> owners = read_manifest(dir);
   std::error_code ec;
   int kept = 0;
   bool removed = false;

@@ -28,8 +28,9 @@ struct LoadedCheckpoint {
   CheckpointState state;
 };
 
-// The newest checkpoint that reads and verifies. Corrupt or unreadable ones are
-// reported with a warning and skipped in favour of the previous one.
+// The newest checkpoint that reads and verifies. Corrupt ones (truncated, failing a
+// checksum, foreign) are reported with a warning and skipped in favour of the previous one;
+// one the system cannot open or read (permissions, an I/O error) throws Error naming it.
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 
 // Retention deletes only what it can prove it wrote: a writer records each checkpoint it
@@ -38,6 +39,10 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 // continues).
 inline constexpr const char* kManifestName = "hpctrain-checkpoints.txt";
 void record_checkpoint(const std::string& path, const std::string& owner);
+
+// The checkpoints in `dir` the manifest lists as `owner`'s and prune_checkpoints may
+// therefore delete (not through a symbolic link), newest first.
+std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std::string& owner);
 
 // After the commit of step `committed`: of the checkpoints the manifest lists as `owner`'s,
 // deletes those numbered above `committed` (older than it whatever their number: corrupt, of

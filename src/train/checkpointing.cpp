@@ -74,6 +74,12 @@ std::string array_misfit(const CheckpointState& s, size_t params, size_t state) 
   return why;
 }
 
+// The owner of the run's checkpoints in the manifest: the run directory identifies the run,
+// so its resumed runs prune what it wrote.
+std::string run_owner(const Config& config) {
+  return std::filesystem::weakly_canonical(config.run.dir).string();
+}
+
 // Snapshots up to this size are copied by the training thread itself.
 constexpr size_t kInlineSnapshotBytes = size_t{8} << 20;
 
@@ -132,18 +138,36 @@ void TrainingCheckpoints::check_directory() const {
     floats += static_cast<double>(slot.size) * (slot.per_parameter ? copies : 1.0);
   }
   // Without a cadence only the final checkpoint (or a stop's) is written: it and the one
-  // it replaces.
+  // it replaces. A checkpoint is committed before retention deletes the oldest, so at most
+  // count of the run's own are there at once (more only while the first new one is written
+  // beside more than keep older ones); those already there, which retention replaces, take
+  // part of that room: the rest must be free, and at least one checkpoint's size.
+  const double bytes = floats * sizeof(float);
   const double count = enabled() ? config_.checkpoint.keep + 1.0 : 2.0;
-  const double need = floats * sizeof(float) * count;
+  const double need = bytes * count;
+  double own = 0;
+  int owned = 0;
+  for (const CheckpointEntry& e : owned_checkpoints(dir, run_owner(config_))) {
+    const uintmax_t size = std::filesystem::file_size(e.path, ec);
+    if (!ec) own += static_cast<double>(size), ++owned;
+  }
   const std::filesystem::space_info space = std::filesystem::space(dir, ec);
-  if (!ec && static_cast<double>(space.available) < need) {
-    char line[200];
+  if (!ec && static_cast<double>(space.available) < std::max(bytes, need - own)) {
+    char line[300];
     std::snprintf(line, sizeof(line),
                   ": %.1f MiB free, but checkpoint.keep + 1 = %.0f checkpoints of %.1f MiB need "
                   "%.1f MiB",
-                  static_cast<double>(space.available) / (1 << 20), count,
-                  floats * sizeof(float) / (1 << 20), need / (1 << 20));
-    throw UsageError(key + line);
+                  static_cast<double>(space.available) / (1 << 20), count, bytes / (1 << 20),
+                  need / (1 << 20));
+    std::string why = key + line;
+    if (owned > 0) {
+      std::snprintf(line, sizeof(line),
+                    " (the run's own %d checkpoint(s) there, %.1f MiB, which retention replaces, "
+                    "count as free)",
+                    owned, own / (1 << 20));
+      why += line;
+    }
+    throw UsageError(why);
   }
 }
 
@@ -311,10 +335,8 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   const size_t n = model_.param_count();
   const bool per_rank = per_rank_state_ && world_size_ > 1;
   if (rank_ == 0 && !writer_) {
-    // The run directory identifies the run: its resumed runs prune what it wrote.
-    writer_ = std::make_unique<AsyncCheckpointWriter>(
-        config_.checkpoint.dir, config_.checkpoint.keep,
-        std::filesystem::weakly_canonical(config_.run.dir).string());
+    writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
+                                                      config_.checkpoint.keep, run_owner(config_));
   }
   // Rank 0 fills the memory of the last written state (no allocation after the
   // first checkpoint); the other ranks at most send.

@@ -360,7 +360,6 @@ int Trainer::run() {
 
   // 1. Resume: rank 0 hands the prepared checkpoint to everyone; then each rank
   //    reads its shards.
-  if (rank_ == 0) std::filesystem::remove(stopped_marker());
   RunSummary summary;
   int code = 0;
   {
@@ -368,13 +367,14 @@ int Trainer::run() {
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
     if (already_complete()) return kExitOk;
-    if (rank_ == 0) {  // an earlier, shorter run's: this run writes its own at the end
-      std::error_code ec;
-      std::filesystem::remove(config_.run.dir + "/summary.json", ec);
-    }
     if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
-      if (rank_ == 0) checkpoints_->check_directory();
+      if (rank_ == 0) {  // checked first: a refused start leaves the earlier run as it was
+        checkpoints_->check_directory();
+        std::error_code ec;  // an old STOPPED; an earlier, shorter run's summary
+        std::filesystem::remove(stopped_marker(), ec);
+        std::filesystem::remove(config_.run.dir + "/summary.json", ec);
+      }
       create_loaders(global_step_, /*training=*/true);
       if (rank_ == 0) {
         write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));

@@ -470,6 +470,10 @@ bool Trainer::already_complete() {
   }
   comm_->broadcast(&complete, sizeof(complete), 0);
   if (complete == 0) return false;
+  if (rank_ == 0) {  // an old one: this start ends in 0, which launch.sh reads with it
+    std::error_code ec;
+    std::filesystem::remove(stopped_marker(), ec);
+  }
   log_info("the run is already complete: its final checkpoint is at epoch " +
            std::to_string(global_step_ / steps_per_epoch_) + " of " +
            std::to_string(config_.train.epochs) + " (results in " + summary_path +

@@ -117,6 +117,29 @@ def case_full_disk_checkpoints_inner():
     check(q.returncode == 0, f"resume after freeing the disk: exit {q.returncode}")
     check(f"resuming at step {newest}" in q.stdout or f"(step {newest}," in q.stdout,
           f"the resume did not start from the newest checkpoint (step {newest})")
+    # The finished run extended on a disk with room for fewer than checkpoint.keep + 1 new
+    # checkpoints: its own, which retention replaces, count as room. With no room at all
+    # the start is refused (exit 2) before anything of the finished run is removed.
+    more = [s for s in sets if not s.startswith("train.epochs=")] + ["train.epochs=11"]
+    kept = sorted(glob.glob(os.path.join(run, "checkpoints", "ckpt-*.h5")))
+    check(len(kept) == 2, f"checkpoint.keep=2, but {len(kept)} checkpoints: {kept}")
+    size = os.path.getsize(kept[-1])
+    fill(filler)
+    q = subprocess.run(train_cmd(name, 2, more, resume="auto"), capture_output=True, text=True,
+                       timeout=600)
+    print(q.stdout, q.stderr)
+    check(q.returncode == 2, f"no room on the disk: exit {q.returncode}, expected 2")
+    one_error_line(q.stderr, "checkpoint.dir", "MiB free, but checkpoint.keep + 1")
+    check(os.path.exists(os.path.join(run, "summary.json")), "a refused start removed summary.json")
+    os.remove(filler)
+    st = os.statvfs(disk)
+    with open(filler, "wb") as f:  # one and a half checkpoints free, and a little for logs
+        f.write(bytes(st.f_bavail * st.f_frsize - size * 3 // 2 - 32768))
+    q = subprocess.run(train_cmd(name, 2, more, resume="auto"), capture_output=True, text=True,
+                       timeout=600)
+    print(q.stdout, q.stderr)
+    check(q.returncode == 0, f"extending the run with its own checkpoints to replace: exit "
+          f"{q.returncode}")
 
 
 def case_full_disk_data_writers():

@@ -279,6 +279,26 @@ def case_eval_checkpoint():
               f"eval of the final {ckpt}: other parameters than the run's")
 
 
+def case_eval_moved_run():
+    """hpctrain eval RUN_DIR of a run moved elsewhere reads the checkpoints that moved with
+    it, also when its checkpoint.dir is the run directory itself (it read the old place)."""
+    fresh("evalmoved")
+    moved = run_dir("evalmoved") + "-moved"
+    shutil.rmtree(moved, ignore_errors=True)
+    d = ARGS.data
+    s = expect_ok("evalmoved", 1, [f"data.train={d}/test.h5", "data.val=",
+                                   f"data.test={d}/val.h5", "train.epochs=1",
+                                   f"checkpoint.dir={run_dir('evalmoved')}"])
+    os.rename(run_dir("evalmoved"), moved)
+    p = subprocess.run(["mpiexec", "-n", "1", hpctrain(), "eval", moved], capture_output=True,
+                       text=True)
+    print(p.stdout, p.stderr)
+    check(p.returncode == 0, f"eval of the moved run: exit {p.returncode}")
+    with open(os.path.join(moved, "eval.json")) as f:
+        e = json.load(f)
+    check(e["params_sha256"] == s["params_sha256"], "eval of the moved run: other parameters")
+
+
 def write_bmp(path, width, height, pixel):
     """A 24-bit BMP whose pixel (x, y) is pixel(x, y) -> (r, g, b)."""
     row = (width * 3 + 3) // 4 * 4
