@@ -71,6 +71,17 @@ std::string array_misfit(const CheckpointState& s, size_t params, size_t state) 
     }
   }
   if (why.empty() && s.arrays.count(kStateArray) > 0) why = wrong(kStateArray, state);
+  // Every array kept per rank (optimizer state under strategy average) is there for each
+  // rank the checkpoint names, as long as rank 0's: a rank's copy is read into a buffer of
+  // rank 0's size.
+  const std::string rank0 = rank_array_name(0, "");
+  for (const auto& [name, values] : s.arrays) {
+    if (!why.empty() || name.rfind(rank0, 0) != 0) continue;
+    const std::string array = name.substr(rank0.size());
+    for (int r = 1; r < s.world_size && why.empty(); ++r) {
+      why = wrong(rank_array_name(r, array), values.size());
+    }
+  }
   return why;
 }
 
@@ -87,6 +98,7 @@ constexpr size_t kInlineSnapshotBytes = size_t{8} << 20;
 struct RestoreHeader {
   int64_t found = 0;
   int64_t step = 0, epoch = 0, step_in_epoch = 0, global_batch = 0, world_size = 0;
+  int64_t steps_per_epoch = 0;
   int64_t per_rank = 0;      // 1: arrays come per rank (scatter); 0: one shared copy
   int64_t state_size = 0;    // floats of model state in the checkpoint
   float loss_scale[2] = {};  // the checkpoint's loss scaler; scale 0: none
@@ -217,6 +229,7 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     h.step_in_epoch = s->step_in_epoch;
     h.global_batch = s->global_batch;
     h.world_size = s->world_size;
+    h.steps_per_epoch = s->steps_per_epoch;
     h.state_size =
         s->arrays.count(kStateArray) ? static_cast<int64_t>(s->arrays.at(kStateArray).size()) : 0;
     if (auto it = s->arrays.find(kLossScaleArray);
@@ -308,9 +321,11 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
     log_warn("checkpoint has no loss scale (not written by an fp16 run); it starts afresh");
   }
 
-  // 2. Cursor: exact when nothing changed, else the samples consumed in the epoch.
+  // 2. Cursor: exact when nothing changed, else the samples consumed in the epoch (also
+  // when only the epoch's steps changed: other data, another balance).
   int64_t step_in_epoch = h.step_in_epoch;
-  if (h.world_size != world_size_ || h.global_batch != global_batch_) {
+  if (h.world_size != world_size_ || h.global_batch != global_batch_ ||
+      h.steps_per_epoch != steps_per_epoch_) {
     const int64_t samples = h.step_in_epoch * h.global_batch;
     // At most the epoch's last step: the epoch still ends with its validation, metrics row
     // and checkpoint (the stored epoch had not ended).

@@ -222,6 +222,50 @@ def case_resume_refusals():
     one_error_line(err, data, "not an hpctrain checkpoint", "a data file")
 
 
+def case_resume_checks_epoch_and_rank_arrays():
+    """A checkpoint resumed over data of fewer steps per epoch (same ranks and batch)
+    resumes at the new epoch's last step, which still ends with its validation, metrics row
+    and checkpoint (it counted the old steps into later epochs and trained nothing). A
+    per-rank checkpoint (strategy average) whose rank 1 array is short or missing, its
+    checksums made to match, is exit 2 naming the array (a heap overflow, map::at or a
+    half-zero state before)."""
+    import h5py
+    from cases_export import write_checkpoint
+    small = ["model.hidden=[32]", "train.epochs=1", "data.test="]
+    fresh("epoch_steps_full")
+    expect_ok("epoch_steps_full", 2, DET + small + ["checkpoint.every_steps=300",
+                                                    "checkpoint.keep=10"])
+    at300 = [c for c in checkpoints("epoch_steps_full") if c.endswith("000000300.h5")]
+    check(len(at300) == 1, f"no step-300 checkpoint: {checkpoints('epoch_steps_full')}")
+    fresh("epoch_steps_fewer")
+    rc, out, _ = train("epoch_steps_fewer", 2, DET + small + [f"data.train={ARGS.data}/val.h5"],
+                       resume=at300[0])
+    check(rc == 0 and "resuming at step 38 of epoch 1" in out, f"fewer steps: exit {rc}")
+    check(len(metrics_rows("epoch_steps_fewer")) == 1, "fewer steps: no metrics row for epoch 1")
+    check(checkpoints("epoch_steps_fewer"), "fewer steps: no checkpoint at the epoch's end")
+
+    fresh("rank_arrays")
+    sets = DET + small + [f"data.train={ARGS.data}/test.h5", "distributed.strategy=average"]
+    expect_ok("rank_arrays", 2, sets)
+    with h5py.File(checkpoints("rank_arrays")[-1], "r") as f:
+        attrs = dict(f.attrs)
+        arrays = {}
+        f["arrays"].visititems(lambda name, d: arrays.__setitem__(name, d[()])
+                               if isinstance(d, h5py.Dataset) else None)
+    name = "rank00001/optimizer/velocity"
+    check(name in arrays, f"no {name} in {sorted(arrays)}")
+    for label, change in (("short", lambda a: a.__setitem__(name, a[name][:10])),
+                          ("missing", lambda a: a.pop(name))):
+        crafted = os.path.join(run_dir("rank_arrays"), f"{label}.h5")
+        changed = dict(arrays)
+        change(changed)
+        write_checkpoint(crafted, attrs, changed)
+        fresh(f"rank_arrays_{label}")
+        rc, _, err = train(f"rank_arrays_{label}", 2, sets, resume=crafted)
+        check(rc == 2, f"{label} {name}: exit {rc}, expected 2")
+        one_error_line(err, crafted, name)
+
+
 def case_watchdog_hung_rank():
     """A rank that stops answering (SIGSTOP) makes the others abort after the
     collective timeout instead of waiting forever."""
