@@ -37,7 +37,8 @@ FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ (?:in )?(.*)$")
 
 
 def machinery(frame):
-    return (any(k in frame for k in MACHINERY)
+    # "main": libFuzzer's (a fuzz target has none of its own).
+    return (any(k in frame for k in MACHINERY) or frame.startswith("main (")
             or any(frame.startswith(f + " ") or frame.startswith(f + "(") for f in INTERCEPTED))
 
 
@@ -48,6 +49,14 @@ def innermost(stderr):
         if m and not machinery(m.group(1)):
             return m.group(1)
     return ""
+
+
+def culprit(stderr):
+    """The frame a finding's report blames. Out of memory by the RSS limit: what holds the
+    memory is in the live heap's contexts it lists (largest first; libFuzzer's own buffers
+    are machinery), not in whichever thread's stack comes first."""
+    heap = stderr.split("Live Heap Allocations", 1)
+    return innermost(heap[1] if len(heap) == 2 else stderr)
 
 
 def classify(fuzzer, artifact, env, timeout=5):
@@ -61,7 +70,7 @@ def classify(fuzzer, artifact, env, timeout=5):
     if "fuzz: not a UsageError" in p.stderr:
         line = next(l for l in p.stderr.splitlines() if "fuzz: not a UsageError" in l)
         return "hpctrain", line.strip()
-    frame = innermost(p.stderr)
+    frame = culprit(p.stderr)
     if "libhdf5" in frame:
         return "hdf5", frame[:300]
     if timeout < 60 and "ERROR: libFuzzer: timeout" in p.stderr:
