@@ -47,15 +47,13 @@ int log_rank() {
   return g_rank;
 }
 
-int launcher_rank() {
+bool prints_for_all_ranks() {
   for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
     const char* value = std::getenv(name);
-    if (value != nullptr && *value != '\0') return std::atoi(value);
+    if (value != nullptr && *value != '\0') return std::atoi(value) == 0;
   }
-  return 0;
+  return true;
 }
-
-bool prints_for_all_ranks() { return launcher_rank() == 0; }
 
 void log_info(const std::string& message) {
   if (log_rank() != 0) return;

@@ -14,11 +14,9 @@ int log_rank();
 // evaluation, whose logs are read after the fact; tools' reports stay bare).
 void set_log_timestamps(bool on);
 
-// The rank the launcher gave this process (PMI_RANK, PMIX_RANK, OMPI_COMM_WORLD_RANK or
-// SLURM_PROCID), known before MPI is initialised; 0 when none is set.
-int launcher_rank();
-// Rank 0 of the launcher, or not launched: the process that prints what every rank would
-// print alike before MPI is initialised (--help, a bad command line).
+// Rank 0 of the launcher (PMI_RANK, PMIX_RANK, OMPI_COMM_WORLD_RANK or SLURM_PROCID, known
+// before MPI is initialised), or not launched: the process that prints what every rank
+// would print alike before MPI is initialised (--help, a bad command line).
 bool prints_for_all_ranks();
 
 void log_info(const std::string& message);   // rank 0 only, stdout

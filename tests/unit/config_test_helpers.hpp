@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config.hpp"
@@ -18,6 +19,14 @@
 namespace hpctrain::config_test {
 
 namespace fs = std::filesystem;
+
+// A model config of `layers` (preset "layers").
+inline ModelConfig layer_list(std::vector<LayerSpec> layers) {
+  ModelConfig mc;
+  mc.preset = "layers";
+  mc.layers = std::move(layers);
+  return mc;
+}
 
 // The smallest valid config, and one that sets every scalar key to other than its default
 // (but the keys that do not apply with its choices: those of Adam, of another schedule

@@ -11,9 +11,9 @@
 #include "checkpoint/async_writer.hpp"
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_store.hpp"
+#include "checkpoint_test_helpers.hpp"
 #include "common/usage_error.hpp"
 #include "core/error.hpp"
-#include "core/random.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "nn/presets.hpp"
 #include "train/transfer.hpp"
@@ -23,33 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ht_ckpt_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-CheckpointState sample_state(int64_t step, size_t n = 1000) {
-  CheckpointState s;
-  s.step = step;
-  s.epoch = step / 10;
-  s.step_in_epoch = step % 10;
-  s.steps_per_epoch = 10;
-  s.global_batch = 128;
-  s.world_size = 2;
-  s.strategy = "allreduce";
-  s.config_yaml = "run:\n  name: x\n";
-  s.architecture = "input 1x2x2\nlayer d dense params=1000 out=10\n";
-  s.created = "2026-01-01T00:00:00Z";
-  Rng rng(static_cast<uint64_t>(step));
-  for (const char* name : {kParamsArray, kVelocityArray}) {
-    std::vector<float> v(n);
-    for (auto& x : v) x = static_cast<float>(rng.normal());
-    s.arrays[name] = v;
-  }
-  return s;
-}
+using checkpoint_test::fresh_dir;
+using checkpoint_test::sample_state;
 
 TEST(CheckpointFile, RoundTripIsExact) {
   const std::string dir = fresh_dir("roundtrip");

@@ -12,6 +12,7 @@
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_footer.hpp"
 #include "checkpoint/checkpoint_store.hpp"
+#include "checkpoint_test_helpers.hpp"
 #include "core/error.hpp"
 #include "h5/h5.hpp"
 
@@ -20,28 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string io_test_dir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/ht_ckpt_io_" + name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-CheckpointState io_test_state(int64_t step) {
-  CheckpointState s;
-  s.step = step;
-  s.epoch = step / 10;
-  s.step_in_epoch = step % 10;
-  s.steps_per_epoch = 10;
-  s.global_batch = 8;
-  s.world_size = 1;
-  s.strategy = "allreduce";
-  s.config_yaml = "run:\n  name: x\n";
-  s.architecture = "input 1x2x2\n";
-  s.created = "2026-01-01T00:00:00Z";
-  s.arrays[kParamsArray] = {1, 2, 3, 4};
-  return s;
-}
+using checkpoint_test::fresh_dir;
+using checkpoint_test::sample_state;
 
 // Reads `dir` with --resume auto's scan in a child process that cannot read the file
 // `unreadable` (mode 000; root, which ignores modes, becomes nobody first) and exits 0
@@ -88,7 +69,7 @@ TEST(CheckpointIo, UnreadableNewestIsAnErrorNotSkipped) {
   fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec);
   for (int64_t step : {10, 20, 30}) {
-    write_checkpoint_file(checkpoint_path(dir, step), io_test_state(step));
+    write_checkpoint_file(checkpoint_path(dir, step), sample_state(step));
   }
   const std::string newest = checkpoint_path(dir, 30);
   ::chmod(newest.c_str(), 0);
@@ -101,7 +82,7 @@ TEST(CheckpointIo, UnreadableNewestIsAnErrorNotSkipped) {
 // that were never written, and a whole-file checksum that matches: a file made so on purpose
 // or by a faulty tool, which only the array's claimed size gives away.
 void write_with_huge_array(const std::string& path, const std::string& name, hsize_t n) {
-  write_checkpoint_file(path, io_test_state(20));
+  write_checkpoint_file(path, sample_state(20));
   fs::resize_file(path, fs::file_size(path) - kFooterBytes);
   {
     h5_quiet();
@@ -125,8 +106,8 @@ void write_with_huge_array(const std::string& path, const std::string& name, hsi
 // can hold them) is refused as corrupt, naming the file and the array, before any memory is
 // reserved for it; --resume auto goes on with the older checkpoint.
 TEST(CheckpointIo, ArrayLongerThanTheFileIsCorrupt) {
-  const std::string dir = io_test_dir("huge");
-  write_checkpoint_file(checkpoint_path(dir, 10), io_test_state(10));
+  const std::string dir = fresh_dir("io_huge");
+  write_checkpoint_file(checkpoint_path(dir, 10), sample_state(10));
   const std::string path = checkpoint_path(dir, 20);
   write_with_huge_array(path, "huge", hsize_t{1} << 50);
   try {

@@ -26,6 +26,7 @@ namespace hpctrain {
 namespace {
 
 using config_test::expect_error;
+using config_test::layer_list;
 using test::expect_usage_error;
 
 const std::string kHead = "data:\n  train: t.h5\nmodel:\n  preset: layers\n  layers:\n";
@@ -38,13 +39,6 @@ LayerSpec conv(const std::string& name, int64_t filters, int64_t kernel, int64_t
                      {"stride", int64_t{1}},
                      {"padding", padding},
                      {"bias", true}}};
-}
-
-ModelConfig layer_list(std::vector<LayerSpec> layers) {
-  ModelConfig mc;
-  mc.preset = "layers";
-  mc.layers = std::move(layers);
-  return mc;
 }
 
 // Legal keys (filters up to 65536, kernel up to 1024) make filters of 2^36 weights: counted

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "config_test_helpers.hpp"
 #include "core/error.hpp"
 #include "gradient_check.hpp"
 #include "nn/presets.hpp"
@@ -71,10 +72,7 @@ TEST(Lstm, ShapesParamsAndRefusals) {
 // the model's backward through the loss against central differences.
 TEST(Lstm, WholeModelGradients) {
   CpuBackend be(1);
-  ModelConfig mc;
-  mc.preset = "layers";
-  mc.hidden.clear();
-  mc.layers = {
+  const ModelConfig mc = config_test::layer_list({
       {.type = "lstm",
        .values = {{"units", int64_t{5}}, {"layers", int64_t{2}}, {"return_sequences", true}}},
       {.type = "gru",
@@ -82,7 +80,7 @@ TEST(Lstm, WholeModelGradients) {
       {.type = "dense", .values = {{"units", int64_t{3}}, {"per_step", true}}},
       {.type = "lstm",
        .values = {{"units", int64_t{4}}, {"layers", int64_t{1}}, {"return_sequences", false}}},
-  };
+  });
   const int batch = 3, classes = 4;
   Model m(be, build_layers(mc, classes, {1, 3, 2}), {1, 3, 2}, batch);
   m.init_params(9);
@@ -95,13 +93,10 @@ TEST(Lstm, WholeModelGradients) {
 // channels-last backend would have stored in another order: the model was refused there).
 TEST(Lstm, PerStepDenseOnAnImageGivesASequence) {
   CpuBackend be(1);
-  ModelConfig mc;
-  mc.preset = "layers";
-  mc.hidden.clear();
-  mc.layers = {
+  const ModelConfig mc = config_test::layer_list({
       {.type = "dense", .values = {{"units", int64_t{3}}, {"per_step", true}}},
       {.type = "lstm", .values = {{"units", int64_t{4}}, {"return_sequences", false}}},
-  };
+  });
   const int batch = 2, classes = 3;
   Model m(be, build_layers(mc, classes, {2, 3, 5}), {2, 3, 5}, batch);
   EXPECT_EQ(m.layer_output_dims(0), (Dims{6, 3}));
