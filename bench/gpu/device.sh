@@ -13,7 +13,10 @@
 #   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm study seeds e2e nccl
 #                                  allreduce profile kernels
 # Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
-# (OUT/table.txt) is printed last.
+# (OUT/table.txt) is printed last. DEADLINE (seconds from the start, optional) fits one
+# device call: a stage or step that would start after it is skipped, and each step's
+# timeout is cut to what is left, so the logs are packed in time. Without a CUDA device
+# seen by hpctrain (stage env), the stages after env are skipped.
 set -uo pipefail
 KIT=${KIT:-.dev}
 OUT=${OUT:-/tmp/hpctrain-gpu-out}
@@ -24,6 +27,22 @@ KIT=$(cd "$KIT" && pwd)
 REPO=$(pwd)
 
 note() { echo "$*" | tee -a "$TABLE"; }
+
+# tmo SECONDS COMMAND...: timeout, cut to what DEADLINE leaves; 124 without running
+# COMMAND when less than 10 s is left.
+tmo() {
+  local t=$1
+  shift
+  if [[ -n ${DEADLINE:-} ]]; then
+    local left=$((DEADLINE - SECONDS))
+    if ((left < 10)); then
+      echo "skipped, past DEADLINE: $*" >&2
+      return 124
+    fi
+    ((t > left)) && t=$left
+  fi
+  timeout "$t" "$@"
+}
 
 setup() {
   if [[ ! -d $WORK/lib ]]; then tar xJf "$KIT/libs.tar.xz" -C "$WORK"; fi
@@ -41,6 +60,10 @@ stage_env() {
   ldd "$KIT/lib/hpctrain/libhpctrain_cuda.so" | grep -E 'not found|cudnn|cublas|nccl|cudart' |
     tee -a "$TABLE"
   hpctrain --version 2>&1 | tee -a "$TABLE"
+  if ! hpctrain --version 2>&1 | grep -q 'CUDA devices: [1-9]'; then
+    note "hpctrain sees no CUDA device: the stages after env are skipped"
+    NO_GPU="no CUDA device"
+  fi
   python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' |
     tee -a "$TABLE"
 }
@@ -53,7 +76,7 @@ stage_tests() {
     "ht_gpu_tests ht_gpu_tests_rnn $rnn"; do
     read -r t name filter <<<"$run"
     log=$OUT/logs/$name.log
-    timeout 300 "$t" --gtest_color=no --gtest_filter="$filter" >"$log" 2>&1
+    tmo 300 "$t" --gtest_color=no --gtest_filter="$filter" >"$log" 2>&1
     rc=$?
     grep -E '^\[  (FAILED|PASSED) |tests ran|error against float32|gradient error' "$log" |
       sort -u | tee -a "$TABLE"
@@ -69,7 +92,7 @@ train() {
   local dir=$WORK/runs/$name
   rm -rf "$dir"
   local t0=$SECONDS
-  timeout 400 mpiexec.hydra -n "$ranks" hpctrain train "$config" --set run.dir="$dir" \
+  tmo 400 mpiexec.hydra -n "$ranks" hpctrain train "$config" --set run.dir="$dir" \
     --set checkpoint.every_seconds=0 --set checkpoint.at_epoch_end=false --resume never "$@" \
     >"$OUT/logs/$name.log" 2>&1
   local rc=$?
@@ -158,7 +181,7 @@ resnet_pair() {
   for p in ${PYTORCH:-fp32 tf32 bf16 bf16_nchw}; do
     [[ $p == bf16_nchw ]] && p="bf16 --nchw"
     # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments
-    timeout 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
+    tmo 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
       --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |
       tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
   done
@@ -186,7 +209,7 @@ stage_e2e() {
     signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical \
     hybrid_cpu_and_gpu_ranks}; do
     local t0=$SECONDS
-    timeout 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
+    tmo 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1
     note "e2e.$c: exit $? ($((SECONDS - t0)) s) $(tail -n 1 "$OUT/logs/e2e_$c.log")"
   done
@@ -265,10 +288,10 @@ stage_kernels() {
   [[ $shape == 1x148x197 ]] && classes=9
   local profile=(--clock-control none --profile-from-start off --metrics gpu__time_duration.sum -f)
   for p in ${KERNELS:-bf16}; do
-    timeout 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_hpctrain_$p" hpctrain inspect \
+    tmo 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_hpctrain_$p" hpctrain inspect \
       configs/seed_resnet34.yaml --input "$shape" --classes $classes --time --batch 128 \
       --set device=cuda --set precision="$p" >"$OUT/logs/ncu_hpctrain_$p.log" 2>&1
-    timeout 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_pytorch_$p" python3 \
+    tmo 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_pytorch_$p" python3 \
       "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" --classes $classes \
       --batch 128 --precision "$p" --profile-step >"$OUT/logs/ncu_pytorch_$p.log" 2>&1
     for side in hpctrain pytorch; do
@@ -299,7 +322,7 @@ stage_lstm() {
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
   for p in fp32 tf32 bf16; do
-    timeout 300 python3 "$REPO/bench/gpu/pytorch_lstm.py" --batch 64 --units 128 \
+    tmo 300 python3 "$REPO/bench/gpu/pytorch_lstm.py" --batch 64 --units 128 \
       --precision $p 2>&1 | tail -n 1 | tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
   done
 }
@@ -328,7 +351,7 @@ stage_study() {
     -e 's|{name: gpu-2, ranks: 2, device: cuda}|{name: gpu-2, ranks: 2, devices: 1, device: cuda}|' \
     configs/study_seed_resnet34.yaml >"$WORK/study_1gpu.yaml"
   rm -rf "$WORK/study"
-  timeout 500 hpctrain study "$WORK/study_1gpu.yaml" --out "$WORK/study" \
+  tmo 500 hpctrain study "$WORK/study_1gpu.yaml" --out "$WORK/study" \
     --set train.epochs="${STUDY_EPOCHS:-2}" --set data.train="$dir/seed-train.h5" \
     --set data.val="$dir/seed-val.h5" --set data.test="$dir/seed-test.h5" \
     --set run.threads=8 --set data.prefetch_threads=4 >"$OUT/logs/study.log" 2>&1
@@ -338,8 +361,15 @@ stage_study() {
 }
 
 setup
+NO_GPU=""
 for s in "$@"; do
-  note "== $s ($(date -u +%FT%TZ))"
+  skip=$NO_GPU
+  [[ -z $skip && -n ${DEADLINE:-} ]] && ((SECONDS > DEADLINE - 10)) && skip="past DEADLINE"
+  if [[ -n $skip ]]; then
+    note "== $s skipped ($skip)"
+    continue
+  fi
+  note "== $s ($(date -u +%FT%TZ), ${SECONDS} s in)"
   "stage_$s"
 done
 echo "----- table -----"

@@ -5,7 +5,9 @@ unpacked) into one JSON record: per shape and precision, hpctrain's images/s
 ratio, joules per training image on each side where the energy was read, the model FLOP
 utilisation of each (training FLOPs = 3 x the forward FLOPs `hpctrain inspect` counts,
 against the card's dense peak for the precision), and the step breakdown of the timed
-runs (tf32, bf16).
+runs (tf32, bf16); with the logs of `device.sh lstm` too, the LSTM's samples/s per engine
+and precision against PyTorch's nn.LSTM. Logs of several calls may be put in one folder
+(runs renamed apart, pytorch.jsonl lines appended): each side's median run counts.
 
   python3 bench/gpu/summarize.py LOGS_DIR --device "NVIDIA H100 80GB HBM3" \
       --command "bench/gpu/device.sh env tests resnet" --out bench/results/x.json
@@ -54,6 +56,33 @@ def last_epoch_rate(run):
         return float(list(csv.DictReader(f))[-1]["samples_per_second"])
 
 
+def lstm_results(logs, refs):
+    """hpctrain's LSTM runs of `device.sh lstm` per engine and precision, against the median
+    PyTorch process of that precision."""
+    out = []
+    for engine in ("cudnn", "steps"):
+        for precision in ("fp32", "tf32", "bf16"):
+            runs = sorted(r[: -len(".metrics.csv")] for r in glob.glob(os.path.join(
+                logs, f"lstm_1gpu_{engine}_{precision}_rep*.metrics.csv")))
+            if not runs:
+                continue
+            rates = [last_epoch_rate(r) for r in runs]
+            ref = sorted(refs.get(precision, []), key=lambda r: r["samples_per_second"])
+            ref = ref[len(ref) // 2] if ref else None
+            entry = {"engine": engine, "precision": precision,
+                     "hpctrain_samples_per_second": round(statistics.median(rates), 1),
+                     "hpctrain_runs": [round(v, 1) for v in rates],
+                     "hpctrain_tokens_per_second": round(28 * statistics.median(rates)),
+                     "hpctrain_joules_per_sample": median_energy(runs),
+                     "pytorch_samples_per_second": ref and ref["samples_per_second"],
+                     "pytorch_tokens_per_second": ref and ref["tokens_per_second"],
+                     "pytorch_windows": ref and ref["windows"]}
+            if ref:
+                entry["ratio"] = round(statistics.median(rates) / ref["samples_per_second"], 3)
+            out.append(entry)
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("logs")
@@ -65,12 +94,25 @@ def main():
     a = p.parse_args()
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in a.device), None)
 
-    pytorch, pytorch_nchw = {}, {}  # bf16 with NCHW tensors apart: hpctrain's layout
+    # bf16 with NCHW tensors apart: hpctrain's layout. Where the logs hold several PyTorch
+    # processes of one shape and precision (runs of several calls put together), the
+    # median process counts (of an even number, the faster of the middle two, so that a
+    # slow PyTorch process cannot flatter hpctrain) and each one's figure is kept.
+    pytorch, pytorch_nchw, lstm_ref = {}, {}, {}
     with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
         for line in f:
             r = json.loads(line)
+            if r.get("model") == "lstm":
+                lstm_ref.setdefault(r["precision"], []).append(r)
+                continue
             nchw = r["precision"] == "bf16" and not r["channels_last"]
-            (pytorch_nchw if nchw else pytorch)[(r["shape"], r["precision"])] = r
+            (pytorch_nchw if nchw else pytorch).setdefault((r["shape"], r["precision"]),
+                                                         []).append(r)
+    for table in (pytorch, pytorch_nchw):
+        for key, runs in table.items():
+            runs.sort(key=lambda r: r["images_per_second"])
+            table[key] = dict(runs[len(runs) // 2], processes=[
+                round(r["images_per_second"], 1) for r in runs])
     results = []
     for shape in sorted({s for s, _ in pytorch}):
         # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
@@ -81,6 +123,8 @@ def main():
             rates = [last_epoch_rate(r) for r in runs]
             ref = (pytorch_nchw.get((shape, "bf16")) if precision == "bf16_nchw"
                    else pytorch.get((shape, precision)))
+            if not runs and not ref:
+                continue
             layout = None
             if runs:
                 with open(runs[0] + ".summary.json") as f:
@@ -90,6 +134,7 @@ def main():
                      "hpctrain_runs": [round(v, 1) for v in rates],
                      "pytorch_images_per_second": ref and round(ref["images_per_second"], 1),
                      "pytorch_windows": ref and ref["windows"],
+                     "pytorch_processes": ref and ref["processes"],
                      "pytorch_channels_last": ref and ref["channels_last"]}
             if precision == "bf16" and (shape, precision) in pytorch_nchw:
                 entry["pytorch_nchw_images_per_second"] = round(
@@ -120,6 +165,7 @@ def main():
                             "step_phases_fraction": {k: round(v / total, 4)
                                                      for k, v in phases.items()},
                             "step_phases_s": phases})
+    lstm = lstm_results(a.logs, lstm_ref)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     any_ref = next(iter(pytorch.values()))
@@ -136,9 +182,21 @@ def main():
                   "read), PyTorch's GPU energy over its timed windows (NVML); MFU: 3 x forward "
                   "FLOPs (2 per multiply-add) x images/s over the card's dense peak",
         "results": results}
+    if lstm:
+        record["lstm"] = {
+            "benchmark": "configs/fashion_mnist_lstm.yaml (LSTM 128 over 28 rows, batch 64), one "
+                         "GPU, hpctrain (rnn: cudnn and steps) vs PyTorch nn.LSTM (cuDNN)",
+            "method": "hpctrain: samples/s of the last of 2 epochs of Fashion-MNIST read from "
+                      "HDF5, median over runs; PyTorch: bench/gpu/pytorch_lstm.py, random "
+                      "batches resident on the GPU, median of 5 windows; tokens/s = samples/s "
+                      "x 28",
+            "results": lstm}
     with open(a.out, "w") as f:
         json.dump(record, f, indent=1)
         f.write("\n")
+    for r in lstm:
+        print(f"lstm {r['engine']} {r['precision']}: hpctrain {r['hpctrain_samples_per_second']} "
+              f"vs PyTorch {r['pytorch_samples_per_second']} samples/s -> {r.get('ratio', '-')}")
     for r in results:
         if "ratio" in r or "note" in r:
             print(f"{r['shape']:>10} {r['precision']}: hpctrain {r['hpctrain_images_per_second']}"
