@@ -125,6 +125,64 @@ class Aggregation(unittest.TestCase):
         return aggregate.summarise_variant({"name": name, "ranks": devices,
                                             "devices": devices}, runs)
 
+    def run_of(self, name, backend, ranks, sps, energy=None):
+        """A finished repeat of `backend` on `ranks` ranks (1 epoch of 10 s)."""
+        d = make_run(self.root, name, [(1, 10.0, 0.0, 0.8)], test_s=0.0, sps=sps)
+        with open(os.path.join(d, "summary.json")) as f:
+            s = json.load(f)
+        s.update(backend=backend, world_size=ranks, energy=energy or s["energy"])
+        with open(os.path.join(d, "summary.json"), "w") as f:
+            json.dump(s, f)
+        return aggregate.read_run(d)
+
+    def test_the_model_calibrates_on_the_backend_of_its_multi_rank_variants(self):
+        # The classic study: the CPU first, then 1 GPU and 2 GPUs. The model's compute comes
+        # from the 1-GPU variant; from the CPU's, the GPU variants fell outside the model
+        # and it had no network ("no multi-rank variant measured").
+        raw = [[self.run_of("cpu", "cpu", 1, 8.0)], [self.run_of("gpu1", "cuda", 1, 2000.0)],
+               [self.run_of("gpu2", "cuda", 2, 3600.0)]]
+        variants = [aggregate.summarise_variant({"name": n, "ranks": r, "devices": r}, runs)
+                    for n, r, runs in zip(("cpu", "gpu-1", "gpu-2"), (1, 1, 2), raw)]
+        bench = os.path.join(self.root, "bench.json")
+        net = scaling.Network("n", 10e-6, 1e-10)
+        with open(bench, "w") as f:
+            json.dump({"points": [{"bytes": n, "time_s": scaling.ring_allreduce_s(net, 2, n)}
+                                  for n in (1 << 12, 1 << 16, 1 << 20)]}, f)
+        asked = []
+        driver = mock.Mock(study={"model": {"network": "measured", "max_ranks": 8,
+                                            "ranks_per_node": None, "average_every": 8,
+                                            "servers": 1}},
+                           bench=lambda *a: asked.append(a) or bench)
+        model = study.build_model(driver, variants, raw, cuda_devices=2)
+        self.assertEqual(model["calibration"], "gpu-1")
+        self.assertEqual([a[:3] for a in asked], [("cuda", "ring", 2)])
+        self.assertAlmostEqual(model["compute"]["step_s"], 64 / 2000.0)
+        self.assertEqual([m["variant"] for m in model["measured_vs_predicted"]], ["gpu-2"])
+        self.assertEqual(model["ranks_per_node"], 2)  # 2 GPUs a node, one rank each
+        self.assertEqual(sorted({p["ranks"] for p in model["predictions"]}), [2, 4, 8])
+        # Without multi-rank variants, the first one-rank variant, as before.
+        model = study.build_model(driver, variants[:2], raw[:2], cuda_devices=2)
+        self.assertEqual(model["calibration"], "cpu")
+
+    def test_energy_names_its_sources_and_what_was_not_read(self):
+        unread = {"cpu_j": None, "cpu_reason": "no powercap", "dram_j": None,
+                  "dram_reason": "no powercap", "gpu_j": 480.0, "total_j": 480.0,
+                  "seconds": 1.0}
+        runs = [self.run_of("g", "cuda", 1, 2000.0, unread)]
+        g = aggregate.summarise_variant({"name": "gpu-1", "ranks": 1, "devices": 1}, runs)
+        self.assertEqual((g["energy_sources"], g["energy_unread"]),
+                         (["gpu"], {"cpu": "no powercap", "dram": "no powercap"}))
+        c = self.variant("cpu", 1, [2280.0], [100.0])  # RAPL read: cpu only
+        aggregate.add_comparisons([g, c], ["gpu-1"])
+        md = report.markdown({"study": "s", "config": "c.yaml", "repeats": 1, "written": "now",
+                              "baselines": ["gpu-1"], "variants": [g, c], "model": None})
+        self.assertIn("| gpu-1 | 0.8000 [0.8000, 0.8000] | 480 [480, 480] | gpu |", md)
+        self.assertIn("| cpu | 0.8000 [0.8000, 0.8000] | 100 [100, 100] | cpu |", md)
+        self.assertIn("Not in the energy of gpu-1: cpu and dram (no powercap).", md)
+        self.assertIn("Not in the energy of cpu: dram and gpu (not read).", md)
+        # A speedup under 0.1 keeps two significant digits: 10 s against 2280 s.
+        self.assertIn("| cpu | 0.0044x [0.0044, 0.0044] | 0.0044x |", md)
+
     def test_a_baseline_without_a_finished_run_is_named(self):
         two = self.variant("two", 2, [6.0], [50.0])
         aggregate.add_comparisons([two], ["one"])

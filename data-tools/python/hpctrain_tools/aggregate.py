@@ -69,6 +69,11 @@ def read_run(run_dir):
                                                         "gpu_reason") if energy.get(k)}))
     elif resumed:
         total_j, reason = None, "resumed: the energy covers only the part after the resume"
+    # The sources read and, for those not read, why: a total of the GPUs alone (no RAPL
+    # in a virtual machine, say) is not the node's energy, and study.md says so.
+    sources = [k for k in ENERGY_SOURCES if energy and finite(energy.get(f"{k}_j")) is not None]
+    unread = {k: (energy or {}).get(f"{k}_reason") or "not read"
+              for k in ENERGY_SOURCES if k not in sources}
     every, servers = run_layout(run_dir)
     return {
         "dir": run_dir,
@@ -91,12 +96,17 @@ def read_run(run_dir):
         "test_accuracy": finite(s.get("test_accuracy")),
         "energy_j": total_j,
         "energy_reason": reason,
+        "energy_sources": sources,
+        "energy_unread": unread,
         "edp": s.get("edp") if total_j is not None else None,
         "step_phase_fractions": s.get("step_phase_fractions"),
         "step_phases_s": s.get("step_phases_s"),
         "cpu_load_per_rank": s.get("cpu_load_per_rank"),
         "epochs": epochs,
     }
+
+
+ENERGY_SOURCES = ("cpu", "dram", "gpu")  # summary.json energy's <source>_j, <source>_reason
 
 
 def finite(x):
@@ -136,6 +146,7 @@ def summarise_variant(variant, runs):
     if fractions:
         phase = {k: sum(f[k] for f in fractions) / len(fractions) for k in fractions[0]}
     reasons = [r["energy_reason"] for r in runs if r["energy_reason"]]
+    measured = next((r for r in runs if r["energy_j"] is not None), None)
     first = runs[0]
     return {
         "name": variant["name"],
@@ -162,6 +173,8 @@ def summarise_variant(variant, runs):
         "energy_j": stats(r["energy_j"] for r in runs),
         "energy_reason": reasons[0] if reasons and all(r["energy_j"] is None for r in runs)
         else None,
+        "energy_sources": measured["energy_sources"] if measured else [],
+        "energy_unread": measured["energy_unread"] if measured else {},
         "edp": stats(r["edp"] for r in runs),
         "step_phase_fractions": phase,
         "cpu_load_per_rank": stats(r["cpu_load_per_rank"] for r in runs),

@@ -41,6 +41,12 @@ def csv_row(v, baseline):
     return {k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS}
 
 
+def _x(ratio):
+    """A speedup with two decimals, or two significant digits below 0.1 (a CPU variant's
+    speedup against a GPU is 0.0044x, not 0.00x)."""
+    return f"{ratio:.2f}" if abs(ratio) >= 0.1 else f"{ratio:.2g}"
+
+
 def _mmm(s, fmt="{:.3g}"):
     """mean [min, max]"""
     if not s:
@@ -81,23 +87,38 @@ def markdown(doc):
                 continue
             eff = v["efficiency"] if b == base else None
             efft = v["efficiency_train"] if b == base else None
-            out.append(f"| {v['name']} | {sp['total']:.2f}x [{sp['total_min']:.2f}, "
-                       f"{sp['total_max']:.2f}] | {sp['train']:.2f}x | "
+            out.append(f"| {v['name']} | {_x(sp['total'])}x [{_x(sp['total_min'])}, "
+                       f"{_x(sp['total_max'])}] | {_x(sp['train'])}x | "
                        f"{_g(eff and 100 * eff, '{:.1f}%') or '-'} | "
                        f"{_g(efft and 100 * efft, '{:.1f}%') or '-'} |")
     out += ["", "## Accuracy and energy", "",
-            f"| variant | test accuracy | energy J | EDP J s | EDP / {base} |",
-            "|---|---|---|---|---:|"]
+            f"| variant | test accuracy | energy J | sources | EDP J s | EDP / {base} |",
+            "|---|---|---|---|---|---:|"]
     reasons = set()
+    unread = {}  # (sources, reason): the variants whose energy lacks those sources
     for v in vs:
         if v["energy_reason"]:
             reasons.add(v["energy_reason"])
+        elif v["energy_j"]:
+            by_reason = {}
+            for source, why in sorted(v["energy_unread"].items()):
+                by_reason.setdefault(why, []).append(source)
+            for why, sources in by_reason.items():
+                unread.setdefault((" and ".join(sources), why), []).append(v["name"])
         out.append(f"| {v['name']} | {_mmm(v['test_accuracy'], '{:.4f}')} | "
-                   f"{_mmm(v['energy_j'])} | {_mmm(v['edp'])} | "
-                   f"{_g(v['edp_norm'], '{:.2f}') or 'n/a'} |")
+                   f"{_mmm(v['energy_j'])} | {', '.join(v['energy_sources']) or '-'} | "
+                   f"{_mmm(v['edp'])} | {_g(v['edp_norm'], '{:.2f}') or 'n/a'} |")
     for r in sorted(reasons):
         out.append("")
         out.append(f"Energy n/a: {r}.")
+    for (source, why), names in sorted(unread.items()):
+        out.append("")
+        out.append(f"Not in the energy of {', '.join(names)}: {source} ({why}).")
+    if unread:
+        out.append("")
+        out.append("The energy is that of the sources read on the nodes of the run, "
+                   "whichever device trained: a CPU variant's includes the idle GPUs, a GPU "
+                   "variant's leaves out the CPUs where RAPL could not be read.")
     out += ["", "Validation accuracy per epoch (mean [min, max]):", "",
             "| variant | " + " | ".join(f"epoch {e}" for e in _epochs(vs)) + " |",
             "|---|" + "---|" * len(_epochs(vs))]

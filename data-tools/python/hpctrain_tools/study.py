@@ -348,19 +348,20 @@ def build_model(driver, variants, raw, cuda_devices):
     mcfg = driver.study["model"]
     nodes = int(os.environ.get("SLURM_NNODES", "1") or 1)
     measured = []
-    calibration = None
-    for v, runs in zip(variants, raw):
-        if runs and v["ranks"] == 1 and v["step_time_s"] and calibration is None:
-            calibration = (v, runs)
-    if calibration is None:
+    # Compute from a one-rank variant of a backend that multi-rank variants ran on (the
+    # classic study's 1 GPU, not its CPU: the model covers that backend's variants only).
+    multi = {v["backend"] for v, runs in zip(variants, raw) if runs and v["ranks"] > 1}
+    ones = [(v, r) for v, r in zip(variants, raw) if r and v["ranks"] == 1 and v["step_time_s"]]
+    if not ones:
         return None
-    cv, cruns = calibration
+    cv, cruns = next((c for c in ones if c[0]["backend"] in multi), ones[0])
     # Each repeat's own fraction (summary.json: its backward seconds over its training
     # seconds, both of the process that wrote it, so a resumed repeat's too).
     fractions = [r["step_phase_fractions"]["backward"] for r in cruns
                  if (r["step_phase_fractions"] or {}).get("backward") is not None]
     backward = sum(fractions) / len(fractions) if fractions else 0.6
     slots = node_slots(cv["backend"], cuda_devices)
+    per_rank = cv["threads_per_rank"] if cv["backend"] == "cpu" else 1
     # A CPU rank occupies the cores its process keeps busy alone (compute and input threads),
     # as measured; a GPU rank its GPU.
     slots_per_rank = 1
@@ -412,15 +413,14 @@ def build_model(driver, variants, raw, cuda_devices):
             return {"calibration": cv["name"], "compute": comp.as_dict(), "network": None,
                     "measured_vs_predicted": measured, "predictions": [],
                     "note": "no multi-rank variant measured: no network to extrapolate with"}
-        # The largest rank count whose ranks fit their node's slots: an oversubscribed
-        # node's latency says little about a network.
-        fitting = [r for r in networks
-                   if -(-r // nodes) * cv["threads_per_rank"] <= slots] or list(networks)
+        # The largest rank count whose ranks fit their node's slots (GPUs, or CPU cores for
+        # each rank's threads): an oversubscribed node's latency says little about a network.
+        fitting = [r for r in networks if -(-r // nodes) * per_rank <= slots] or list(networks)
         net = networks[max(fitting)]
     else:
         net = scaling.Network(given["name"], given["alpha_us"] * 1e-6,
                               1e-9 / given["bandwidth_gbs"])
-    rpn = mcfg["ranks_per_node"] or max(1, int(slots // max(1, cv["threads_per_rank"])))
+    rpn = mcfg["ranks_per_node"] or max(1, int(slots // max(1, per_rank)))
     layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
     preds = scaling.prediction_table(comp, net, scaling.powers_of_two(2, mcfg["max_ranks"]),
                                      rpn, layout)
