@@ -86,9 +86,20 @@ std::string array_misfit(const CheckpointState& s, size_t params, size_t state) 
 }
 
 // The owner of the run's checkpoints in the manifest: the run directory identifies the run,
-// so its resumed runs prune what it wrote.
+// so its resumed runs prune what it wrote. Where the checkpoint directory is the run
+// directory or inside it, the run directory relative to it ("." or "..", ...), so that a
+// run directory moved with its checkpoints still owns them; else its absolute path.
 std::string run_owner(const Config& config) {
-  return std::filesystem::weakly_canonical(config.run.dir).string();
+  namespace fs = std::filesystem;
+  const auto clean = [](const std::string& p) {
+    const fs::path c = fs::weakly_canonical(p).lexically_normal();
+    return c.has_filename() || !c.has_relative_path() ? c : c.parent_path();  // "/a/b/"
+  };
+  const fs::path run = clean(config.run.dir);
+  const fs::path rel = run.lexically_relative(clean(config.checkpoint.dir));
+  bool up_only = !rel.empty();
+  for (const fs::path& part : rel) up_only = up_only && (part == ".." || part == ".");
+  return up_only ? rel.string() : run.string();
 }
 
 // Snapshots up to this size are copied by the training thread itself.

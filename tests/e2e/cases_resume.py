@@ -193,6 +193,13 @@ def case_retention_after_resume():
     check(s["resumed_from"] == 312 and steps("keep1") == [234], f"2 ranks kept {steps('keep1')}")
     rc, out, _ = train("keep1", 2, small + ["train.epochs=3"])
     check(rc == 0 and "already complete" in out, f"rerun: exit {rc}: {out}")
+    # Moved with its checkpoints, the run still owns them: retention replaces step 234 (the
+    # manifest named the old absolute path, so it stayed beside the new one).
+    fresh("keep1moved")
+    os.rename(run_dir("keep1"), run_dir("keep1moved"))
+    s = expect_ok("keep1moved", 2, small + ["train.epochs=4"])
+    check(s["resumed_from"] == 234 and steps("keep1moved") == [312],
+          f"moved run kept {steps('keep1moved')}")
     # Step 155 of 156 on 1 rank: 155 x 64 samples are step 77.5 of 78 on 2 ranks.
     fresh("round_up")
     expect_ok("round_up", 1, small + ["train.epochs=1", "checkpoint.every_steps=155",

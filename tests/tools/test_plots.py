@@ -1,12 +1,14 @@
 """Tests of hpctrain_tools.plots: every figure of a run, a study and an all-reduce benchmark
 is a PNG of a readable size, the figures without data (no energy, no power, no validation,
-no model) are still written, and bad input is exit code 2 naming the file.
+no model) are still written, and bad input is exit code 2 naming the file. Also: power is
+averaged over a window from energy_j, and bars that spread over decades go on a log axis.
 
 Run: /usr/bin/python3 -m unittest tests/tools/test_plots.py -v (needs matplotlib)."""
 
 import contextlib
 import io
 import json
+import math
 import os
 import shutil
 import struct
@@ -17,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
 
-from hpctrain_tools import plots  # noqa: E402
+from hpctrain_tools import plot_common, plot_study, plots  # noqa: E402
 
 METRICS_HEADER = ("epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,"
                   "time_val_s,samples_per_second,data_wait_s,comm_s\n")
@@ -109,6 +111,32 @@ def make_study(root, energy=True, power=True, validation=True, model=True):
            "model": model_doc() if model else None}
     Path(root, "study.json").write_text(json.dumps(doc, indent=1))
     return root
+
+
+def study_doc(root, energies=None, edp_norm=None, train_s=None):
+    """make_study's study.json as a dict, with each variant's energy_j mean (None: no
+    reading), edp_norm or training seconds replaced where given."""
+    make_study(root)
+    doc = json.loads(Path(root, "study.json").read_text())
+    for i, v in enumerate(doc["variants"]):
+        if energies is not None:
+            v["energy_j"] = energies[i] and stat(energies[i])
+            v["energy_reason"] = None if energies[i] else "no RAPL counters readable"
+        if edp_norm is not None:
+            v["edp_norm"] = edp_norm[i]
+        if train_s is not None:
+            v["time_train_s"], v["time_s"] = stat(train_s[i]), stat(train_s[i] + 0.6)
+    return doc
+
+
+def stepped_counter(watts, step_s, interval_s=0.1, seconds=5.0):
+    """One device's samples (times, power_w, energy_j) at a constant `watts` whose energy
+    counter advances only every step_s, as NVML's and RAPL's do, read every interval_s."""
+    times = [round(interval_s * (k + 1), 3) for k in range(round(seconds / interval_s))]
+    joules = [watts * step_s * math.floor(t / step_s + 1e-9) for t in times]
+    power = [(j - j0) / (t - t0)
+             for t, j, t0, j0 in zip(times, joules, [0.0] + times, [0.0] + joules)]
+    return times, power, joules
 
 
 def make_allreduce(path, algorithms=("ring", "mpi", "nccl")):
@@ -262,6 +290,121 @@ class PlotsTest(unittest.TestCase):
         Path(study, "plots").write_text("")
         rc, out, err = self.run_main(["study", study])
         self.assertEqual((rc, err), (2, f"error: {study}/plots: not a directory\n"))
+
+    def test_power_is_averaged_over_a_window_from_energy(self):
+        # 77 W on a counter that advances every 150 ms, read every 100 ms: power_w is 0 W
+        # or 115.5 W from one interval to the next.
+        times, power, joules = stepped_counter(77.0, 0.15)
+        self.assertLess(min(power[5:]), 1.0)
+        self.assertGreater(max(power[5:]), 1.4 * 77)
+        window = plot_common.POWER_WINDOW_S
+        self.assertEqual(window, 0.5)
+        smooth = plot_common.window_power(times, joules)
+        after = [w for t, w in zip(times, smooth) if t >= window]
+        # Half a second holds 3 or 4 of the counter's steps: off by at most one step
+        # (11.55 J) over the window, and right on average.
+        for w in after:
+            self.assertLessEqual(abs(w - 77.0), 77.0 * 0.15 / window + 1e-6)
+        self.assertAlmostEqual(sum(after) / len(after), 77.0, delta=0.03 * 77)
+        # A counter stepping every 40 ms (power_w: 61.6 or 92.4 W): within 5 %.
+        times, power, joules = stepped_counter(77.0, 0.04)
+        self.assertGreater(max(power) - min(power), 30.0)
+        for t, w in zip(times, plot_common.window_power(times, joules)):
+            if t >= window:
+                self.assertAlmostEqual(w, 77.0, delta=0.05 * 77, msg=t)
+        # The formula: from (0 s, 0 J) until 0.5 s have passed, then from the latest
+        # sample at or before t - 0.5 s (at 0.8 s: 0.2 s, 70 J over 0.6 s); None for no
+        # reading or no time to average over.
+        w = plot_common.window_power([0.1, 0.2, 0.6, 0.8, 1.1], [10, 30, 60, 100, 190])
+        self.assertEqual([round(x, 6) for x in w], [100, 150, 100, 116.666667, 260])
+        self.assertEqual(plot_common.window_power([0.0, 0.1, 0.2, 0.3], [0, 10, None, 30]),
+                         [None, 100, None, 100])
+
+    def test_read_power_averages_and_falls_back_to_power_w(self):
+        times, power, joules = stepped_counter(77.0, 0.15, seconds=2.0)
+        path = Path(self.tmp, "power.csv")
+        rows = [POWER_HEADER]
+        for t, p, j in zip(times, power, joules):
+            rows.append(f"{t:.3f},gpu0,{p:.3f},{j:.3f}\n")
+            rows.append(f"{t:.3f},cpu0,{40 + (t * 10) % 3:.3f},\n")  # no energy_j
+        path.write_text("".join(rows))
+        series = plot_common.read_power(str(path))
+        self.assertEqual(list(series), ["cpu0", "gpu0"])
+        t, watts, averaged = series["gpu0"]
+        self.assertEqual(t, times)
+        expected = plot_common.window_power(times, [round(j, 3) for j in joules])
+        self.assertEqual([round(w, 6) for w in watts], [round(w, 6) for w in expected])
+        self.assertTrue(all(averaged))
+        t, watts, averaged = series["cpu0"]
+        self.assertEqual(watts, [round(40 + (x * 10) % 3, 3) for x in times])
+        self.assertFalse(any(averaged))
+        fig, ax = plot_common.plt.subplots()
+        plot_common._plot_power(ax, {"gpu0": series["gpu0"]}, {"gpu0": "C0"})
+        self.assertEqual(ax.get_ylabel(), "power (W), mean over 0.5 s")
+        plot_common._plot_power(ax, series, {"gpu0": "C0", "cpu0": "C1"})
+        self.assertIn("per sample where no energy_j", ax.get_ylabel())
+        plot_common.plt.close(fig)
+        # A file without the energy_j column: power_w as it is.
+        path.write_text("time_s,device,power_w\n0.1,cpu0,30\n0.2,cpu0,50\n")
+        self.assertEqual(plot_common.read_power(str(path)),
+                         {"cpu0": ([0.1, 0.2], [30.0, 50.0], [False, False])})
+        run = Path(self.tmp, "run")
+        run.mkdir()
+        write_metrics(run / "metrics.csv", 2)
+        path.rename(run / "power.csv")
+        self.assertEqual(len(plots.plot_run(str(run))), 2)
+
+    def test_energy_title_says_na_only_when_a_reading_is_missing(self):
+        doc = study_doc(self.tmp, energies=[300.0, 250.0, 400.0], edp_norm=[1.0, 0.8, 0.5])
+        fig = plot_study._energy_figure(doc, self.tmp)
+        self.assertEqual([t.get_text() for t in fig.texts], ["study_test: energy"])
+        plot_common.plt.close(fig)
+        doc = study_doc(os.path.join(self.tmp, "b"), energies=[300.0, 250.0, None],
+                        edp_norm=[1.0, 0.8, None])
+        fig = plot_study._energy_figure(doc, self.tmp)
+        self.assertEqual([t.get_text() for t in fig.texts],
+                         ["study_test: energy (n/a: no reading)"])
+        self.assertIn("n/a", [t.get_text() for t in fig.axes[0].texts])
+        plot_common.plt.close(fig)
+
+    def test_bars_that_spread_over_decades_go_on_a_log_axis(self):
+        # 200x: the small bars would be a pixel high on a linear axis.
+        doc = study_doc(self.tmp, energies=[60000.0, 300.0, 450.0],
+                        edp_norm=[1.0, 0.005, 0.0075], train_s=[200.0, 0.9, 1.2])
+        fig = plot_study._energy_figure(doc, self.tmp)
+        for ax in fig.axes:
+            self.assertEqual(ax.get_yscale(), "log")
+            bottom = ax.get_ylim()[0]
+            self.assertGreater(bottom, 0)
+            for bar in ax.patches:  # every bar starts at the bottom and shows
+                self.assertAlmostEqual(bar.get_y(), bottom)
+                self.assertGreaterEqual(bar.get_y() + bar.get_height(), 1.5 * bottom)
+        self.assertEqual([t.get_text() for t in fig.axes[0].texts],
+                         ["60,000 J", "300 J", "450 J"])
+        self.assertEqual([t.get_text() for t in fig.axes[1].texts], ["1x", "0.005x", "0.0075x"])
+        plot_common.plt.close(fig)
+        fig = plot_study._phases_figure(doc, self.tmp)
+        ax = fig.axes[0]
+        self.assertEqual(ax.get_yscale(), "log")
+        self.assertEqual([t.get_text() for t in ax.texts], ["201 s", "1.5 s", "1.8 s"])
+        bottom = ax.get_ylim()[0]
+        train = ax.patches[:3]  # stacked: train, then validation and test on top
+        for bar in train:
+            self.assertAlmostEqual(bar.get_y(), bottom)
+            self.assertGreaterEqual(bar.get_height(), 0.5 * bottom)
+        for below, above in zip(ax.patches, ax.patches[3:]):
+            self.assertAlmostEqual(above.get_y(), below.get_y() + below.get_height())
+        plot_common.plt.close(fig)
+        # 2x: linear, from 0, as before, no values written.
+        doc = study_doc(os.path.join(self.tmp, "b"), energies=[300.0, 450.0, 600.0],
+                        edp_norm=[1.0, 0.7, 0.5], train_s=[2.0, 3.0, 4.0])
+        for draw in (plot_study._energy_figure, plot_study._phases_figure):
+            fig = draw(doc, self.tmp)
+            for ax in fig.axes:
+                self.assertEqual(ax.get_yscale(), "linear")
+                self.assertEqual(ax.get_ylim()[0], 0)
+                self.assertEqual([t for t in ax.texts if t.get_text() != "n/a"], [])
+            plot_common.plt.close(fig)
 
 
 if __name__ == "__main__":

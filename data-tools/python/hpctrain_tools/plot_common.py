@@ -1,6 +1,7 @@
 """What the plotting modules share: matplotlib set up for files (Agg), figure sizes, the
-readers of metrics.csv, power.csv and study.json, and small drawing helpers. A missing or
-malformed input raises PlotInputError, whose message names the file."""
+readers of metrics.csv, power.csv (power averaged over a sliding window) and study.json, and
+small drawing helpers. A missing or malformed input raises PlotInputError, whose message
+names the file."""
 
 import csv
 import json
@@ -21,7 +22,8 @@ ONE_PANEL = (7, 4.5)
 ONE_PANEL_LEGEND = (9, 4.5)  # a panel with its legend on the right
 TWO_PANELS = (11, 4.5)
 METRICS_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy")
-POWER_COLUMNS = ("time_s", "device", "power_w")
+POWER_COLUMNS = ("time_s", "device", "power_w")  # energy_j too, where present
+POWER_WINDOW_S = 0.5  # the power plotted: averaged over this many seconds (window_power)
 
 
 class PlotInputError(Exception):
@@ -83,19 +85,55 @@ def read_metrics(path):
     return dict(sorted(epochs.items()))
 
 
+def window_power(times, joules, window_s=POWER_WINDOW_S):
+    """The power at each sample averaged over the last window_s seconds, from a counter of
+    joules since time 0: (E_i - E_j) / (t_i - t_j), j the latest sample at or before
+    t_i - window_s, and (0 s, 0 J) before the first sample; a sample less than window_s
+    after time 0 averages from there (a shorter window). The RAPL and NVML counters behind
+    power.csv advance in coarse steps, so power_w, the power of one interval (100 ms),
+    jumps from step to step (an idle GPU reads 75, 155, 75 W; a 700 W GPU reads 1009 W)
+    while over half a second the steps average out. times ascending. A sample whose joules
+    is None gets None (the caller keeps its power_w) and starts no later window; one with
+    no earlier time to average from (t = 0) gets None too."""
+    start_t, start_j = [0.0], [0.0]  # the samples a window can start from
+    first = 0  # index into start_*: the latest at or before t - window_s seen so far
+    watts = []
+    for t, j in zip(times, joules):
+        if j is None:
+            watts.append(None)
+            continue
+        # 1e-6: times have 1 ms resolution, and 0.6 - 0.5 is a little below 0.1 in floats
+        while first + 1 < len(start_t) and start_t[first + 1] <= t - window_s + 1e-6:
+            first += 1
+        dt = t - start_t[first]
+        watts.append((j - start_j[first]) / dt if dt > 0 else None)
+        start_t.append(t)
+        start_j.append(j)
+    return watts
+
+
 def read_power(path):
-    """power.csv as {device: (times in s, watts)}, devices sorted; {} when the file does
-    not exist or has no rows."""
+    """power.csv as {device: (times in s, watts, averaged)}, devices sorted; {} when the
+    file does not exist or has no rows. watts is window_power's average over
+    POWER_WINDOW_S from energy_j; a row without energy_j (an empty field, or a file
+    without the column) keeps its power_w, and averaged (a bool per sample) says which."""
     if not os.path.exists(path):
         return {}
-    series = {}
+    rows = {}
     for row in _read_rows(path, POWER_COLUMNS):
         t, w = _number(path, row, "time_s"), _number(path, row, "power_w")
-        if t is not None and w is not None:
-            times, watts = series.setdefault(row["device"], ([], []))
-            times.append(t)
-            watts.append(w)
-    return dict(sorted(series.items()))
+        j = _number(path, row, "energy_j") if row.get("energy_j") is not None else None
+        if t is not None and (w is not None or j is not None):
+            rows.setdefault(row["device"], []).append((t, w, j))
+    series = {}
+    for device, samples in sorted(rows.items()):
+        times, raw, joules = zip(*samples)
+        points = [(t, a if a is not None else w, a is not None)
+                  for t, w, a in zip(times, raw, window_power(times, joules))
+                  if a is not None or w is not None]
+        if points:
+            series[device] = tuple(list(column) for column in zip(*points))
+    return series
 
 
 def _read_json(path):
@@ -176,10 +214,20 @@ def _energy_reason(variants, fallback):
     return next((v["energy_reason"] for v in variants if v.get("energy_reason")), fallback)
 
 
+def _power_label(series):
+    """The y label of read_power's `series`: it says over how long the power is averaged,
+    and whether some samples (those without energy_j) are single intervals instead."""
+    averaged = [a for _, _, flags in series.values() for a in flags]
+    if not any(averaged):
+        return "power (W), per sample"
+    label = f"power (W), mean over {POWER_WINDOW_S:g} s"
+    return label if all(averaged) else label + "\n(per sample where no energy_j)"
+
+
 def _plot_power(ax, series, colors):
     """One line per device of read_power's `series`, coloured by colors[device]."""
-    for device, (times, watts) in series.items():
+    for device, (times, watts, _) in series.items():
         ax.plot(times, watts, label=device, linewidth=1.2, color=colors[device])
     ax.set_xlabel("time (s)")
-    ax.set_ylabel("power (W)")
+    ax.set_ylabel(_power_label(series))
     ax.grid(alpha=0.3)

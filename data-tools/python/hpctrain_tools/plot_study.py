@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
                                         PlotInputError, _array, _colors, _energy_reason,
@@ -23,6 +23,8 @@ MODEL_STYLES = {("allreduce", True): ("model: allreduce, overlapped", "-", "0.15
                 ("average", False): ("model: average", "-.", "0.4"),
                 ("async", False): ("model: async", ":", "0.4")}
 IDEAL = {"color": "0.7", "linewidth": 3, "zorder": 0}
+PHASES = (("time_train_s", "train"), ("time_val_s", "validation"), ("time_test_s", "test"))
+LOG_SPREAD = 30  # bars: a log y axis where the largest is over this times the smallest
 
 
 def study_plot_names():
@@ -64,6 +66,39 @@ def _variant_axis(ax, names):
     ax.grid(axis="y", alpha=0.3)
 
 
+def _log_bottom(tops, lowest=None):
+    """None when bars reaching `tops` (None or 0: no bar) read well on a linear y axis: the
+    largest at most LOG_SPREAD times the smallest. Else they go on a log axis (on a linear
+    one a GPU variant 200x faster than the CPU one is a pixel high), and this is its
+    bottom: the power of ten at least 1.5x below the smallest top, or below `lowest` (the
+    lowest top of a stacked segment), so that the shortest bar still shows."""
+    tops = [t for t in tops if t and t > 0]
+    if not tops or max(tops) <= LOG_SPREAD * min(tops):
+        return None
+    low = min(tops + ([lowest] if lowest else []))
+    return 10.0 ** math.floor(math.log10(low / 1.5))
+
+
+def _short(value):
+    """20784.9 -> "20,785", 1.1751 -> "1.18"."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _log_bars(ax, bottom, values, heights, unit):
+    """The y axis made log from `bottom`, and each bar's values[i] (None: no bar) written
+    above heights[i] (the top of its bar or whisker): read off a log axis, the value of a
+    bar decades below the others would be a guess."""
+    ax.set_yscale("log")
+    top = max(h for h in heights if h)
+    ax.set_ylim(bottom, top * (top / bottom) ** 0.15)  # room above the tallest for its value
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: ""))
+    for i, (value, height) in enumerate(zip(values, heights)):
+        if value:
+            ax.annotate(f"{_short(value)}{unit}", (i, height), xytext=(0, 2),
+                        textcoords="offset points", ha="center", va="bottom", fontsize="small")
+
+
 def _accuracy_figure(doc, _study_dir):
     variants = doc["variants"]
     colors = _colors([v["name"] for v in variants])
@@ -96,23 +131,30 @@ def _accuracy_figure(doc, _study_dir):
 
 
 def _phases_figure(doc, _study_dir):
+    """Stacked phase seconds per variant; on a log axis, from _log_bottom's bottom, with
+    each total written above its bar, when the totals spread over LOG_SPREAD."""
     variants = doc["variants"]
     x = np.arange(len(variants))
     fig, ax = plt.subplots(figsize=ONE_PANEL)
-    bottom = np.zeros(len(variants))
-    for key, label in (("time_train_s", "train"), ("time_val_s", "validation"),
-                       ("time_test_s", "test")):
-        height = np.array([(_stat(v, key) or (0.0,))[0] for v in variants], dtype=float)
-        ax.bar(x, height, 0.6, bottom=bottom, label=label)
-        bottom += height
+    tops = np.cumsum([[(_stat(v, key) or (0.0,))[0] for v in variants] for key, _ in PHASES],
+                     axis=0)  # tops[k][i]: where phase k of variant i ends in the stack
+    totals = [_stat(v, "time_s") for v in variants]
+    shown = [t[0] if t else tops[-1][i] for i, t in enumerate(totals)]
+    bottom = _log_bottom(shown, tops[tops > 0].min() if (tops > 0).any() else None)
+    lower = np.full(len(variants), bottom or 0.0)
+    for (_, label), top in zip(PHASES, tops):
+        ax.bar(x, np.maximum(top - lower, 0.0), 0.6, bottom=lower, label=label)
+        lower = np.maximum(lower, top)
     label = "total: min to max"  # on the first whisker only
-    for i, v in enumerate(variants):
-        total = _stat(v, "time_s")
+    for i, total in enumerate(totals):
         if total:
             ax.errorbar([i], [total[0]], yerr=[[total[0] - total[1]], [total[2] - total[0]]],
                         fmt="none", ecolor="black", capsize=5, label=label)
             label = None
     _variant_axis(ax, [v["name"] for v in variants])
+    if bottom:
+        _log_bars(ax, bottom, shown, [max(tops[-1][i], t[2] if t else 0.0)
+                                      for i, t in enumerate(totals)], " s")
     ax.set_ylabel("time (s)")
     repeats = doc.get("repeats", "?")
     ax.set_title(_title(doc, f"time per phase (mean of {repeats} repeat"
@@ -308,6 +350,8 @@ def _power_figure(doc, study_dir):
 
 
 def _energy_figure(doc, _study_dir):
+    """Energy per variant and EDP normalised to the baseline, each panel on a log axis
+    (values written above the bars) when its bars spread over LOG_SPREAD."""
     variants = doc["variants"]
     energy = [_stat(v, "energy_j") for v in variants]
     if not any(energy):
@@ -318,24 +362,33 @@ def _energy_figure(doc, _study_dir):
     base = (doc.get("baselines") or ["?"])[0]
     colors = _colors([v["name"] for v in variants])
     edp = [v.get("edp_norm") for v in variants]
+    bottom_j = _log_bottom([e and e[0] for e in energy])
+    bottom_edp = _log_bottom(edp)
     fig, (ax_j, ax_edp) = plt.subplots(1, 2, figsize=TWO_PANELS)
     for i, v in enumerate(variants):
         if energy[i]:
             mean, lo, hi = energy[i]
-            ax_j.bar(i, mean, 0.6, color=colors[v["name"]], yerr=[[mean - lo], [hi - mean]],
-                     capsize=5)
+            ax_j.bar(i, mean - (bottom_j or 0.0), 0.6, bottom=bottom_j or 0.0,
+                     color=colors[v["name"]], yerr=[[mean - lo], [hi - mean]], capsize=5)
         if edp[i] is not None:
-            ax_edp.bar(i, edp[i], 0.6, color=colors[v["name"]])
+            ax_edp.bar(i, edp[i] - (bottom_edp or 0.0), 0.6, bottom=bottom_edp or 0.0,
+                       color=colors[v["name"]])
     for ax, values in ((ax_j, energy), (ax_edp, edp)):
         for i, value in enumerate(values):
             if value is None:
                 ax.text(i, 0.02, "n/a", ha="center", va="bottom", color="0.35",
                         transform=ax.get_xaxis_transform())
         _variant_axis(ax, [v["name"] for v in variants])
+    if bottom_j:
+        _log_bars(ax_j, bottom_j, [e and e[0] for e in energy], [e and e[2] for e in energy],
+                  " J")
+    if bottom_edp:
+        _log_bars(ax_edp, bottom_edp, edp, edp, "x")
     ax_j.set_ylabel("energy (J)")
     ax_j.set_title("energy per run (mean, bars: min to max)")
     ax_edp.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax_edp.set_ylabel(f"EDP / EDP of {base}")
     ax_edp.set_title("energy-delay product (J x s), normalised")
-    fig.suptitle(_title(doc, "energy (n/a: no reading)"))
+    missing = None in energy or None in edp
+    fig.suptitle(_title(doc, "energy (n/a: no reading)" if missing else "energy"))
     return fig
