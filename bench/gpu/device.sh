@@ -150,7 +150,8 @@ stage_fmnist() {
 # ResNet-34 training images/s at batch 128: hpctrain (epochs 2..3 of a synth set read
 # from HDF5 through the prefetch queue; REPS runs per precision in PRECISIONS, default
 # "fp32 tf32 bf16 bf16_nchw", interleaved; fp16 may be named too; train.cuda_graph GRAPH,
-# default off) and PyTorch
+# default off; a name ending in _graph, such as bf16_graph, runs with train.cuda_graph on
+# beside the others) and PyTorch
 # (batches already on the GPU; one process per precision in PYTORCH, 5 timed windows,
 # with the GPU's joules per image where NVML is importable), same GPU.
 # One more hpctrain run per precision in TIMED (default "tf32 bf16") with train.step_timing
@@ -162,19 +163,20 @@ resnet_pair() {
     --classes "$classes" --dtype uint8 --threads 16 >/dev/null
   local sets=(--set device=cuda --set data.train="$file" --set 'data.val=""'
     --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
-    --set data.prefetch_threads=8 --set run.threads=8 --set train.cuda_graph="${GRAPH:-off}")
+    --set data.prefetch_threads=8 --set run.threads=8)
   for rep in $(seq "${REPS:-3}"); do
     for p in ${PRECISIONS:-fp32 tf32 bf16 bf16_nchw}; do
       # bf16_nchw: bf16 with layout nchw (bf16 alone takes layout auto: nhwc on a GPU)
-      local layout=auto
-      [[ $p == *_nchw ]] && layout=nchw
+      local layout=auto graph=${GRAPH:-off}
+      [[ $p == *_nchw* ]] && layout=nchw
+      [[ $p == *_graph ]] && graph=on
       train "resnet34_${shape}_${p}_rep$rep" 1 configs/seed_resnet34.yaml "${sets[@]}" \
-        --set precision="${p%_nchw}" --set layout=$layout
+        --set precision="${p%%_*}" --set layout=$layout --set train.cuda_graph="$graph"
     done
   done
   for p in ${TIMED:-tf32 bf16}; do
     train "resnet34_${shape}_${p}_timed" 1 configs/seed_resnet34.yaml "${sets[@]}" \
-      --set precision="$p" --set train.step_timing=true
+      --set precision="$p" --set train.step_timing=true --set train.cuda_graph="${GRAPH:-off}"
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
   # PYTORCH: the precisions PyTorch runs ("bf16_nchw": bf16 in NCHW, hpctrain's layout nchw)

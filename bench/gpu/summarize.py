@@ -117,12 +117,17 @@ def main():
     for shape in sorted({s for s, _ in pytorch}):
         # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
         flops = forward_flops(a.hpctrain, shape) if shape in CLASSES else None
-        for precision in ("fp32", "tf32", "bf16", "bf16_nchw", "fp16"):
+        # The precisions device.sh names, then any other run names (bf16_graph: bf16 with
+        # train.cuda_graph on, against PyTorch's bf16).
+        named = {os.path.basename(r)[len(f"resnet34_{shape}_"):].rsplit("_rep", 1)[0]
+                 for r in glob.glob(os.path.join(a.logs, f"resnet34_{shape}_*_rep*.metrics.csv"))}
+        order = ["fp32", "tf32", "bf16", "bf16_nchw", "fp16"]
+        for precision in order + sorted(named - set(order)):
             runs = sorted(r[: -len(".metrics.csv")] for r in glob.glob(os.path.join(
                 a.logs, f"resnet34_{shape}_{precision}_rep*.metrics.csv")))
             rates = [last_epoch_rate(r) for r in runs]
-            ref = (pytorch_nchw.get((shape, "bf16")) if precision == "bf16_nchw"
-                   else pytorch.get((shape, precision)))
+            ref = (pytorch_nchw.get((shape, "bf16")) if "_nchw" in precision
+                   else pytorch.get((shape, precision.split("_")[0])))
             if not runs and not ref:
                 continue
             layout = None

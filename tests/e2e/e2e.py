@@ -2,6 +2,8 @@
 """End-to-end tests of the hpctrain CLI: whole training runs under mpiexec, their
 outputs (summary.json, metrics.csv), and the failure paths (bad config, missing
 data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data DIR.
+HPCTRAIN_E2E_SETS="key=value ..." adds those --sets to every training run of a case
+(before its own), e.g. train.cuda_graph=auto to run the cases with CUDA graphs on a GPU.
 """
 import argparse
 

@@ -63,7 +63,9 @@ def train_cmd(name, ranks, sets, config="configs/fashion_mnist_mlp.yaml", resume
            "--set", f"data.train={d}/train.h5", "--set", f"data.val={d}/val.h5",
            "--set", f"data.test={d}/test.h5", "--set", f"run.dir={run_dir(name)}",
            "--set", "train.progress_seconds=0"]
-    for s in sets:
+    # HPCTRAIN_E2E_SETS (key=value ..., before the case's own): the cases with other
+    # settings, such as train.cuda_graph=auto on a GPU machine.
+    for s in os.environ.get("HPCTRAIN_E2E_SETS", "").split() + list(sets):
         cmd += ["--set", s]
     if resume is not None:
         cmd += ["--resume", resume]
