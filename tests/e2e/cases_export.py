@@ -142,7 +142,9 @@ def decoded_inputs(path, kind):
 
 
 def reference_folder(name):
-    return os.path.join(ARGS.build, "e2e-runs", "export_ref", name)
+    """The folder of reference model `name` in this case: each case its own, so that cases
+    run side by side (ctest -j) do not delete each other's."""
+    return os.path.join(ARGS.build, "e2e-runs", "export_ref", ARGS.case, name)
 
 
 def prepare_reference_model(name):
