@@ -16,6 +16,8 @@
 #include <new>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "apps/bench_checkpoint.hpp"
 #include "backend/cuda_backend.hpp"
@@ -124,6 +126,16 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
     ++i;
   }
 
+  // Messages are whole float32 values: 4097 bytes measured 4096 and reported 4097.
+  const std::pair<const char*, int64_t> sizes[] = {
+      {"--min-bytes", min_bytes}, {"--max-bytes", max_bytes}, {"--chunk-bytes", chunk_bytes}};
+  for (const auto& [option, bytes] : sizes) {
+    if (bytes % 4 != 0) {
+      throw UsageError(std::string("bench allreduce: ") + option +
+                       ": expected a multiple of 4 (whole float32 values), got " +
+                       std::to_string(bytes));
+    }
+  }
   if (min_bytes > max_bytes) {
     throw UsageError("bench allreduce: --min-bytes " + std::to_string(min_bytes) +
                      " is above --max-bytes " + std::to_string(max_bytes));

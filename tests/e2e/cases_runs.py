@@ -245,7 +245,9 @@ def case_cli():
                          (["checkpoint", "--bytes", "4096abc"] + unused, "--bytes"),
                          (["checkpoint", "--reps", "0"] + unused, "--reps"),
                          (["allreduce", "--min-bytes", "1000000", "--max-bytes", "1000"],
-                          "--min-bytes")):
+                          "--min-bytes"),
+                         (["allreduce", "--min-bytes", "4097"], "--min-bytes"),
+                         (["allreduce", "--chunk-bytes", "1001"], "--chunk-bytes")):
         c = subprocess.run([hpctrain(), "bench"] + args, capture_output=True, text=True,
                            timeout=30)
         check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1
