@@ -201,6 +201,18 @@ class PlotsTest(unittest.TestCase):
         self.assert_png(written[0], min_width=1000)
         self.assert_png(written[1])
 
+    def test_one_epoch_is_ticked_in_whole_epochs(self):
+        # matplotlib's own limits around one point ticked 0.975, 0.990, 1.005 epochs.
+        for epochs in ([1], [1, 2], list(range(1, 31))):
+            fig, ax = plot_common.plt.subplots()
+            ax.plot(epochs, [0.5] * len(epochs))
+            plot_common._epoch_axis(ax, epochs)
+            fig.canvas.draw()
+            lo, hi = ax.get_xlim()
+            ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+            self.assertTrue(ticks and all(t == int(t) for t in ticks), (epochs, ticks))
+            plot_common.plt.close(fig)
+
     def test_run_metrics_last_row_of_an_epoch_wins(self):
         path = Path(self.tmp, "metrics.csv")
         write_metrics(path, 3, skip_val=(3,), resumed=True)
@@ -365,6 +377,21 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual([t.get_text() for t in fig.texts],
                          ["study_test: energy (n/a: no reading)"])
         self.assertIn("n/a", [t.get_text() for t in fig.axes[0].texts])
+        plot_common.plt.close(fig)
+
+    def test_titles_and_axes_say_what_ran(self):
+        # A study stopped early: 3 repeats planned, 2 and 1 finished; the phases title
+        # counts those, not the plan.
+        doc = study_doc(self.tmp)
+        doc["repeats"] = 3
+        doc["variants"][2]["repeats_done"] = 1
+        fig = plot_study._phases_figure(doc, self.tmp)
+        self.assertIn("mean of 1 to 2 repeats", fig.axes[0].get_title())
+        plot_common.plt.close(fig)
+        # Without predictions the ranks axis ends near the measured devices (8), not 4096.
+        doc["model"] = None
+        fig = plot_study._scaling_model_figure(doc, self.tmp)
+        self.assertLess(fig.axes[0].get_xlim()[1], 16)
         plot_common.plt.close(fig)
 
     def test_bars_that_spread_over_decades_go_on_a_log_axis(self):

@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 import numpy as np  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 DPI = 110
 ONE_PANEL = (7, 4.5)
@@ -208,6 +208,16 @@ def _log2_axis(ax, lo, hi):
     ax.set_xticks([2 ** k for k in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)])
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
+
+
+def _epoch_axis(ax, epochs):
+    """An x axis of whole epochs, half an epoch of room either side (around one epoch
+    matplotlib's own limits ticked 0.975, 0.990, 1.005), integer ticks even where one
+    integer is in view."""
+    ax.set_xlabel("epoch")
+    if epochs:
+        ax.set_xlim(min(epochs) - 0.5, max(epochs) + 0.5)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
 
 
 def _energy_reason(variants, fallback):

@@ -11,9 +11,9 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
                                         PlotInputError, _array, _colors, _energy_reason,
-                                        _legend_right, _log2_axis, _note, _plot_power,
-                                        _save, _stat, make_out_dir, plt, read_power,
-                                        read_study)
+                                        _epoch_axis, _legend_right, _log2_axis, _note,
+                                        _plot_power, _save, _stat, make_out_dir, plt,
+                                        read_power, read_study)
 
 STUDY_PLOTS = ("accuracy.png", "phases.png", "scaling.png", "scaling_model.png", "power.png",
                "energy.png")
@@ -122,9 +122,8 @@ def _accuracy_figure(doc, _study_dir):
     if skipped:
         title += f"\nno validation data: {', '.join(skipped)}"
     ax.set_title(_title(doc, title))
-    ax.set_xlabel("epoch")
+    _epoch_axis(ax, sorted({e for v in variants for e in v["epochs"]}))
     ax.set_ylabel("validation accuracy (fraction correct)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     _legend_right(ax)  # even for one line: it names the variant
     return fig
@@ -156,9 +155,11 @@ def _phases_figure(doc, _study_dir):
         _log_bars(ax, bottom, shown, [max(tops[-1][i], t[2] if t else 0.0)
                                       for i, t in enumerate(totals)], " s")
     ax.set_ylabel("time (s)")
-    repeats = doc.get("repeats", "?")
+    # The repeats that finished (a study stopped early has fewer than it planned).
+    done = sorted({v.get("repeats_done", doc.get("repeats", 0)) for v in variants})
+    repeats = str(done[0]) if len(done) == 1 else f"{done[0]} to {done[-1]}"
     ax.set_title(_title(doc, f"time per phase (mean of {repeats} repeat"
-                             f"{'' if repeats == 1 else 's'})"))
+                             f"{'' if repeats == '1' else 's'})"))
     ax.legend()
     return fig
 
@@ -307,7 +308,7 @@ def _scaling_model_figure(doc, _study_dir):
     _measured_points(ax, rows, colors, "efficiency", train=False)
     ranks = [p["ranks"] for p in (model or {}).get("predictions", [])]
     ranks += [r["devices"] for r in rows]
-    _log2_axis(ax, min(ranks + [2]), max(ranks + [4096]))
+    _log2_axis(ax, min(ranks + [2]), max(ranks + [2]))  # predictions reach max_ranks
     ax.set_xlabel("ranks (measured points: devices)")
     ax.set_ylabel("parallel efficiency (speedup / ideal)")
     ax.set_ylim(0, max([1.1] + [r["efficiency"][2] * 1.05 for r in rows]))

@@ -10,10 +10,11 @@ import math
 import os
 import sys
 
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter
 
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
-                                        PlotInputError, _colors, _legend_right, _plot_power,
+                                        PlotInputError, _colors, _epoch_axis, _legend_right,
+                                        _plot_power,
                                         _read_json, _save, make_out_dir, plt, read_metrics,
                                         read_power)
 from hpctrain_tools.plot_study import plot_study, study_plot_names
@@ -43,14 +44,13 @@ def plot_run(run_dir, out_dir=None):
                       if r[f"{split}_{what}"] is not None]
             if points:
                 ax.plot(*zip(*points), style, label=legend)
-        ax.set_xlabel("epoch")
+        _epoch_axis(ax, list(epochs))
         ax.set_ylabel(label)
         ax.set_title(f"{label} per epoch")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-        if len(ax.get_lines()) > 1:
-            ax.legend()
-    fig.suptitle(f"run {name}: {len(epochs)} epochs")
+        if ax.get_lines():
+            ax.legend()  # one line too: it says whether that is training or validation
+    fig.suptitle(f"run {name}: {len(epochs)} epoch{'' if len(epochs) == 1 else 's'}")
     written = [_save(fig, os.path.join(out_dir, "curves.png"))]
     if power:
         fig, ax = plt.subplots(figsize=ONE_PANEL_LEGEND if len(power) > 1 else ONE_PANEL)
