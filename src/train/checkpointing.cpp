@@ -153,6 +153,16 @@ void TrainingCheckpoints::check_directory() const {
   if (fd < 0) throw UsageError(key + ": cannot write there: " + std::strerror(errno));
   ::close(fd);
   ::unlink(probe.c_str());
+  // The manifest is appended without following links (O_NOFOLLOW): a link or other
+  // non-file there failed the first checkpoint, after set-up and some training.
+  const std::filesystem::path manifest = std::filesystem::path(dir) / kManifestName;
+  const std::filesystem::file_status st = std::filesystem::symlink_status(manifest, ec);
+  if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    throw UsageError(key + ": " + kManifestName + " there is " +
+                     (std::filesystem::is_symlink(st) ? "a symbolic link" : "not a regular file") +
+                     ": hpctrain records its checkpoints in that file and follows no link; "
+                     "remove it");
+  }
   // The size of one checkpoint: the arrays save() captures.
   const double copies = per_rank_state_ && world_size_ > 1 ? world_size_ : 1;
   double floats = static_cast<double>(model_.param_count()) * copies +

@@ -202,6 +202,15 @@ def case_checkpoint_dir_checked_at_start():
     rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000"])
     check(rc == 2, f"no room for keep + 1 checkpoints: exit {rc}, expected 2")
     one_error_line(err, "checkpoint.dir", "MiB free, but checkpoint.keep + 1 = 2000000001")
+    # A link where the manifest goes failed the first checkpoint (exit 1, mid-training).
+    manifest = os.path.join(run_dir("ckdir"), "checkpoints", "hpctrain-checkpoints.txt")
+    os.makedirs(os.path.dirname(manifest), exist_ok=True)
+    os.symlink(blocker, manifest)
+    rc, _, err = train("ckdir", 2, base + ["checkpoint.every_steps=10"])
+    check(rc == 2, f"manifest a symbolic link: exit {rc}, expected 2")
+    one_error_line(err, "checkpoint.dir", "hpctrain-checkpoints.txt there is a symbolic link")
+    with open(blocker) as f:
+        check(f.read() == "x\n", "the link's target changed")
 
 
 def case_checkpoint_flip_sample():
