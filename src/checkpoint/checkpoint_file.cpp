@@ -34,6 +34,13 @@ int64_t read_int(hid_t loc, const char* name) {
     throw UsageError(std::string("attribute '") + name + "' is missing");
   }
   H5Handle attr(HT_CHECK_H5(H5Aopen(loc, name, H5P_DEFAULT)), H5Aclose);
+  // HDF5 converts any integer; a string or several values failed the read without a name.
+  H5Handle type(HT_CHECK_H5(H5Aget_type(attr.get())), H5Tclose);
+  H5Handle space(HT_CHECK_H5(H5Aget_space(attr.get())), H5Sclose);
+  if (H5Tget_class(type.get()) != H5T_INTEGER ||
+      HT_CHECK_H5(H5Sget_simple_extent_npoints(space.get())) != 1) {
+    throw UsageError(std::string("attribute '") + name + "' is not one integer");
+  }
   int64_t value = 0;
   HT_CHECK_H5(H5Aread(attr.get(), H5T_NATIVE_INT64, &value));
   return value;
@@ -337,61 +344,66 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
   // A file whose checksum matches may still hold HDF5 structures the reader does not
   // expect (written so on purpose): named as bad input, like any other.
   return h5_reading(path, [&] {
-    Footer footer = Footer::kAbsent;
-    H5Handle file = open_checkpoint(path, &footer);
-    const hid_t root = file.get();
-    const int64_t version = read_int(root, "format_version");
-    out << path << ": hpctrain checkpoint, format version " << version << "\n";
-    out << "  whole-file checksum: "
-        << (footer == Footer::kValid ? "ok"
-            : version >= 2           ? "MISSING (corrupt)"
-                                     : "none (version 1)")
-        << "\n";
-    const int64_t epoch = read_int(root, "epoch"), in_epoch = read_int(root, "step_in_epoch");
-    for (const char* key :
-         {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
-      const int64_t value = read_int(root, key);
-      out << "  " << key << ": " << value;
-      // The attribute is the epochs completed; messages (the log, metrics.csv, eval)
-      // count epochs from 1, as the loaded-checkpoint line does.
-      if (std::string(key) == "epoch") {
-        out << (in_epoch == 0 ? " (the end of epoch " + std::to_string(epoch) + ")"
-                              : " (step " + std::to_string(in_epoch) + " of epoch " +
-                                    std::to_string(epoch + 1) + ")");
+    try {
+      Footer footer = Footer::kAbsent;
+      H5Handle file = open_checkpoint(path, &footer);
+      const hid_t root = file.get();
+      const int64_t version = read_int(root, "format_version");
+      out << path << ": hpctrain checkpoint, format version " << version << "\n";
+      out << "  whole-file checksum: "
+          << (footer == Footer::kValid ? "ok"
+              : version >= 2           ? "MISSING (corrupt)"
+                                       : "none (version 1)")
+          << "\n";
+      const int64_t epoch = read_int(root, "epoch"), in_epoch = read_int(root, "step_in_epoch");
+      for (const char* key :
+           {"step", "epoch", "step_in_epoch", "steps_per_epoch", "global_batch", "world_size"}) {
+        const int64_t value = read_int(root, key);
+        out << "  " << key << ": " << value;
+        // The attribute is the epochs completed; messages (the log, metrics.csv, eval)
+        // count epochs from 1, as the loaded-checkpoint line does.
+        if (std::string(key) == "epoch") {
+          out << (in_epoch == 0 ? " (the end of epoch " + std::to_string(epoch) + ")"
+                                : " (step " + std::to_string(in_epoch) + " of epoch " +
+                                      std::to_string(epoch + 1) + ")");
+        }
+        out << "\n";
       }
-      out << "\n";
-    }
-    out << "  strategy: " << read_string(root, "strategy") << "\n";
-    out << "  created: " << read_string(root, "created") << "\n";
-    out << "  architecture:\n";
-    const std::string arch = read_string(root, "architecture");
-    size_t start = 0;
-    while (start < arch.size()) {
-      const size_t end = arch.find('\n', start);
-      out << "    " << arch.substr(start, end - start) << "\n";
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    bool ok = true;
-    out << "  arrays:\n";
-    H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
-    for (const std::string& name : array_names(root)) {
-      try {
-        const ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
-        const bool good = a.stored_crc == a.actual_crc;
-        ok = ok && good;
-        char line[256];
-        std::snprintf(line, sizeof(line), "    %-32s %12zu floats  crc32c %08x  %s\n", name.c_str(),
-                      a.data.size(), a.stored_crc, good ? "ok" : "MISMATCH (corrupt)");
-        out << line;
-      } catch (const Error& e) {
-        ok = false;
-        out << "    " << name << ": unreadable: " << e.what() << "\n";
+      out << "  strategy: " << read_string(root, "strategy") << "\n";
+      out << "  created: " << read_string(root, "created") << "\n";
+      out << "  architecture:\n";
+      const std::string arch = read_string(root, "architecture");
+      size_t start = 0;
+      while (start < arch.size()) {
+        const size_t end = arch.find('\n', start);
+        out << "    " << arch.substr(start, end - start) << "\n";
+        if (end == std::string::npos) break;
+        start = end + 1;
       }
+      bool ok = true;
+      out << "  arrays:\n";
+      H5Handle arrays(HT_CHECK_H5(H5Gopen2(root, "arrays", H5P_DEFAULT)), H5Gclose);
+      for (const std::string& name : array_names(root)) {
+        try {
+          const ArrayRead a = read_array(arrays.get(), name, open_file_bytes(root));
+          const bool good = a.stored_crc == a.actual_crc;
+          ok = ok && good;
+          char line[256];
+          std::snprintf(line, sizeof(line), "    %-32s %12zu floats  crc32c %08x  %s\n",
+                        name.c_str(), a.data.size(), a.stored_crc,
+                        good ? "ok" : "MISMATCH (corrupt)");
+          out << line;
+        } catch (const Error& e) {
+          ok = false;
+          out << "    " << name << ": unreadable: " << e.what() << "\n";
+        }
+      }
+      ok = ok && (footer == Footer::kValid || version < 2);
+      out << (ok ? "  checksums: all ok\n" : "  checksums: FAILED\n");
+      return ok;
+    } catch (const UsageError& e) {  // an attribute of the wrong type or missing
+      throw UsageError(describe_error(path, e));
     }
-    ok = ok && (footer == Footer::kValid || version < 2);
-    out << (ok ? "  checksums: all ok\n" : "  checksums: FAILED\n");
-    return ok;
   });
 }
 

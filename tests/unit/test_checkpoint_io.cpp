@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
+#include <string>
 
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_footer.hpp"
@@ -121,6 +123,42 @@ TEST(CheckpointIo, ArrayLongerThanTheFileIsCorrupt) {
   const auto loaded = load_newest_valid(dir);
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->state.step, 10);
+}
+
+// A root attribute of the wrong type (a string where the step goes), in a file whose
+// whole-file checksum matches, is named by both readers, after the file: HDF5's failed
+// conversion named neither the attribute nor, in inspect, the file.
+TEST(CheckpointIo, WrongTypedAttributeIsNamed) {
+  const std::string path = checkpoint_path(fresh_dir("io_attr"), 10);
+  write_checkpoint_file(path, sample_state(10));
+  fs::resize_file(path, fs::file_size(path) - kFooterBytes);
+  {
+    h5_quiet();
+    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
+    HT_CHECK_H5(H5Adelete(file.get(), "step"));
+    H5Handle type(HT_CHECK_H5(H5Tcopy(H5T_C_S1)), H5Tclose);
+    HT_CHECK_H5(H5Tset_size(type.get(), 4));
+    H5Handle space(HT_CHECK_H5(H5Screate(H5S_SCALAR)), H5Sclose);
+    H5Handle attr(HT_CHECK_H5(H5Acreate2(file.get(), "step", type.get(), space.get(), H5P_DEFAULT,
+                                         H5P_DEFAULT)),
+                  H5Aclose);
+    HT_CHECK_H5(H5Awrite(attr.get(), type.get(), "oops"));
+  }
+  append_checksum_footer(path);
+  for (const bool inspect : {false, true}) {
+    try {
+      if (inspect) {
+        std::ostringstream out;
+        inspect_checkpoint_file(path, out);
+      } else {
+        read_checkpoint_file(path);
+      }
+      ADD_FAILURE() << "a string step was read (inspect " << inspect << ")";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what, path + ": attribute 'step' is not one integer") << inspect;
+    }
+  }
 }
 
 }  // namespace
