@@ -27,6 +27,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
+#include "core/option_words.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
@@ -88,7 +89,7 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
     return cmd_bench_checkpoint({args.begin() + 1, args.end()});
   }
   if (args.empty() || args[0] != "allreduce") {
-    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    if (is_help(args)) {
       if (prints_for_all_ranks()) std::cout << kBenchUsage;
       return kExitOk;
     }
@@ -97,12 +98,12 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   int64_t min_bytes = 4096, max_bytes = int64_t{256} << 20, iters = 0, reps = 5;
   int64_t chunk_bytes = 1 << 20;
   std::string out_path, device = "cpu";
-  std::vector<std::string> wanted;  // --algorithms; empty: all
+  std::vector<std::string> wanted;                // --algorithms; empty: all
+  if (args.size() == 2 && args[1] == "--help") {  // "allreduce --help" (the dispatcher's)
+    if (prints_for_all_ranks()) std::cout << kBenchUsage;
+    return kExitOk;
+  }
   for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      if (prints_for_all_ranks()) std::cout << kBenchUsage;
-      return kExitOk;
-    }
     if (i + 1 >= args.size()) throw UsageError("bench allreduce: " + args[i] + " needs a value");
     const std::string& v = args[i + 1];
     if (args[i] == "--min-bytes")

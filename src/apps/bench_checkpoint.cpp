@@ -29,6 +29,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
+#include "core/option_words.hpp"
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
@@ -89,11 +90,11 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   int64_t bytes = int64_t{256} << 20, reps = 5;
   double step_ms = 100;
   std::string parent = ".", out_path;
+  if (is_help(args)) {
+    if (prints_for_all_ranks()) std::cout << kUsage;
+    return kExitOk;
+  }
   for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--help" || args[i] == "-h") {
-      if (prints_for_all_ranks()) std::cout << kUsage;
-      return kExitOk;
-    }
     if (i + 1 >= args.size()) throw UsageError("bench checkpoint: " + args[i] + " needs a value");
     const std::string& key = args[i];
     const std::string& v = args[++i];

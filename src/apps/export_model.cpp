@@ -28,6 +28,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/installation.hpp"
+#include "core/option_words.hpp"
 #include "core/version.hpp"
 #include "data/dataset_files.hpp"
 #include "h5/h5.hpp"
@@ -382,8 +383,7 @@ int run_python_export(const std::string& layers, const Options& o) {
 }  // namespace
 
 int cmd_export(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
-      std::find(args.begin(), args.end(), "-h") != args.end()) {
+  if (is_help(args)) {
     std::cout << kExportUsage;
     return kExitOk;
   }

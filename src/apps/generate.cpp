@@ -17,6 +17,7 @@
 #include "checkpoint/checkpoint_file.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "core/option_words.hpp"
 #include "core/random.hpp"
 #include "data-tools/text_tokens.hpp"
 #include "data/dataset_files.hpp"
@@ -163,8 +164,7 @@ int32_t sample(const float* logits, int64_t n, double temperature, Rng& rng) {
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& args) {
-  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
-      std::find(args.begin(), args.end(), "-h") != args.end()) {
+  if (is_help(args)) {
     std::cout << kGenerateUsage;
     return kExitOk;
   }

@@ -32,6 +32,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "core/option_words.hpp"
 #include "core/version.hpp"
 #include "data-tools/inspect_data.hpp"
 #include "data/dataset_files.hpp"
@@ -207,13 +208,6 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
             << model_summary(model, &t);
 }
 
-bool wants_help(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 // Runs the set-up trainer's work; a failure on one rank ends the whole job (MPI_Abort), so
 // that no rank waits in a collective for it until the watchdog fires.
 template <typename Work>
@@ -232,7 +226,7 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
 }
 
 int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  if (is_help(args)) {
     if (prints_for_all_ranks()) std::cout << kTrainUsage;
     return kExitOk;
   }
@@ -242,13 +236,11 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
     if (args[i] == "--set") {
       if (i + 1 >= args.size()) throw UsageError("--set: expected key.path=value");
       overrides.push_back(args[++i]);
-    } else if (args[i].rfind("--set=", 0) == 0) {
-      overrides.push_back(args[i].substr(6));
-    } else if (args[i] == "--resume" || args[i].rfind("--resume=", 0) == 0) {
-      if (args[i] == "--resume" && i + 1 >= args.size()) {
+    } else if (args[i] == "--resume") {
+      if (i + 1 >= args.size()) {
         throw UsageError("--resume: expected auto, never or a checkpoint path");
       }
-      resume = args[i] == "--resume" ? args[++i] : args[i].substr(9);
+      resume = args[++i];
       if (resume.empty()) throw UsageError("--resume: expected auto, never or a checkpoint path");
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("train: unknown option '" + args[i] + "' (see hpctrain train --help)");
@@ -285,7 +277,7 @@ constexpr const char* kEvalUsage =
     "--checkpoint PATH evaluates that checkpoint instead.\n";
 
 int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  if (is_help(args)) {
     if (prints_for_all_ranks()) std::cout << kEvalUsage;
     return kExitOk;
   }
@@ -318,7 +310,7 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {
-  if (wants_help(args)) {
+  if (is_help(args)) {
     if (prints_for_all_ranks()) std::cout << kInspectUsage;
     return kExitOk;
   }
@@ -333,8 +325,6 @@ int cmd_inspect(const std::vector<std::string>& args) {
       batch = args[++i];
     } else if (args[i] == "--set" && has_value) {
       overrides.push_back(args[++i]);
-    } else if (args[i].rfind("--set=", 0) == 0) {  // as train, eval and export take it
-      overrides.push_back(args[i].substr(6));
     } else if (args[i] == "--input" && has_value) {
       input = args[++i];
     } else if (args[i] == "--classes" && has_value) {
@@ -391,7 +381,7 @@ constexpr const char* kConfigUsage =
     "Nothing else is read: data files and checkpoints need not exist.\n";
 
 int cmd_config(const std::vector<std::string>& args) {
-  if (args.empty() || wants_help(args)) {
+  if (args.empty() || is_help(args)) {
     if (prints_for_all_ranks()) std::cout << kConfigUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
@@ -412,12 +402,8 @@ int cmd_config(const std::vector<std::string>& args) {
     const bool has_value = i + 1 < args.size();
     if (args[i] == "--set" && has_value) {
       overrides.push_back(args[++i]);
-    } else if (args[i].rfind("--set=", 0) == 0) {
-      overrides.push_back(args[i].substr(6));
     } else if (args[i] == "--get" && has_value && !key) {
       key = args[++i];
-    } else if (args[i].rfind("--get=", 0) == 0 && !key) {
-      key = args[i].substr(6);
     } else {
       throw UsageError("config: unknown, repeated or incomplete option '" + args[i] +
                        "' (see --help)");
@@ -452,6 +438,14 @@ int dispatch(int* argc, char*** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (is_python_tool(command)) exec_python_tool(command, args);  // argparse reads both forms
+  OptionWords read = read_option_words(args);
+  if (read.help) {  // every command prints its usage for "--help" alone; bench keeps its word
+    const bool sub = command == "bench" && !args.empty() && args[0].rfind('-', 0) != 0;
+    read.words =
+        sub ? std::vector<std::string>{args[0], "--help"} : std::vector<std::string>{"--help"};
+  }
+  args = std::move(read.words);
   if (command == "train") return cmd_train(argc, argv, args);
   if (command == "eval") return cmd_eval(argc, argv, args);
   if (command == "inspect") return cmd_inspect(args);
@@ -460,7 +454,6 @@ int dispatch(int* argc, char*** argv) {
   if (command == "config") return cmd_config(args);
   if (command == "init") return cmd_init(args);
   if (command == "bench") return cmd_bench(argc, argv, args);
-  if (is_python_tool(command)) exec_python_tool(command, args);
   throw UsageError("unknown command '" + command + "' (see hpctrain --help)");
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/installation.hpp"
+#include "core/option_words.hpp"
 
 namespace hpctrain {
 namespace fs = std::filesystem;
@@ -74,19 +75,17 @@ int cmd_init(const std::vector<std::string>& args) {
   std::string dir_arg;
   std::string name = kDefaultConfig;
   bool force = false;
+  if (is_help(args)) {
+    std::cout << kInitUsage;
+    return kExitOk;
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kInitUsage;
-      return kExitOk;
-    }
     if (a == "--list") return list_configs();
     if (a == "--force") {
       force = true;
     } else if (a == "--config" && i + 1 < args.size()) {
       name = args[++i];
-    } else if (a.rfind("--config=", 0) == 0) {
-      name = a.substr(9);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("init: unknown option '" + a + "' (see hpctrain init --help)");
     } else if (dir_arg.empty()) {

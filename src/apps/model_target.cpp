@@ -30,8 +30,6 @@ bool take_target_arg(const std::vector<std::string>& args, size_t& i, TargetArgs
   const bool has_value = i + 1 < args.size();
   if (a == "--set" && has_value) {
     out.overrides.push_back(args[++i]);
-  } else if (a.rfind("--set=", 0) == 0) {
-    out.overrides.push_back(a.substr(6));
   } else if (a == "--checkpoint" && has_value) {
     out.checkpoint = args[++i];
   } else if (a.rfind("--", 0) == 0) {
