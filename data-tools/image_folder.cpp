@@ -64,6 +64,32 @@ struct StbiFree {
   void operator()(stbi_uc* p) const { stbi_image_free(p); }
 };
 
+// A file stb_image reads through callbacks that notice a decoder asking for bytes past its
+// end: stb_image 2.27 decodes a BMP, TGA or GIF cut short without an error, from zeros (an
+// RLE TGA from memory it never wrote, different at every run).
+struct StbFile {
+  // stb_image refills its buffer with reads of this size (sizeof buffer_start), which may
+  // come back short at the end of a whole file; any other read is of bytes the decoder needs.
+  static constexpr int kRefillBytes = 128;
+  std::FILE* f;
+  bool past_end = false;
+
+  static int read(void* user, char* data, int size) {
+    auto* s = static_cast<StbFile*>(user);
+    const size_t n = std::fread(data, 1, static_cast<size_t>(size), s->f);
+    if (n < static_cast<size_t>(size) && (n == 0 || size != kRefillBytes)) s->past_end = true;
+    return static_cast<int>(n);
+  }
+  static void skip(void* user, int n) {
+    auto* s = static_cast<StbFile*>(user);
+    if (std::fseek(s->f, n, SEEK_CUR) != 0) s->past_end = true;
+  }
+  static int eof(void* user) {
+    auto* s = static_cast<StbFile*>(user);
+    return std::feof(s->f) != 0 || std::ferror(s->f) != 0;
+  }
+};
+
 }  // namespace
 
 ImageFolderListing list_image_folder(const std::string& dir) {
@@ -225,13 +251,23 @@ bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize,
   }
   std::rewind(file.get());
   int channels_in_file = 0;
+  StbFile reader{file.get()};
+  const stbi_io_callbacks io{&StbFile::read, &StbFile::skip, &StbFile::eof};
   std::unique_ptr<stbi_uc, StbiFree> rgb(
-      stbi_load_from_file(file.get(), iw, ih, &channels_in_file, 3));
+      stbi_load_from_callbacks(&io, &reader, iw, ih, &channels_in_file, 3));
+  // A skip past the end that no read followed leaves the position beyond the file.
+  const long position = std::ftell(file.get());
+  const bool skipped_past =
+      std::fseek(file.get(), 0, SEEK_END) == 0 && position > std::ftell(file.get());
   file.reset();
   if (!rgb) {
     const char* reason = stbi_failure_reason();  // thread-local in this stb_image
     *why = std::string("not a readable image (stb_image: ") +
            (reason != nullptr ? reason : "no reason given") + ")";
+    return false;
+  }
+  if (reader.past_end || skipped_past) {
+    *why = "not a readable image (cut short: the decoder needed bytes past the end of the file)";
     return false;
   }
   const int c = color == ColorMode::kGray ? 1 : 3;

@@ -340,6 +340,40 @@ TEST(DataToolsImages, PnmWhoseRasterIsShortOrWideIsUnreadable) {
       << log.str();
 }
 
+TEST(DataToolsImages, ImageCutShortIsUnreadable) {
+  // stb_image 2.27 decoded a BMP or TGA cut in half without an error: the missing rows were
+  // zeros, or for an RLE TGA memory it never wrote, different at each run.
+  const fs::path dir = fresh_dir("cut");
+  const std::vector<uint8_t> img = pattern(16, 16, 3, 9);
+  const std::string bmp = (dir / "a.bmp").string(), tga = (dir / "a.tga").string(),
+                    raw = (dir / "raw.tga").string();
+  ASSERT_NE(stbi_write_bmp(bmp.c_str(), 16, 16, 3, img.data()), 0);
+  ASSERT_NE(stbi_write_tga(tga.c_str(), 16, 16, 3, img.data()), 0);  // RLE
+  stbi_write_tga_with_rle = 0;
+  ASSERT_NE(stbi_write_tga(raw.c_str(), 16, 16, 3, img.data()), 0);
+  stbi_write_tga_with_rle = 1;
+  std::vector<uint8_t> px(16 * 16 * 3);
+  std::string why;
+  for (const std::string& path : {bmp, tga, raw}) {
+    // Whole, each decodes to the pattern; cut to half or to one byte short, none does.
+    ASSERT_TRUE(decode_image(path, ColorMode::kRgb, ResizeMode::kStretch, 16, 16, px.data(), &why))
+        << path << ": " << why;
+    EXPECT_EQ(px[0], img[0]) << path;
+    const uintmax_t size = fs::file_size(path);
+    for (const uintmax_t cut : {size / 2, size - 1}) {
+      const std::string part =
+          (dir / (std::to_string(cut) + "-" + fs::path(path).filename().string())).string();
+      fs::copy_file(path, part);
+      fs::resize_file(part, cut);
+      why.clear();
+      EXPECT_FALSE(
+          decode_image(part, ColorMode::kRgb, ResizeMode::kStretch, 16, 16, px.data(), &why))
+          << part;
+      EXPECT_NE(why.find("not a readable image"), std::string::npos) << part << ": " << why;
+    }
+  }
+}
+
 TEST(DataToolsImages, CropMatchesResizingTheWholeImage) {
   // Crop resizes only the part it keeps, by the scale and shift of the whole: the pixels are
   // those of the whole image resized (as stbir_resize_uint8 does) with its middle cut out.
