@@ -184,7 +184,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     MemoryNeed need;
     need.model_bytes = model_bytes(size, 0, dtype_size(backend->act_type()));
     check_memory_fits(input.empty() ? path : path + " with --input " + input, need,
-                      std::string(backend->name()) == "cpu", available_memory_bytes(), 1);
+                      std::string(backend->name()) == "cpu", available_memory(), 1);
   };
   data.act_type = activation_type(config.precision);
   std::vector<std::unique_ptr<Layer>> layers = build_layers(config.model, data, dims, path);

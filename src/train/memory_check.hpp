@@ -23,14 +23,26 @@ struct MemoryNeed {
 // activations with their gradients at `act_bytes` per element.
 double model_bytes(const ModelSize& size, int optimizer_slots, size_t act_bytes);
 
-// MemAvailable of /proc/meminfo in bytes; -1 where it cannot be read.
-int64_t available_memory_bytes();
+// The memory a rank may still take, in bytes (-1: unknown). node: the node's MemAvailable,
+// or less where the process's memory cgroup (v2 memory.max - memory.current, v1
+// memory.limit_in_bytes - memory.usage_in_bytes, at its cgroup or any above it: a Slurm
+// job's --mem, a container's limit) leaves less; the node's ranks share it. process: what
+// RLIMIT_AS (ulimit -v) leaves above the address space already mapped, this process's own.
+struct MemoryRoom {
+  int64_t node = -1;
+  int64_t process = -1;
+};
 
-// Throws UsageError (`source` names the config) when `need`'s host part exceeds `available`
-// bytes shared by `local_ranks` ranks; model_on_host: the model counts as host memory (CPU
-// backend). Does nothing when `available` is negative (unknown).
+// Read from `root` + /proc/... and `root` + /sys/fs/cgroup/... (root "": this process, with
+// its RLIMIT_AS; another root, a tree of such files made by a test, without it).
+MemoryRoom available_memory(const std::string& root = "");
+
+// Throws UsageError (`source` names the config) when `need`'s host part exceeds this rank's
+// room: the node's shared by `local_ranks` ranks, at most the process's own;
+// model_on_host: the model counts as host memory (CPU backend). Does nothing where the room
+// is unknown.
 void check_memory_fits(const std::string& source, const MemoryNeed& need, bool model_on_host,
-                       int64_t available, int local_ranks);
+                       const MemoryRoom& room, int local_ranks);
 
 // Throws UsageError when the model (`model_bytes`) exceeds the `device_free` bytes of its
 // GPU (free at start-up) shared by `ranks_per_device` ranks. Does nothing when `device_free`

@@ -126,6 +126,9 @@ class Trainer {
   int optimizer_slots() const;
   // Host memory of the prefetch buffers and the shards kept in memory (data.cache_mb).
   double data_bytes(int64_t max_batch, bool async) const;
+  // The batch of the validation or test loader of `file`: `batch`, at most this rank's shard
+  // of it (at least 1), so that its prefetch buffers are no larger than what they hold.
+  int64_t eval_batch(int64_t batch, const DataSource& file) const;
   // Collective: the collectives over model memory and the exchange strategy (training
   // only). The watchdog is the constructor's, which watches opening the data files.
   void connect();

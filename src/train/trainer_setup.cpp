@@ -180,7 +180,7 @@ void Trainer::prepare(Purpose purpose) {
     need.model_bytes = model_bytes(size, optimizer_slots(), dtype_size(backend_->act_type()));
     need.data_bytes = data_bytes(max_batch, async);
     check_memory_fits(config_.source_file, need, std::string(backend_->name()) == "cpu",
-                      available_memory_bytes(), local_ranks_);
+                      available_memory(), local_ranks_);
     const int64_t device_free = backend_->device_free_bytes();
     if (device_free >= 0) {  // a GPU, shared by the node's ranks that compute on GPUs
       const int gpus = std::max(1, cuda_device_count());
@@ -330,11 +330,26 @@ double Trainer::data_bytes(int64_t max_batch, bool async) const {
     // rows (8 bytes each) is held either way.
     return (bytes <= cache ? bytes : 0.0) + 8.0 * static_cast<double>(rows);
   };
+  // Each loader's prefetch queue holds depth + 1 batches of float32 samples and int32 labels
+  // whatever the stored type (create_loaders: the validation and test loaders' batches at
+  // most their shard), and the batch being staged is one more. Counted as stored bytes,
+  // the check let through queues 12 times larger (uint8 data, three loaders).
   const DatasetShape& shape = train_file_->shape();
-  const double batch_bytes =
-      static_cast<double>(max_batch) * static_cast<double>(shape.row_bytes());
-  return batch_bytes * (config_.data.prefetch_depth + 2) + cached(train_file_.get(), true) +
-         cached(val_file_.get(), false) + cached(test_file_.get(), false);
+  const double sample_bytes =
+      4.0 * static_cast<double>(shape.sample_elems() + shape.labels_per_sample);
+  const auto queue = [&](int64_t batch) {
+    return static_cast<double>(batch) * sample_bytes * (config_.data.prefetch_depth + 1.0);
+  };
+  double buffers = queue(max_batch) + static_cast<double>(max_batch) * sample_bytes;
+  for (const DataSource* file : {val_file_.get(), test_file_.get()}) {
+    if (file != nullptr) buffers += queue(eval_batch(max_batch, *file));
+  }
+  return buffers + cached(train_file_.get(), true) + cached(val_file_.get(), false) +
+         cached(test_file_.get(), false);
+}
+
+int64_t Trainer::eval_batch(int64_t batch, const DataSource& file) const {
+  return std::clamp<int64_t>(shard_for_rank(file.shape().n, rank_, world_size_).count, 1, batch);
 }
 
 LoaderOptions Trainer::loader_options() const {
@@ -429,11 +444,13 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
       if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
     }
     eval_opts.epochs = passes;
+    eval_opts.batch = eval_batch(loader_options().batch, *val_file_);
     val_loader_ = std::make_unique<Loader>(
         *val_file_, shard_for_rank(val_file_->shape().n, rank_, world_size_), eval_opts);
   }
   if (test_file_) {
     eval_opts.epochs = 1;
+    eval_opts.batch = eval_batch(loader_options().batch, *test_file_);
     test_loader_ = std::make_unique<Loader>(
         *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
   }

@@ -351,6 +351,18 @@ def case_bounds_refused_at_start():
         rc, _, err = train("bounds", 1, base + [f"{key}={value}"])
         check(rc == 2, f"{key}={value}: exit {rc}, expected 2")
         one_error_line(err, key)
+    # The prefetch queues hold float32 samples (3 loaders x 1025 batches of 256: 2.4 GB of
+    # uint8 Fashion-MNIST), against an address space of 1.5 GB (ulimit -v): they were
+    # counted as 0.2 GB of stored bytes, and the run died of std::bad_alloc (exit 1).
+    import resource
+    cmd = train_cmd("bounds", 1, base + [f"data.val={ARGS.data}/val.h5",
+                                         f"data.test={ARGS.data}/val.h5",
+                                         "train.batch_size=256", "data.prefetch_depth=1024"])
+    limit = 1500 << 20
+    p = subprocess.run(cmd[3:], capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)))
+    check(p.returncode == 2, f"prefetch queues past ulimit -v: exit {p.returncode}, expected 2")
+    one_error_line(p.stderr, "needs at least 2.3 GiB", "data 2.3 GiB", "(ulimit -v)")
 
 
 def case_fifo_data_and_checkpoint_refused():

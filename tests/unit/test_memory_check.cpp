@@ -2,6 +2,10 @@
 // that does not fit is refused with one line naming what to change.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+
 #include "common/usage_error.hpp"
 #include "train/memory_check.hpp"
 
@@ -21,13 +25,53 @@ TEST(MemoryCheck, RefusesWhatTheNodeCannotHoldAndSaysWhy) {
   need.model_bytes = 6.0 * (1 << 30);
   need.data_bytes = 1.0 * (1 << 30);
   const int64_t gib = int64_t{1} << 30;
-  check_memory_fits("a.yaml", need, true, 16 * gib, 2);  // 7 GiB of 8 per rank
-  check_memory_fits("a.yaml", need, false, 3 * gib, 2);  // on a GPU: data only, 1 of 1.5
-  check_memory_fits("a.yaml", need, true, -1, 1);        // unknown: not checked
+  check_memory_fits("a.yaml", need, true, {16 * gib, -1}, 2);  // 7 GiB of 8 per rank
+  check_memory_fits("a.yaml", need, false, {3 * gib, -1}, 2);  // on a GPU: data only, 1 of 1.5
+  check_memory_fits("a.yaml", need, true, {-1, -1}, 1);        // unknown: not checked
+  check_memory_fits("a.yaml", need, true, {-1, 8 * gib}, 4);   // ulimit -v: the process's own
   test::expect_usage_error(
-      [&] { check_memory_fits("a.yaml", need, true, 12 * gib, 2); },
+      [&] {
+        check_memory_fits("a.yaml", need, true, {12 * gib, -1}, 2);
+      },
       {"a.yaml: this run needs at least 7.0 GiB of memory per rank", "model 6.0 GiB",
-       "data 1.0 GiB", "12.0 GiB available for its 2", "train.batch_size", "data.cache_mb"});
+       "data 1.0 GiB", "12.0 GiB available", "for its 2 rank(s)", "train.batch_size",
+       "data.cache_mb"});
+  test::expect_usage_error(
+      [&] {
+        check_memory_fits("a.yaml", need, true, {64 * gib, gib}, 2);
+      },
+      {"this process may map only 1.0 GiB more (ulimit -v)"});
+}
+
+// A memory cgroup's limit (a Slurm job's --mem) counts, at the process's cgroup or above
+// it, where it leaves less than MemAvailable: the check passed such runs, which the kernel
+// then killed.
+TEST(MemoryCheck, ReadsTheMemoryCgroupsLimit) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "ht_memory_cgroup";
+  const auto put = [&](const fs::path& file, const std::string& text) {
+    fs::create_directories((root / file).parent_path());
+    std::ofstream(root / file) << text;
+  };
+  fs::remove_all(root);
+  put("proc/meminfo", "MemTotal: 100000000 kB\nMemAvailable: 50000000 kB\n");
+  EXPECT_EQ(available_memory(root.string()).node, int64_t{50000000} * 1024);  // no cgroup file
+  // cgroup v2: the job's limit, 8 GiB with 3 GiB used, binds; the step below has none.
+  put("proc/self/cgroup", "0::/slurm/job_7/step_0\n");
+  put("sys/fs/cgroup/slurm/job_7/memory.max", "8589934592\n");
+  put("sys/fs/cgroup/slurm/job_7/memory.current", "3221225472\n");
+  put("sys/fs/cgroup/slurm/job_7/step_0/memory.max", "max\n");
+  put("sys/fs/cgroup/slurm/job_7/step_0/memory.current", "1000\n");
+  EXPECT_EQ(available_memory(root.string()).node, int64_t{5} << 30);
+  EXPECT_EQ(available_memory(root.string()).process, -1);  // RLIMIT_AS: this process only
+  // cgroup v1 beside the others' lines; "no limit" is a number near 2^63.
+  put("proc/self/cgroup", "5:cpu,cpuacct:/x\n4:memory:/docker/abc\n0::/\n");
+  put("sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "2147483648\n");
+  put("sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes", "1073741824\n");
+  put("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/fs/cgroup/memory/memory.usage_in_bytes", "1\n");
+  EXPECT_EQ(available_memory(root.string()).node, int64_t{1} << 30);
+  fs::remove_all(root);
 }
 
 TEST(MemoryCheck, RefusesAModelTheGpuCannotHold) {
@@ -41,7 +85,7 @@ TEST(MemoryCheck, RefusesAModelTheGpuCannotHold) {
 }
 
 TEST(MemoryCheck, ReadsTheAvailableMemory) {
-  EXPECT_GT(available_memory_bytes(), 0);  // Linux: /proc/meminfo has MemAvailable
+  EXPECT_GT(available_memory().node, 0);  // Linux: /proc/meminfo has MemAvailable
 }
 
 }  // namespace
