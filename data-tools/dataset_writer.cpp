@@ -157,6 +157,10 @@ void DatasetWriter::write_attributes() {
     h5_write_strings(root, "class_names", options_.class_names, false);
   }
   if (!options_.source.empty()) h5_write_strings(root, "source", {options_.source}, true);
+  if (!options_.mean.empty()) {
+    h5_write_doubles(root, "mean", options_.mean);
+    h5_write_doubles(root, "std", options_.stddev);
+  }
 }
 
 void DatasetWriter::append(int64_t count, const void* images, const int32_t* labels) {

@@ -18,6 +18,7 @@ struct DatasetWriterOptions {
   int num_classes = 0;                   // required (> 0); every appended label is checked
   std::vector<std::string> class_names;  // optional; if given, one per class
   std::string source;                    // optional: where the data came from
+  std::vector<double> mean, stddev;      // optional: the attributes mean and std (stats)
   int64_t chunk_samples = 0;             // samples per HDF5 chunk; 0 = about 64 KiB
   int deflate_level = 0;                 // 0 = uncompressed, 1-9 = deflate (with shuffle)
 };

@@ -41,6 +41,9 @@ DatasetWriterOptions derived_writer_options(const DatasetFile& src, const std::s
   o.w = s.w;
   o.num_classes = s.num_classes;
   o.class_names = s.class_names;
+  // The parts normalise as the file did (data.normalize: auto): its statistics go with them.
+  o.mean = s.mean;
+  o.stddev = s.stddev;
   const std::string origin = read_source_attribute(src.path());
   o.source = origin.empty() ? derivation : origin + "; " + derivation;
   o.deflate_level = deflate_level;

@@ -30,21 +30,29 @@ ChannelStats channel_stats(const std::vector<std::string>& paths) {
   std::vector<float> values(static_cast<size_t>(std::min(block, s.n) * s.sample_elems()));
   std::vector<int32_t> labels(static_cast<size_t>(std::min(block, s.n) * s.labels_per_sample));
   // Sums per block, added to the totals: float32 values summed in double, exact enough for
-  // any size a file holds.
+  // any size a file holds. Each channel's values are taken less its first value (a shift
+  // that leaves the variance as it is), so that E[x^2] - E[x]^2 does not cancel: a channel
+  // of one value has a std of exactly 0 (it was 5e-8, stored, and exit 0), not rounding.
   std::vector<double> sum(static_cast<size_t>(s.c), 0.0), sum_sq(static_cast<size_t>(s.c), 0.0);
+  std::vector<double> shift(static_cast<size_t>(s.c), 0.0);
   ProgressNote note("stats " + data->path(), s.n);
   for (int64_t row = 0; row < s.n; row += block) {
     note.update(row);
     const int64_t n = std::min(block, s.n - row);
     data->read_rows(row, n, bytes.data(), labels.data());
     decode_samples(bytes.data(), s.type, static_cast<size_t>(n * s.sample_elems()), values.data());
+    if (row == 0) {
+      for (int64_t ch = 0; ch < s.c; ++ch) shift[static_cast<size_t>(ch)] = values[ch * plane];
+    }
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t ch = 0; ch < s.c; ++ch) {
         const float* v = values.data() + (i * s.c + ch) * plane;
+        const double k = shift[static_cast<size_t>(ch)];
         double a = 0, b = 0;
         for (int64_t j = 0; j < plane; ++j) {
-          a += v[j];
-          b += static_cast<double>(v[j]) * v[j];
+          const double d = static_cast<double>(v[j]) - k;
+          a += d;
+          b += d * d;
         }
         sum[static_cast<size_t>(ch)] += a;
         sum_sq[static_cast<size_t>(ch)] += b;
@@ -55,9 +63,9 @@ ChannelStats channel_stats(const std::vector<std::string>& paths) {
   out.rows = s.n;
   const double count = static_cast<double>(s.n) * static_cast<double>(plane);
   for (int64_t ch = 0; ch < s.c; ++ch) {
-    const double m = sum[static_cast<size_t>(ch)] / count;
-    const double var = std::max(0.0, sum_sq[static_cast<size_t>(ch)] / count - m * m);
-    out.mean.push_back(m);
+    const double d = sum[static_cast<size_t>(ch)] / count;  // the mean less the shift
+    const double var = std::max(0.0, sum_sq[static_cast<size_t>(ch)] / count - d * d);
+    out.mean.push_back(shift[static_cast<size_t>(ch)] + d);
     out.std.push_back(std::sqrt(var));
   }
   return out;

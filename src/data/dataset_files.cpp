@@ -42,7 +42,8 @@ std::vector<std::string> expand_data_paths(const std::vector<std::string>& entri
                                            const std::string& where) {
   std::vector<std::string> out;
   for (const std::string& e : entries) {
-    if (e.find_first_of("*?[") == std::string::npos) {
+    std::error_code exists_ec;  // a file named with a glob's characters ("fold[1].h5") is it
+    if (e.find_first_of("*?[") == std::string::npos || std::filesystem::exists(e, exists_ec)) {
       // A missing file is named with its key; one that does not open, by DatasetFile.
       std::error_code ec;
       if (!std::filesystem::exists(e, ec) && !ec) {

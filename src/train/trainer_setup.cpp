@@ -64,6 +64,18 @@ std::unique_ptr<DataSource> open_split(const Config& config, const NameList& ent
       throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
                        " classes, more than data.train's " + std::to_string(train->num_classes));
     }
+    // Label k names one class in both: converted from a folder that lacks a class, the
+    // others number on (its "fox" was data.train's "dog"), and the accuracy was wrong.
+    if (!s.class_names.empty() && !train->class_names.empty()) {
+      for (size_t k = 0; k < s.class_names.size(); ++k) {
+        if (s.class_names[k] != train->class_names[k]) {
+          throw UsageError(path + ": data." + key + " label " + std::to_string(k) + " is '" +
+                           s.class_names[k] + "', but data.train's label " + std::to_string(k) +
+                           " is '" + train->class_names[k] +
+                           "' (class_names must agree label for label)");
+        }
+      }
+    }
   }
   return file;
 }

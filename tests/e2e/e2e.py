@@ -9,6 +9,7 @@ import argparse
 
 import cases_async
 import cases_batches
+import cases_data
 import cases_disk
 import cases_export
 import cases_hardening
@@ -31,7 +32,7 @@ def main():
     fn = None
     for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
                    cases_study, cases_text, cases_hardening, cases_disk, cases_workflow,
-                   cases_export):
+                   cases_export, cases_data):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)
