@@ -252,4 +252,21 @@ std::vector<std::pair<std::string, std::string>> slurm_ids() {
   return ids;
 }
 
+std::string epoch_line(const EpochMetrics& m, int epochs) {
+  const auto four = [](const std::optional<double>& v) {  // rounded (it was cut: 0.6032)
+    char text[32] = "-";
+    if (v) std::snprintf(text, sizeof(text), "%.4f", *v);
+    return std::string(text);
+  };
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "epoch %d/%d  train loss %.4f acc %.4f  val loss %s acc %s  %.2fs  %.0f "
+                "samples/s  data wait %.1f%%  comm %.1f%%",
+                m.epoch, epochs, m.train_loss, m.train_accuracy, four(m.val_loss).c_str(),
+                four(m.val_accuracy).c_str(), m.time_train_s, m.samples_per_second,
+                m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
+                m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
+  return line;
+}
+
 }  // namespace hpctrain

@@ -23,6 +23,10 @@ struct EpochMetrics {
   double cpu_s = 0;                    // process CPU seconds of the epoch, mean over ranks
 };
 
+// The line rank 0 logs after an epoch: "epoch E/N  train loss ... acc ...  val loss ... acc
+// ...  T s  S samples/s  data wait W%  comm C%", losses and accuracies rounded to 4 places.
+std::string epoch_line(const EpochMetrics& m, int epochs);
+
 class MetricsCsv {
  public:
   // Starts a new file with a header; or, resuming after `completed_epochs` whole epochs,

@@ -446,17 +446,7 @@ int Trainer::run() {
       summary.val_loss = v.loss;
       summary.val_accuracy = v.accuracy;
     }
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "epoch %d/%d  train loss %.4f acc %.4f  val loss %s acc %s  %.2fs  %.0f "
-                  "samples/s  data wait %.1f%%  comm %.1f%%",
-                  epoch, config_.train.epochs, m.train_loss, m.train_accuracy,
-                  m.val_loss ? std::to_string(*m.val_loss).substr(0, 6).c_str() : "-",
-                  m.val_accuracy ? std::to_string(*m.val_accuracy).substr(0, 6).c_str() : "-",
-                  m.time_train_s, m.samples_per_second,
-                  m.time_train_s > 0 ? 100.0 * m.data_wait_s / m.time_train_s : 0.0,
-                  m.time_train_s > 0 ? 100.0 * m.comm_s / m.time_train_s : 0.0);
-    log_info(line);
+    log_info(epoch_line(m, config_.train.epochs));
     if (metrics_csv_) metrics_csv_->append(m);
     // The epoch's checkpoint after its row: killed in between, the resumed run trains the
     // end of the epoch again and writes the row itself.

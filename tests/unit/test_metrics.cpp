@@ -82,5 +82,25 @@ TEST_F(MetricsCsvTest, ResumeWithoutAFileStartsOne) {
   EXPECT_EQ(first_column(text), "4 ");
 }
 
+// The epoch line rounds the validation figures as the test line does (they were cut:
+// 0.603271 showed as 0.6032 there and 0.6033 in the test line); none is "-".
+TEST(EpochLine, RoundsTheValidationFigures) {
+  EpochMetrics m;
+  m.epoch = 2;
+  m.train_loss = 0.123456;
+  m.train_accuracy = 0.5;
+  m.val_loss = 0.603271;
+  m.val_accuracy = 12.345678;
+  m.time_train_s = 2.0;
+  m.samples_per_second = 1000;
+  m.data_wait_s = 0.5;
+  EXPECT_EQ(epoch_line(m, 5),
+            "epoch 2/5  train loss 0.1235 acc 0.5000  val loss 0.6033 acc 12.3457  2.00s  1000 "
+            "samples/s  data wait 25.0%  comm 0.0%");
+  m.val_loss.reset();
+  m.val_accuracy.reset();
+  EXPECT_NE(epoch_line(m, 5).find("val loss - acc -"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpctrain
