@@ -47,6 +47,11 @@ int log_rank() {
   return g_rank;
 }
 
+bool log_names_rank() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_world_size > 1;
+}
+
 bool prints_for_all_ranks() {
   for (const char* name : {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
     const char* value = std::getenv(name);

@@ -10,6 +10,8 @@ namespace hpctrain {
 // Set once after MPI is initialised; before that the rank is taken to be 0.
 void set_log_rank(int rank, int world_size);
 int log_rank();
+// Whether this process is one rank of several (set_log_rank): its messages name the rank.
+bool log_names_rank();
 // From now on every line starts with the UTC time, "2026-11-26T02:10:11Z " (training and
 // evaluation, whose logs are read after the fact; tools' reports stay bare).
 void set_log_timestamps(bool on);

@@ -45,7 +45,9 @@ void throw_h5_error(const char* call, const char* file, int line) {
   // checkpoint writer's) keeps HDF5's error classes referenced, and the library's teardown
   // at exit then loops ("HDF5: infinite loop closing library") and leaks.
   H5Eclear2(H5E_DEFAULT);
-  throw H5Error("rank " + std::to_string(log_rank()) + ": HDF5 call failed: " + call + " (" +
+  // "rank N: " in a job of several ranks only (hpctrain-data and one-rank runs have none).
+  const std::string rank = log_names_rank() ? "rank " + std::to_string(log_rank()) + ": " : "";
+  throw H5Error(rank + "HDF5 call failed: " + call + " (" +
                     std::filesystem::path(file).filename().string() + ":" + std::to_string(line) +
                     ")" + (os.empty() ? "" : ": " + os),
                 os);
