@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/timer.hpp"
 #include "train/async_parts.hpp"
+#include "train/signals.hpp"
 
 namespace hpctrain {
 
@@ -33,6 +34,7 @@ void AsyncSgd::Server::reply(int w, int64_t flags, bool params) {
   async_wire::wait(sends_[w]);
   Header h;
   h.flags = flags | (params ? async_wire::kParams : 0);
+  if (stop_signal() != 0 && (flags & async_wire::kBye) == 0) h.flags |= async_wire::kServerStop;
   h.version = version_;
   out_[w].set_header(h);
   if (params) {
@@ -109,9 +111,11 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
   const double t0 = now_seconds(), cpu0 = process_cpu_seconds();
   for (int w = 0; w < workers; ++w) post(w);
   std::vector<char> open(static_cast<size_t>(workers), 1);
+  int64_t newest = begin;  // the newest batch received: where training is, for the watchdog
   auto await = [&](int w) {
-    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for a worker", begin);
+    WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for a worker", newest);
     async_wire::wait(receives_[w]);
+    newest = std::max(newest, in_[w].header().batch);
   };
   if (ctx.config.run.deterministic) {
     // Batch b comes from worker (b - begin) mod workers; then each worker's flush.
@@ -154,7 +158,8 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
         continue;
       }
       poll.reset();
-      ctx.watchdog.arm("asynchronous training: waiting for workers", begin, periods);
+      newest = std::max(newest, in_[w].header().batch);
+      ctx.watchdog.arm("asynchronous training: waiting for workers", newest, periods);
       const double t = now_seconds();
       if (!handle(w)) --left;
       stats.busy_s += now_seconds() - t;

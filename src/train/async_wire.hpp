@@ -26,6 +26,9 @@ inline constexpr int64_t kParams = 1;  // the payload is the slice's parameters
 inline constexpr int64_t kTaken = 2;   // deterministic: the batch counts as trained
 inline constexpr int64_t kEnd = 4;     // deterministic: the segment ends for you
 inline constexpr int64_t kBye = 8;     // your flush is taken; nothing follows
+// This server got a stop signal: take it as yours (note_stop). A server trains no batch, so
+// only a worker can end the segment; without this the signal waited for its end (an epoch).
+inline constexpr int64_t kServerStop = 16;
 
 struct Header {
   int64_t kind = 0;

@@ -108,13 +108,18 @@ void AsyncSgd::Worker::post_reply(int s) {
 
 int64_t AsyncSgd::Worker::take_reply(int s) {
   const Header h = in_[s].header();
+  // A server's stop signal, while this worker still takes batches (after end()'s unlock no
+  // counter can be touched); left out of the answer, which servers must give alike.
+  if ((h.flags & async_wire::kServerStop) != 0 && open_) {
+    note(async_parts::kStopBit, async_wire::kStopSeen);
+  }
   if ((h.flags & async_wire::kParams) != 0) {
     const ParamRange r = ctx.layout.slices[s];
     ctx.backend.copy_to_device(ctx.model.mutable_params() + r.offset, in_[s].payload(),
                                r.count * sizeof(float));
     versions_[s] = h.version;
   }
-  return h.flags;
+  return h.flags & ~async_wire::kServerStop;
 }
 
 void AsyncSgd::Worker::send(Kind kind, int64_t flags, bool push, bool with_current) {

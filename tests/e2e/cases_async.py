@@ -139,6 +139,25 @@ def case_async_signal_stop_resume():
     s = expect_ok("async_sig", 3, sets)
     check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
     check(s["epochs_completed"] == 3, f"epochs completed {s['epochs_completed']}")
+    # SIGTERM to the server, which trains no batch: the signal waited for the segment's end,
+    # the end of epoch 2 (step 312); a worker now takes it up from the server's next reply.
+    for det in ("false", "true"):
+        name = f"async_sig_server_{det}"
+        fresh(name)
+        p = subprocess.Popen(train_cmd(name, 3, sets + ["debug.slow_rank.rank=1",
+                                                        "debug.slow_rank.factor=3",
+                                                        f"run.deterministic={det}"]),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in p.stdout:
+            if " epoch 1/" in line:
+                break
+        os.kill({mpi_rank(pid): pid for pid in rank_pids(run_dir(name))}[2], signal.SIGTERM)
+        out = p.stdout.read()
+        p.wait(timeout=120)
+        check(p.returncode == 75, f"exit {p.returncode} after SIGTERM to the server ({det})")
+        stopped_at = newest_step(name)
+        check(156 <= stopped_at < 250, f"deterministic {det}: stopped at step {stopped_at}, "
+              f"not soon after the signal at 156:\n{out}")
 
 
 def case_async_two_servers():
