@@ -385,9 +385,11 @@ int Trainer::run() {
     });
   }
   if (code != 0) return code;
-  if (summary.resumed_from) {
-    log_info("resuming at step " + std::to_string(global_step_ % steps_per_epoch_) + " of epoch " +
-             std::to_string(global_step_ / steps_per_epoch_ + 1));
+  if (summary.resumed_from) {  // after the last epoch: "of epoch 3" of 2 named none
+    log_info(global_step_ >= steps_per_epoch_ * config_.train.epochs
+                 ? std::string("resuming after the last epoch: the test phase only")
+                 : "resuming at step " + std::to_string(global_step_ % steps_per_epoch_) +
+                       " of epoch " + std::to_string(global_step_ / steps_per_epoch_ + 1));
   }
 
   log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +

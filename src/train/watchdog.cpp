@@ -58,7 +58,7 @@ void Watchdog::monitor() {
     if (armed == 0.0 || now_seconds() - armed < limit) continue;
     char line[256];
     std::snprintf(line, sizeof(line),
-                  "%s at step %lld has not finished after %.0f s (distributed.timeout_seconds): a "
+                  "%s at step %lld has not finished after %g s (distributed.timeout_seconds): a "
                   "peer rank is hung or lost; aborting the job",
                   what_.load(std::memory_order_relaxed),
                   static_cast<long long>(step_.load(std::memory_order_relaxed)), limit);

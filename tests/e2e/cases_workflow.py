@@ -142,6 +142,13 @@ def case_rerun_finished_and_stopped():
     with open(os.path.join(run_dir(name), "metrics.csv")) as f:
         check(f.read() == metrics_before, "the re-run changed metrics.csv")
     check(summary(name) == s, "the re-run changed summary.json")
+    # Killed in its test phase (the final checkpoint written, no summary.json): the rerun
+    # runs the test phase alone, and says so (it said "resuming at step 0 of epoch 4").
+    os.remove(os.path.join(run_dir(name), "summary.json"))
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "resuming after the last epoch: the test phase only" in out and
+          " epoch 3/" not in out, f"the test phase alone: exit {rc}:\n{out}")
+    check(summary(name)["params_sha256"] == s["params_sha256"], "the test phase changed the model")
 
     rc, out, _ = train(name, 2, ["train.epochs=4", "run.deterministic=true", "data.val="])
     check(rc == 0 and "epoch 4/4" in out and "epoch 3/4" not in out,

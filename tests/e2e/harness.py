@@ -196,7 +196,8 @@ def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.y
     print(f"{name}: killed rank {victim}; newest committed checkpoint: step {committed}")
     rc, out, err = train(name, ranks, sets, config=config, resume="auto")
     check(rc == 0, f"{name}: resumed run failed with exit {rc}")
-    check(f"(step {committed}," in out and "resuming at step" in out,
+    check(f"(step {committed}," in out and ("resuming at step" in out or
+                                          "resuming after the last epoch" in out),
           f"{name}: did not resume from step {committed}")
     return summary(name)
 
