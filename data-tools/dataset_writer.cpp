@@ -34,6 +34,7 @@ H5Handle create_extendible(hid_t file, const char* name, hid_t file_type, int ra
   H5Handle space(HT_CHECK_H5(H5Screate_simple(rank, dims.data(), max_dims.data())), H5Sclose);
   H5Handle dcpl(HT_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
   HT_CHECK_H5(H5Pset_chunk(dcpl.get(), rank, chunk));
+  HT_CHECK_H5(H5Pset_obj_track_times(dcpl.get(), false));
   if (deflate_level > 0) {
     // Byte shuffle first groups the exponent bytes of f16/f32 samples: better ratios.
     if (shuffle) HT_CHECK_H5(H5Pset_shuffle(dcpl.get()));
@@ -94,8 +95,10 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
   // written through).
   remove_temporary(temp_path_);
   const H5Handle fapl = h5_large_attribute_access();  // class names
-  file_ = H5Handle(
-      HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())), H5Fclose);
+  // No times in the headers: the same options give the same file (synth, split, shard...).
+  const H5Handle fcpl = h5_untimed_creation();
+  file_ = H5Handle(HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())),
+                   H5Fclose);
   try {
     create_datasets();
     write_attributes();

@@ -112,7 +112,8 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
   try {
     h5_quiet();
     const H5Handle fapl = h5_large_attribute_access();  // the vocabulary may be large
-    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
+    const H5Handle fcpl = h5_untimed_creation();        // nor in the root group's header
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())),
                   H5Fclose);
     const int64_t width = o.seq_len + 1;
     const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};

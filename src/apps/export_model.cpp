@@ -20,6 +20,10 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
@@ -141,15 +145,17 @@ struct Reference {
   std::vector<float> inputs;
 };
 
-Reference read_reference(const Config& config, const Preprocess& preprocess) {
-  const std::pair<const NameList*, const char*> sets[] = {{&config.data.test, "data.test"},
-                                                          {&config.data.val, "data.val"},
-                                                          {&config.data.train, "data.train"}};
+Reference read_reference(const Config& config, const DatasetShape& train,
+                         const Preprocess& preprocess) {
+  const std::pair<const NameList*, const char*> sets[] = {
+      {&config.data.test, "test"}, {&config.data.val, "val"}, {&config.data.train, "train"}};
   for (const auto& [entries, key] : sets) {
     const std::unique_ptr<DataSource> data =
-        open_data(expand_data_paths(*entries, config.source_file + ": " + key));
+        open_data(expand_data_paths(*entries, config.source_file + ": data." + std::string(key)));
     if (data == nullptr || data->shape().n == 0) continue;
     const DatasetShape& s = data->shape();
+    // As eval checks it: another shape was read past the end of its buffer.
+    if (std::string_view(key) != "train") check_like_training(s, train, data->path(), key);
     Reference r;
     r.source = data->path();
     r.rows = std::min(kReferenceRows, s.n);
@@ -267,9 +273,19 @@ void write_layers_file(const std::string& path, const Export& e) {
 Export gather(const Options& o) {
   ModelTarget target = resolve_model_target(o.target);
   const std::string checkpoint = checkpoint_path(target, "export");
-  // --force replaces an earlier export, never what this one reads.
+  // --force replaces an earlier export, never what this one reads (the data files too: a
+  // test set was replaced by the export).
+  std::vector<std::string> inputs = {checkpoint, target.config.source_file};
+  const DataConfig& d = target.config.data;
+  for (const auto& [entries, key] :
+       {std::pair{&d.train, "train"}, std::pair{&d.val, "val"}, std::pair{&d.test, "test"}}) {
+    for (const std::string& path :
+         expand_data_paths(*entries, target.config.source_file + ": data." + key)) {
+      inputs.push_back(path);
+    }
+  }
   std::error_code ec;
-  for (const std::string& input : {checkpoint, target.config.source_file}) {
+  for (const std::string& input : inputs) {
     if (std::filesystem::equivalent(o.out, input, ec)) {
       throw UsageError(o.out + ": --out is " + input + ", which the export reads");
     }
@@ -282,7 +298,7 @@ Export gather(const Options& o) {
   e.checkpoint = checkpoint;
   e.shape = train->shape();
   e.preprocess = input_preprocess(config, *train);
-  e.reference = read_reference(config, e.preprocess);
+  e.reference = read_reference(config, e.shape, e.preprocess);
 
   CpuBackend backend(1);
   const Dims dims = {e.shape.c, e.shape.h, e.shape.w};

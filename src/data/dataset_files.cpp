@@ -36,6 +36,13 @@ std::string difference(const DatasetShape& s, const DatasetShape& first) {
   return "";
 }
 
+// "images", "token classification, vocab_size V" or "next tokens, vocab_size V".
+std::string data_kind(const DatasetShape& s) {
+  if (!s.tokens()) return "images";
+  return std::string(s.labels_per_sample > 1 ? "next tokens" : "token classification") +
+         ", vocab_size " + std::to_string(s.vocab_size);
+}
+
 }  // namespace
 
 std::vector<std::string> expand_data_paths(const std::vector<std::string>& entries,
@@ -62,6 +69,36 @@ std::vector<std::string> expand_data_paths(const std::vector<std::string>& entri
     out.insert(out.end(), matches.begin(), matches.end());
   }
   return out;
+}
+
+void check_like_training(const DatasetShape& s, const DatasetShape& train, const std::string& path,
+                         const std::string& key) {
+  if (s.c != train.c || s.h != train.h || s.w != train.w) {
+    throw UsageError(path + ": data." + key + " samples are " + std::to_string(s.c) + "x" +
+                     std::to_string(s.h) + "x" + std::to_string(s.w) +
+                     ", but data.train samples are " + std::to_string(train.c) + "x" +
+                     std::to_string(train.h) + "x" + std::to_string(train.w));
+  }
+  if (s.tokens() != train.tokens() || s.vocab_size != train.vocab_size ||
+      s.labels_per_sample != train.labels_per_sample ||
+      (!s.vocabulary.empty() && !train.vocabulary.empty() && s.vocabulary != train.vocabulary)) {
+    throw UsageError(path + ": data." + key + " is not the same kind of data as data.train (" +
+                     data_kind(s) + " against " + data_kind(train) + ")");
+  }
+  if (s.num_classes > train.num_classes) {
+    throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
+                     " classes, more than data.train's " + std::to_string(train.num_classes));
+  }
+  if (!s.class_names.empty() && !train.class_names.empty()) {
+    for (size_t k = 0; k < s.class_names.size(); ++k) {
+      if (s.class_names[k] != train.class_names[k]) {
+        throw UsageError(path + ": data." + key + " label " + std::to_string(k) + " is '" +
+                         s.class_names[k] + "', but data.train's label " + std::to_string(k) +
+                         " is '" + train.class_names[k] +
+                         "' (class_names must agree label for label)");
+      }
+    }
+  }
 }
 
 DatasetFiles::DatasetFiles(const std::vector<std::string>& paths, StoredStats stats) {

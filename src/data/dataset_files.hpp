@@ -19,6 +19,13 @@ namespace hpctrain {
 std::vector<std::string> expand_data_paths(const std::vector<std::string>& entries,
                                            const std::string& where);
 
+// Throws UsageError naming `path` and data.`key` unless a validation or test set of shape
+// `s` goes with training set `train`: the same sample shape and kind of data (tokens,
+// vocabulary), at most its classes, and where both name their classes, the same name for
+// each label (a val file converted from a folder without one class numbers the others on).
+void check_like_training(const DatasetShape& s, const DatasetShape& train, const std::string& path,
+                         const std::string& key);
+
 class DatasetFiles final : public DataSource {
  public:
   // Opens every file (two or more); throws UsageError naming the first whose samples,

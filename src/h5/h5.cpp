@@ -84,6 +84,12 @@ H5Handle h5_large_attribute_access() {
   return fapl;
 }
 
+H5Handle h5_untimed_creation() {
+  H5Handle fcpl(HT_CHECK_H5(H5Pcreate(H5P_FILE_CREATE)), H5Pclose);
+  HT_CHECK_H5(H5Pset_obj_track_times(fcpl.get(), false));
+  return fcpl;
+}
+
 H5Handle h5_open_read_only(const std::string& path) {
   const H5Handle fapl = h5_unlocked_access();
   return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);

@@ -111,6 +111,9 @@ H5Handle h5_unlocked_access();
 // names): written in the HDF5 1.8 format, whose dense attribute storage has no such limit
 // (the default, earliest format refuses it); readable by HDF5 1.8 and later.
 H5Handle h5_large_attribute_access();
+// A file-creation property list whose root group keeps no times (HDF5 stores access,
+// change and birth times in its header otherwise): the same writes give the same bytes.
+H5Handle h5_untimed_creation();
 
 // Opens an existing file read-only with h5_unlocked_access().
 H5Handle h5_open_read_only(const std::string& path);

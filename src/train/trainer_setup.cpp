@@ -29,14 +29,6 @@
 namespace hpctrain {
 namespace {
 
-// "images", "token classification, vocab_size V" or "next tokens, vocab_size V" (with
-// " and another vocabulary" when only the vocabularies differ, which the caller knows).
-std::string data_kind(const DatasetShape& s) {
-  if (!s.tokens()) return "images";
-  return std::string(s.labels_per_sample > 1 ? "next tokens" : "token classification") +
-         ", vocab_size " + std::to_string(s.vocab_size);
-}
-
 // The files of data.`key` as one data source (null for none), checked against the training
 // set's shape (`train`; null for the training set itself).
 std::unique_ptr<DataSource> open_split(const Config& config, const NameList& entries,
@@ -44,39 +36,7 @@ std::unique_ptr<DataSource> open_split(const Config& config, const NameList& ent
   auto file =
       open_data(expand_data_paths(entries, config.source_file + ": data." + std::string(key)));
   if (file == nullptr) return nullptr;
-  const std::string& path = file->path();
-  if (train != nullptr) {
-    const DatasetShape& s = file->shape();
-    if (s.c != train->c || s.h != train->h || s.w != train->w) {
-      throw UsageError(path + ": data." + key + " samples are " + std::to_string(s.c) + "x" +
-                       std::to_string(s.h) + "x" + std::to_string(s.w) +
-                       ", but data.train samples are " + std::to_string(train->c) + "x" +
-                       std::to_string(train->h) + "x" + std::to_string(train->w));
-    }
-    if (s.tokens() != train->tokens() || s.vocab_size != train->vocab_size ||
-        s.labels_per_sample != train->labels_per_sample ||
-        (!s.vocabulary.empty() && !train->vocabulary.empty() &&
-         s.vocabulary != train->vocabulary)) {
-      throw UsageError(path + ": data." + key + " is not the same kind of data as data.train " +
-                       "(" + data_kind(s) + " against " + data_kind(*train) + ")");
-    }
-    if (s.num_classes > train->num_classes) {
-      throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
-                       " classes, more than data.train's " + std::to_string(train->num_classes));
-    }
-    // Label k names one class in both: converted from a folder that lacks a class, the
-    // others number on (its "fox" was data.train's "dog"), and the accuracy was wrong.
-    if (!s.class_names.empty() && !train->class_names.empty()) {
-      for (size_t k = 0; k < s.class_names.size(); ++k) {
-        if (s.class_names[k] != train->class_names[k]) {
-          throw UsageError(path + ": data." + key + " label " + std::to_string(k) + " is '" +
-                           s.class_names[k] + "', but data.train's label " + std::to_string(k) +
-                           " is '" + train->class_names[k] +
-                           "' (class_names must agree label for label)");
-        }
-      }
-    }
-  }
+  if (train != nullptr) check_like_training(file->shape(), *train, file->path(), key);
   return file;
 }
 

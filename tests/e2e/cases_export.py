@@ -415,9 +415,10 @@ def case_export_refusals():
     check(p.returncode == 0 and h5py.is_hdf5(out), f"--force: exit {p.returncode}")
     p = export(checkpoints("export_refusals")[-1], "hdf5-layers", out)  # its stored config
     check(p.returncode == 0 and h5py.is_hdf5(out), f"a checkpoint as TARGET: exit {p.returncode}")
-    # --force never replaces what the export reads: the checkpoint or the config.
+    # --force never replaces what the export reads: the checkpoint, the config or a data
+    # file (the test set was replaced by the export).
     config_file = os.path.join(run_folder, "config.yaml")
-    for target in (checkpoints("export_refusals")[-1], config_file):
+    for target in (checkpoints("export_refusals")[-1], config_file, test, train):
         with open(target, "rb") as f:
             before = f.read()
         p = run([hpctrain(), "export", run_folder, "--format", "hdf5-layers", "--out", target,
@@ -426,6 +427,17 @@ def case_export_refusals():
         one_error_line(p.stderr, target, "which the export reads")
         with open(target, "rb") as f:
             check(f.read() == before, f"--out --force replaced {target}")
+    # Reference inputs from a test set of another shape: exit 2 as eval says it (the
+    # export read past the end of its buffer and wrote what it found there).
+    odd = os.path.join(folder, "odd.h5")
+    with h5py.File(odd, "w") as f:
+        f["images"] = np.zeros((20, 1, 8, 8), np.uint8)
+        f["labels"] = np.arange(20, dtype=np.int32) % 10
+        f.attrs["num_classes"] = 10
+    p = run([hpctrain(), "export", run_folder, "--format", "hdf5-layers", "--out", out, "--force",
+             "--set", f"data.test={odd}"])
+    check(p.returncode == 2, f"a test set of 1x8x8: exit {p.returncode}")
+    one_error_line(p.stderr, odd, "data.test samples are 1x8x8, but data.train samples are 1x28x28")
 
     damaged = os.path.join(folder, "damaged.h5")
     shutil.copy(checkpoints("export_refusals")[-1], damaged)
