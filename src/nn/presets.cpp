@@ -146,7 +146,10 @@ std::vector<std::unique_ptr<Layer>> build_layers(const ModelConfig& config, cons
                      " next tokens per sample, so the layers before the classifier must give " +
                      std::to_string(data.per_step) + " steps [" + std::to_string(data.per_step) +
                      ", features], but they give an output of " + dims_text(dims) +
-                     " (the last lstm or gru needs return_sequences: true)");
+                     (dims.size() == 2 && dims[0] == 1
+                          ? " (token ids come as one step of " + std::to_string(data.per_step) +
+                                " features without an embedding layer first)"
+                          : " (the last lstm or gru needs return_sequences: true)"));
   }
   shape_after(*layers.back(), dims);
   return layers;

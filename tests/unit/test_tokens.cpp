@@ -254,6 +254,15 @@ TEST(TokenModel, ClassifierPredictsEveryStepOverTheVocabulary) {
         build_layers(sequence_model(false), data, {1, 1, 4}, "lm.yaml");
       },
       {"lm.yaml", "4 next tokens per sample", "an output of 5", "return_sequences: true"});
+  // Without the embedding the token ids are one step of 4 features: return_sequences is
+  // there already, and the message said to add it.
+  ModelConfig no_embedding = sequence_model(true);
+  no_embedding.layers.erase(no_embedding.layers.begin());
+  expect_usage_error(
+      [&] {
+        build_layers(no_embedding, data, {1, 1, 4}, "lm.yaml");
+      },
+      {"lm.yaml", "an output of 1x5", "one step of 4 features without an embedding layer first"});
   ModelConfig mlp;
   expect_usage_error(
       [&] {
