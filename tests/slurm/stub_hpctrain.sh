@@ -33,7 +33,9 @@ while [[ $# -gt 0 ]]; do
     --set | --set=*)
       if [[ "$1" == --set ]]; then kv=${2:-}; shift; shift; else kv=${1#--set=}; shift; fi
       case "$kv" in
-        run.dir=*) run_dir=${kv#run.dir=} ;;
+        run.dir=*)
+          run_dir=${kv#run.dir=}
+          [[ $run_dir == \"*\" ]] && run_dir=${run_dir:1:-1} ;;  # YAML's quotes
         train.epochs=*) epochs=${kv#train.epochs=} ;;
       esac ;;
     --resume) resume=${2:-}; shift; shift ;;

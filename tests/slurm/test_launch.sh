@@ -109,7 +109,7 @@ fi
 
 # 8. The batch scripts, outside Slurm: a stop that arrives before the step starts (here
 #    while the script asks scontrol where its original is) starts no step; the job exits
-#    75 (HPCTRAIN_REQUEUE=0) or requeues itself (study.sbatch). It used to end the shell.
+#    75 (HPCTRAIN_REQUEUE=0, study.sbatch too: it requeued itself). It used to end the shell.
 fake=$w/fake-bin
 mkdir -p "$fake"
 cat >"$fake/scontrol" <<'EOF'
@@ -126,7 +126,7 @@ chmod +x "$fake"/*
 echo "config.yaml" >"$w/sweep.txt"
 jobs_dir=$here/../../jobs
 for case in "train_single_node config.yaml 75" "train_multi_node config.yaml 75" \
-  "sweep_array $w/sweep.txt 75" "study study.yaml 0"; do
+  "sweep_array $w/sweep.txt 75" "study study.yaml 75"; do
   read -r name arg want <<<"$case"
   : >"$w/fake-$name.log"
   PATH=$fake:$PATH FAKE_LOG=$w/fake-$name.log HPCTRAIN=$fake/hpctrain HPCTRAIN_ROOT=$w \
@@ -145,6 +145,49 @@ for case in "train_single_node config.yaml 75" "train_multi_node config.yaml 75"
     explain "early-$name"
   fi
 done
+
+# 9. The batch scripts' arguments: a --resume is for the first run only (a requeued job
+#    passed --resume never again and failed, or went back to a PATH at every requeue); a
+#    sweep task's run.dir is quoted for YAML (" #" began a comment: the tasks shared one)
+#    and holds its checkpoints; HPCTRAIN_MAX_REQUEUES must be a whole number.
+quick=$w/quick-bin
+mkdir -p "$quick"
+cp "$fake/srun" "$fake/hpctrain" "$quick/"
+cat >"$quick/scontrol" <<'EOF'
+#!/bin/bash
+echo "scontrol $*" >>"$FAKE_LOG"
+EOF
+chmod +x "$quick"/*
+batch() {  # LOG RESTARTS SCRIPT ARGS...: runs a batch script with the stand-ins
+  local log=$1 restarts=$2 script=$3
+  shift 3
+  : >"$log"
+  PATH=$quick:$PATH FAKE_LOG=$log HPCTRAIN=$quick/hpctrain HPCTRAIN_ROOT=$w SLURM_JOB_ID=42 \
+    SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=$restarts SLURM_ARRAY_JOB_ID=42 \
+    SLURM_ARRAY_TASK_ID=0 bash "$jobs_dir/$script.sbatch" "$@" >"$log.out" 2>&1
+}
+for restarts in 0 1; do
+  rc=0
+  batch "$w/resume-$restarts.log" "$restarts" train_single_node config.yaml --resume never \
+    --set x=1 --resume=never || rc=$?
+  n=$(grep -o -- '--resume[= ]never' "$w/resume-$restarts.log" | wc -l)
+  if [[ $rc != 0 || $n != $((restarts == 0 ? 2 : 0)) ]] || ! grep -q -- '--set x=1' "$w/resume-$restarts.log"; then
+    fail "train_single_node.sbatch at restart $restarts: exit $rc, --resume never passed $n time(s)"
+    cat "$w/resume-$restarts.log"
+  fi
+done
+printf 'config.yaml --set optimizer.lr=0.1\n' >"$w/sweep1.txt"
+rc=0
+HPCTRAIN_SWEEP_DIR="$w/sweep #1" batch "$w/sweep.log" 0 sweep_array "$w/sweep1.txt" || rc=$?
+if [[ $rc != 0 ]] || ! grep -qF -- "--set run.dir=\"$w/sweep #1/0\" --set checkpoint.dir=\"\"" "$w/sweep.log"; then
+  fail "sweep_array.sbatch with ' #' in its folder: exit $rc"
+  cat "$w/sweep.log"
+fi
+rc=0
+HPCTRAIN_MAX_REQUEUES=ten batch "$w/max.log" 0 train_single_node config.yaml || rc=$?
+if [[ $rc != 2 ]] || ! grep -q "HPCTRAIN_MAX_REQUEUES: expected a whole number" "$w/max.log.out"; then
+  fail "HPCTRAIN_MAX_REQUEUES=ten: exit $rc (expected 2)"
+fi
 
 if ((failures > 0)); then
   echo "FAIL: $failures check(s) failed" >&2
