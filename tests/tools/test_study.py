@@ -14,6 +14,7 @@ import shlex
 import signal
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -243,11 +244,15 @@ class StudyFile(unittest.TestCase):
         order = [x for x in sets if x.startswith("train.epochs=") or x.startswith("device=")]
         self.assertEqual(order, ["train.epochs=2", "device=cpu", "train.epochs=3",
                                  "train.epochs=4"])
-        self.assertEqual(sets[-2], 'run.dir="/runs/a/r1"')
+        self.assertEqual(sets[-3], 'run.dir="/runs/a/r1"')
         # Quoted: a directory with ' #' or ': ' in its name stays one YAML string.
         sets = study.run_sets(s, v, 0, "/runs/o #1: x/r0", [])
-        self.assertEqual(sets[-2], 'run.dir="/runs/o #1: x/r0"')
-        self.assertEqual(sets[-1], 'run.name="s-a-r0"')
+        self.assertEqual(sets[-3], 'run.dir="/runs/o #1: x/r0"')
+        self.assertEqual(sets[-2], 'run.name="s-a-r0"')
+        # Each run's checkpoints in its run directory, whatever the config's checkpoint.dir
+        # (shared, the later runs resumed the first one's final model and trained nothing).
+        sets = study.run_sets(s, v, 0, "/r0", ["checkpoint.dir=/scratch/ck"])
+        self.assertEqual(sets[-1], 'checkpoint.dir=""')
 
     def test_wrong_types_are_exit_2_naming_the_file_and_key(self):
         head = "config: train.yaml\nvariants: [{name: a}]\n"
@@ -532,6 +537,35 @@ class StudyChecks(unittest.TestCase):
         self.assertEqual(rc, 0)
         with open(log) as f:
             self.assertEqual(f.read().splitlines()[-1], "True")
+
+    def test_a_stop_reaches_a_run_however_early_and_ends_a_cooldown(self):
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\ncooldown_seconds: 30\nvariants: [{name: a}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+        log = os.path.join(self.dir, "x.log")
+        # A signal while the run was being started (before the driver knew its child) was
+        # not passed on: the run trained to its end.
+        driver.stop_signal = signal.SIGUSR1
+        t0 = time.monotonic()
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = driver.spawn(["sleep", "20"], log)
+        self.assertEqual(rc, -signal.SIGUSR1)
+        self.assertLess(time.monotonic() - t0, 10)
+        # A stop during the cool-down between runs ends it (it slept the whole of it).
+        t0 = time.monotonic()
+        with contextlib.redirect_stdout(io.StringIO()), self.assertRaises(study.Stopped):
+            driver.train(driver.study["variants"][0], 0, 2, 2, cooldown=True)
+        self.assertLess(time.monotonic() - t0, 10)
+
+    def test_a_launcher_that_cannot_start_is_one_line(self):
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\nvariants: [{name: a}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+        log = os.path.join(self.dir, "x.log")
+        with self.assertRaises(RuntimeError) as e:
+            driver.spawn([os.path.join(self.dir, "no-mpiexec"), "-n", "1"], log)
+        self.assertIn("cannot start", str(e.exception))
+        self.assertIn(log, str(e.exception))
 
 
 if __name__ == "__main__":

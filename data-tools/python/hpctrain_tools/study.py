@@ -17,6 +17,7 @@ import sys
 import time
 
 from hpctrain_tools import aggregate, report, scaling, studyfile
+from hpctrain_tools.study_model import bench_algorithm, bench_bytes, build_model
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_STOPPED = 0, 1, 2, 75
 MARKER = "study-run.json"
@@ -44,14 +45,16 @@ def launcher_prefix(study, ranks):
 
 def run_sets(study, variant, repeat, run_dir, cli_sets):
     """The --set list of one run: the driver's defaults, the study's, the variant's and the
-    command line's (later ones win), then the run directory, which is the driver's."""
+    command line's (later ones win), then the run directory, which is the driver's, with
+    the run's checkpoints in it (a checkpoint.dir of the config was every run's: the later
+    runs resumed the first one's final model and trained nothing)."""
     sets = [f"run.seed={study['seed'] + repeat}", "train.step_timing=true",
             "checkpoint.at_epoch_end=true"]
     sets += study["set"] + variant["set"] + cli_sets
     # Quoted (a JSON string is a YAML one): a path with ' #' or ': ' stays one string.
     name = f"{study['name']}-{variant['name']}-r{repeat}"
     sets += [f"run.dir={json.dumps(run_dir, ensure_ascii=False)}",
-             f"run.name={json.dumps(name, ensure_ascii=False)}"]
+             f"run.name={json.dumps(name, ensure_ascii=False)}", 'checkpoint.dir=""']
     return sets
 
 
@@ -96,6 +99,8 @@ def check_configs(driver):
         d = driver.run_dir(v, 0)
         failed = inspect_error(driver.hpctrain, study["config"],
                                run_sets(study, v, 0, d, driver.cli_sets))
+        if driver.stop_signal:  # a terminal's Ctrl-C also ended the inspect (exit -2)
+            raise Stopped()
         if failed is None:
             continue
         rc, line = failed
@@ -179,8 +184,14 @@ class Driver:
             f.flush()
             # A process group of its own: a terminal's Ctrl-C reaches only this driver,
             # which passes it on as SIGUSR1 (mpiexec would kill the ranks on SIGINT).
-            self.child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
-                                          preexec_fn=die_with_parent, start_new_session=True)
+            try:
+                self.child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
+                                              preexec_fn=die_with_parent, start_new_session=True)
+            except OSError as e:  # no launcher on PATH: one line, not a traceback
+                f.write(f"cannot start {cmd[0]}: {e.strerror}\n".encode())
+                raise RuntimeError(f"cannot start {cmd[0]}: {e.strerror} (see {log_path})") from e
+        if self.stop_signal:  # it came while the child was being started: not passed on
+            self.on_signal(self.stop_signal, None)
         try:
             while True:
                 try:
@@ -215,7 +226,9 @@ class Driver:
         os.makedirs(run_dir, exist_ok=True)
         if cooldown and self.study["cooldown_seconds"] > 0:
             log(f"cooling down {self.study['cooldown_seconds']:g} s")
-            time.sleep(self.study["cooldown_seconds"])
+            end = time.monotonic() + self.study["cooldown_seconds"]
+            while not self.stop_signal and time.monotonic() < end:  # a stop ends it
+                time.sleep(min(0.2, max(0.0, end - time.monotonic())))
         if self.stop_signal:
             raise Stopped()
         cmd = train_command(self.study, self.hpctrain, variant, repeat, run_dir, self.cli_sets)
@@ -307,16 +320,6 @@ class Driver:
                        bench_bytes(r["param_count"]), 0)
 
 
-def bench_algorithm(algorithm):
-    """The bench allreduce algorithm that measures a run's `algorithm`."""
-    return algorithm if algorithm in ("ring", "mpi", "nccl") else "ring"
-
-
-def bench_bytes(param_count):
-    """The largest benchmark message: twice the gradients, a power of two, >= 64 KiB."""
-    return 1 << max(16, int(8 * param_count - 1).bit_length())
-
-
 def read_runs(driver):
     """The finished repeats of every variant, read from their run directories."""
     out = []
@@ -329,105 +332,6 @@ def read_runs(driver):
                 runs.append(aggregate.read_run(d))
         out.append((v, runs))
     return out
-
-
-def node_slots(backend, cuda_devices):
-    """Compute slots of one node: GPUs for the CUDA backend, else CPU cores."""
-    if backend == "cuda":
-        return max(1, cuda_devices)
-    cpus = os.environ.get("SLURM_CPUS_ON_NODE")
-    if cpus and cpus.isdigit():
-        return int(cpus)
-    return len(os.sched_getaffinity(0))
-
-
-def build_model(driver, variants, raw, cuda_devices):
-    """Calibrates the scaling model from the study's runs: compute from a one-rank variant,
-    the network from `hpctrain bench allreduce` at each measured rank count. Returns the
-    model dict of study.json, or None when the study has no one-rank variant."""
-    mcfg = driver.study["model"]
-    nodes = int(os.environ.get("SLURM_NNODES", "1") or 1)
-    measured = []
-    # Compute from a one-rank variant of a backend that multi-rank variants ran on (the
-    # classic study's 1 GPU, not its CPU: the model covers that backend's variants only).
-    multi = {v["backend"] for v, runs in zip(variants, raw) if runs and v["ranks"] > 1}
-    ones = [(v, r) for v, r in zip(variants, raw) if r and v["ranks"] == 1 and v["step_time_s"]]
-    if not ones:
-        return None
-    cv, cruns = next((c for c in ones if c[0]["backend"] in multi), ones[0])
-    # Each repeat's own fraction (summary.json: its backward seconds over its training
-    # seconds, both of the process that wrote it, so a resumed repeat's too).
-    fractions = [r["step_phase_fractions"]["backward"] for r in cruns
-                 if (r["step_phase_fractions"] or {}).get("backward") is not None]
-    backward = sum(fractions) / len(fractions) if fractions else 0.6
-    slots = node_slots(cv["backend"], cuda_devices)
-    per_rank = cv["threads_per_rank"] if cv["backend"] == "cpu" else 1
-    # A CPU rank occupies the cores its process keeps busy alone (compute and input threads),
-    # as measured; a GPU rank its GPU.
-    slots_per_rank = 1
-    if cv["backend"] == "cpu":
-        load = cv["cpu_load_per_rank"]
-        slots_per_rank = load["median"] if load else cv["threads_per_rank"]
-    comp = scaling.Compute(step_s=cv["step_time_s"]["median"], backward_fraction=backward,
-                           param_bytes=4.0 * cv["param_count"], slots_per_node=slots,
-                           slots_per_rank=slots_per_rank)
-    max_bytes = bench_bytes(cv["param_count"])
-    networks = {}
-    for v, runs in zip(variants, raw):
-        if not runs or v["ranks"] < 2 or v["backend"] != cv["backend"]:
-            continue
-        algo = bench_algorithm(v["algorithm"])
-        path = driver.bench(v["backend"], algo, v["ranks"], max_bytes)
-        if not path:
-            continue
-        with open(path) as f:
-            pts = json.load(f)["points"]
-        net = scaling.fit_ring([dict(p, algorithm="ring") for p in pts], v["ranks"],
-                               f"{algo} all-reduce measured on {v['ranks']} ranks")
-        networks[v["ranks"]] = net
-        rpn = -(-v["ranks"] // nodes)
-        # A variant with other threads per rank than the calibration: perfect thread scaling.
-        ratio = (v["threads_per_rank"] / cv["threads_per_rank"]) if v["backend"] == "cpu" else 1
-        vcomp = scaling.Compute(**dict(comp.__dict__, slots_per_rank=slots_per_rank * ratio,
-                                       step_s=comp.step_s / ratio))
-        # The layout the variant ran with (its config.yaml), else the model section's.
-        layout = scaling.Layout(average_every=v["average_every"] or mcfg["average_every"],
-                                servers=v["servers"] or mcfg["servers"])
-        p = scaling.predict(vcomp, net, v["ranks"], v["strategy"] if v["strategy"] in (
-            "allreduce", "average", "async") else "allreduce", v["algorithm"] == "nccl", rpn,
-            layout, allreduce_s=scaling.measured_time(pts, comp.param_bytes))
-        meas = v["step_time_s"]["median"]
-        if v["strategy"] == "async":
-            meas = meas * (v["ranks"] - layout.servers)  # one round: every worker one step
-        measured.append({"variant": v["name"], "ranks": v["ranks"], "strategy": v["strategy"],
-                         "ranks_per_node": rpn, "measured_step_s": meas,
-                         "predicted_step_s": p["step_s"], "predicted_compute_s": p["compute_s"],
-                         "error": p["step_s"] / meas - 1,
-                         "predicted_speedup": p["samples_per_step"] * comp.step_s / p["step_s"],
-                         "predicted_efficiency":
-                             p["samples_per_step"] * comp.step_s / p["step_s"] / v["ranks"],
-                         "network": net.as_dict()})
-    given = mcfg["network"]
-    if given == "measured":
-        if not networks:
-            return {"calibration": cv["name"], "compute": comp.as_dict(), "network": None,
-                    "measured_vs_predicted": measured, "predictions": [],
-                    "note": "no multi-rank variant measured: no network to extrapolate with"}
-        # The largest rank count whose ranks fit their node's slots (GPUs, or CPU cores for
-        # each rank's threads): an oversubscribed node's latency says little about a network.
-        fitting = [r for r in networks if -(-r // nodes) * per_rank <= slots] or list(networks)
-        net = networks[max(fitting)]
-    else:
-        net = scaling.Network(given["name"], given["alpha_us"] * 1e-6,
-                              1e-9 / given["bandwidth_gbs"])
-    rpn = mcfg["ranks_per_node"] or max(1, int(slots // max(1, per_rank)))
-    layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
-    preds = scaling.prediction_table(comp, net, scaling.powers_of_two(2, mcfg["max_ranks"]),
-                                     rpn, layout)
-    return {"calibration": cv["name"], "compute": comp.as_dict(), "network": net.as_dict(),
-            "ranks_per_node": rpn, "average_every": layout.average_every,
-            "servers": layout.servers, "measured_vs_predicted": measured,
-            "predictions": preds}
 
 
 def plot_python():
