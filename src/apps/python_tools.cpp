@@ -1,5 +1,6 @@
 #include "apps/python_tools.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,7 +31,15 @@ void exec_python_tool(const std::string& command, const std::vector<std::string>
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
+  // The study driver gets its stop signals blocked (a mask survives exec) and unblocks them
+  // once its handlers are set: one sent while Python starts (a Slurm warning at once, a
+  // Ctrl-C) then waits for them, where it killed the driver (138, no requeue).
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int s : {SIGTERM, SIGINT, SIGUSR1}) sigaddset(&stops, s);
+  if (command == "study") sigprocmask(SIG_BLOCK, &stops, nullptr);
   execvp("python3", argv.data());
+  sigprocmask(SIG_UNBLOCK, &stops, nullptr);
   throw Error(std::string("cannot start python3 for 'hpctrain ") + command +
               "': " + std::strerror(errno) + " (Debian: apt install python3)");
 }

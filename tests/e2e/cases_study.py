@@ -196,6 +196,24 @@ def case_study_bad_files():
             one_error_line(p.stderr, study, key)
             check(not os.path.exists(os.path.join(folder, "out")), f"case {i} created its output")
 
+    # A stop signal at once, while Python starts (a Slurm warning at the start of a job):
+    # exit 75, to be requeued; it killed the driver (138) before its handlers were set.
+    study = write_study(os.path.join(folder, "early"), cfg + "variants: [{name: a}]\n")
+    for attempt in range(3):
+        p = subprocess.Popen([hpctrain(), "study", study, "--out", os.path.join(folder, "o2")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 30
+        while time.time() < deadline:  # once hpctrain has become Python, before its imports
+            try:
+                with open(f"/proc/{p.pid}/cmdline", "rb") as f:
+                    if b"hpctrain_tools" in f.read():
+                        break
+            except OSError:
+                break
+        p.send_signal(signal.SIGUSR1)
+        out, err = p.communicate(timeout=120)
+        check(p.returncode == 75, f"SIGUSR1 at start, try {attempt}: exit {p.returncode}: {err}")
+
     # A good study with a bad option: the command line's --set, an --out that cannot be a
     # directory, a report with no finished run. --dry-run prints the commands that run.
     study = small_study(folder)

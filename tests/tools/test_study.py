@@ -557,6 +557,19 @@ class StudyChecks(unittest.TestCase):
             driver.train(driver.study["variants"][0], 0, 2, 2, cooldown=True)
         self.assertLess(time.monotonic() - t0, 10)
 
+    def test_ctrl_c_during_the_checks_is_a_stop_not_a_failure(self):
+        # The terminal's SIGINT also ended `hpctrain inspect` (exit -2): that was reported
+        # as the variant's failure, exit 1.
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\nvariants: [{name: a}, {name: b}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+
+        def interrupted(*_):
+            driver.stop_signal = signal.SIGINT
+            return -signal.SIGINT, "hpctrain inspect failed (exit -2)"
+        with mock.patch.object(study, "inspect_error", interrupted):
+            study.check_configs(driver)  # no RuntimeError: main stops with 75
+
     def test_a_launcher_that_cannot_start_is_one_line(self):
         with open(self.path, "w") as f:
             f.write("config: train.yaml\nvariants: [{name: a}]\n")

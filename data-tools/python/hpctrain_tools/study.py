@@ -99,8 +99,8 @@ def check_configs(driver):
         d = driver.run_dir(v, 0)
         failed = inspect_error(driver.hpctrain, study["config"],
                                run_sets(study, v, 0, d, driver.cli_sets))
-        if driver.stop_signal:  # a terminal's Ctrl-C also ended the inspect (exit -2)
-            raise Stopped()
+        if driver.stop_signal:  # a terminal's Ctrl-C also ended the inspect (exit -2):
+            return  # the driver stops before the first run (exit 75)
         if failed is None:
             continue
         rc, line = failed
@@ -452,9 +452,12 @@ def main(argv):
         check_out(out, shown_out, make=False)
         driver = Driver(study, out, a.hpctrain, a.set)
         driver.run_nothing = a.report_only
+        stops = (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)
         if not a.dry_run:  # before the checks, which take a while: a signal stops cleanly
-            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+            for sig in stops:
                 signal.signal(sig, driver.on_signal)
+        # hpctrain started this driver with them blocked: one sent before now waited.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         if a.report_only and not a.dry_run:
             if not any(runs for _, runs in read_runs(driver)):
                 raise studyfile.StudyError(f"--out {shown_out}: no run of the study has "
