@@ -189,6 +189,27 @@ if [[ $rc != 2 ]] || ! grep -q "HPCTRAIN_MAX_REQUEUES: expected a whole number" 
   fail "HPCTRAIN_MAX_REQUEUES=ten: exit $rc (expected 2)"
 fi
 
+# 10. The source tree of the script Slurm ran, with a space in its path: scontrol's
+#     Command= holds the path and the arguments unquoted; the path was cut at its space.
+tree="$w/my tree"
+mkdir -p "$tree/jobs" "$tree/build" "$w/tree-bin"
+cp "$jobs_dir/train_single_node.sbatch" "$tree/jobs/"
+cp "$fake/srun" "$tree/build/hpctrain"
+cp "$fake/srun" "$w/tree-bin/srun"
+# shellcheck disable=SC2016  # $1 is the stand-in's own argument
+printf '#!/bin/bash\n[[ $1 == show ]] && echo "   Command=%s/jobs/train_single_node.sbatch config.yaml --set a=b"\n' \
+  "$tree" >"$w/tree-bin/scontrol"
+chmod +x "$w/tree-bin"/* "$tree/build/hpctrain"
+: >"$w/tree.log"
+rc=0
+env -u HPCTRAIN PATH="$w/tree-bin:/usr/bin:/bin" FAKE_LOG="$w/tree.log" HPCTRAIN_ROOT="$w" \
+  SLURM_JOB_ID=42 SLURM_JOB_NODELIST=n1 bash "$tree/jobs/train_single_node.sbatch" config.yaml \
+  --set a=b >"$w/tree.out" 2>&1 || rc=$?
+if [[ $rc != 0 ]] || ! grep -qF "with $tree/build/hpctrain" "$w/tree.out"; then
+  fail "a source tree with a space: exit $rc"
+  cat "$w/tree.out"
+fi
+
 if ((failures > 0)); then
   echo "FAIL: $failures check(s) failed" >&2
   exit 1
