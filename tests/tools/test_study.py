@@ -557,6 +557,12 @@ class StudyChecks(unittest.TestCase):
             driver.train(driver.study["variants"][0], 0, 2, 2, cooldown=True)
         self.assertLess(time.monotonic() - t0, 10)
 
+    def test_an_allocation_smaller_than_a_variant_is_refused_first(self):
+        text = ("config: train.yaml\nvariants: [{name: one}, {name: four, ranks: 4}]\n")
+        with mock.patch.dict(os.environ, {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "2"}):
+            self.refused(text, [], f"{self.path}: variant four runs 4 ranks, but the "
+                                   "allocation holds 2 tasks (SLURM_NTASKS)")
+
     def test_ctrl_c_during_the_checks_is_a_stop_not_a_failure(self):
         # The terminal's SIGINT also ended `hpctrain inspect` (exit -2): that was reported
         # as the variant's failure, exit 1.

@@ -95,6 +95,16 @@ def check_configs(driver):
     or --set where the command line's values alone make it fail; RuntimeError (exit 1) when
     hpctrain inspect fails otherwise."""
     study = driver.study
+    # Under srun the allocation must hold the largest variant (its step failed only when
+    # its turn came, after every run before it).
+    tasks = os.environ.get("SLURM_NTASKS", "")
+    biggest = max(study["variants"], key=lambda v: v["ranks"])
+    if launcher_prefix(study, 1)[0] == "srun" and tasks.isdigit() and \
+            biggest["ranks"] > int(tasks):
+        raise studyfile.StudyError(
+            f"{study['file']}: variant {biggest['name']} runs {biggest['ranks']} ranks, but "
+            f"the allocation holds {tasks} tasks (SLURM_NTASKS): ask sbatch for --ntasks="
+            f"{biggest['ranks']}")
     for i, v in enumerate(study["variants"]):
         d = driver.run_dir(v, 0)
         failed = inspect_error(driver.hpctrain, study["config"],
