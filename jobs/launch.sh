@@ -42,9 +42,13 @@ trapped=0
 trap 'forward USR1' USR1
 trap 'forward TERM' TERM
 
-usage() {
-  sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
-  exit 2
+usage() {  # usage 0: asked for (stdout); usage 2: a bad command line (stderr)
+  if [[ ${1:-2} == 0 ]]; then
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  else
+    sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+  fi
+  exit "${1:-2}"
 }
 
 max_restarts=3
@@ -59,7 +63,7 @@ while [[ $# -gt 0 ]]; do
     --hpctrain) [[ $# -ge 2 ]] || usage; hpctrain=$2; shift 2 ;;
     --hpctrain=*) hpctrain=${1#*=}; shift ;;
     --) shift; break ;;
-    -h | --help) usage ;;
+    -h | --help) usage 0 ;;
     *) echo "launch.sh: unknown option $1 (hpctrain options go after --)" >&2; exit 2 ;;
   esac
 done

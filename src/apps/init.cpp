@@ -84,7 +84,10 @@ int cmd_init(const std::vector<std::string>& args) {
     if (a == "--list") return list_configs();
     if (a == "--force") {
       force = true;
-    } else if (a == "--config" && i + 1 < args.size()) {
+    } else if (a == "--config") {
+      if (i + 1 >= args.size()) {
+        throw UsageError("init: --config needs a NAME (hpctrain init --list names them)");
+      }
       name = args[++i];
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("init: unknown option '" + a + "' (see hpctrain init --help)");

@@ -253,6 +253,11 @@ def case_cli():
         check(c.returncode == 2 and len(c.stderr.strip().splitlines()) == 1
               and option in c.stderr, f"bench {' '.join(args)}: exit {c.returncode}, {c.stderr}")
         check(not os.path.exists("bench-unused.tmp"), "bench checkpoint made its directory")
+    # init's --config without its NAME was called an unknown option.
+    c = subprocess.run([hpctrain(), "init", "init-unused.tmp", "--config"], capture_output=True,
+                       text=True, timeout=30)
+    check(c.returncode == 2 and not os.path.exists("init-unused.tmp"), f"init --config: {c}")
+    one_error_line(c.stderr, "--config needs a NAME")
     # bench checkpoint writes in a folder of its own inside --dir and removes only that (it
     # removed --dir itself, with whatever the user kept there).
     fresh("cli")

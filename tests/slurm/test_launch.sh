@@ -96,9 +96,12 @@ for case in "set $w/config.yaml --set run.dir=$w/lost" "config $w/dir-config.yam
   fi
 done
 
-# 6. Usage errors are exit 2.
+# 6. Usage errors are exit 2; --help is the usage on stdout, exit 0 (it was 2, on stderr).
 run usage --max-restarts x -- "$w/config.yaml"
 [[ $rc == 2 ]] || fail "--max-restarts x: exit $rc (expected 2)"
+rc=0
+help=$(bash "$here/../../jobs/launch.sh" --help 2>/dev/null) || rc=$?
+[[ $rc == 0 && $help == *"--max-restarts"* ]] || fail "launch.sh --help: exit $rc"
 
 # 7. A count with a leading zero is decimal (09 was an octal error that never gave up).
 run octal --max-restarts 09 --launcher env --hpctrain false -- "$w/config.yaml"
@@ -162,7 +165,7 @@ batch() {  # LOG RESTARTS SCRIPT ARGS...: runs a batch script with the stand-ins
   local log=$1 restarts=$2 script=$3
   shift 3
   : >"$log"
-  PATH=$quick:$PATH FAKE_LOG=$log HPCTRAIN=$quick/hpctrain HPCTRAIN_ROOT=$w SLURM_JOB_ID=42 \
+  PATH=$quick:$PATH FAKE_LOG=$log HPCTRAIN=$quick/hpctrain HPCTRAIN_ROOT=${HPCTRAIN_ROOT:-$w} SLURM_JOB_ID=42 \
     SLURM_JOB_NODELIST=n1 SLURM_RESTART_COUNT=$restarts SLURM_ARRAY_JOB_ID=42 \
     SLURM_ARRAY_TASK_ID=0 bash "$jobs_dir/$script.sbatch" "$@" >"$log.out" 2>&1
 }
@@ -183,6 +186,9 @@ if [[ $rc != 0 ]] || ! grep -qF -- "--set run.dir=\"$w/sweep #1/0\" --set checkp
   fail "sweep_array.sbatch with ' #' in its folder: exit $rc"
   cat "$w/sweep.log"
 fi
+rc=0
+HPCTRAIN_ROOT=$w/nowhere batch "$w/root.log" 0 train_single_node config.yaml || rc=$?
+[[ $rc == 2 ]] || fail "a missing HPCTRAIN_ROOT: exit $rc (expected 2)"
 rc=0
 HPCTRAIN_MAX_REQUEUES=ten batch "$w/max.log" 0 train_single_node config.yaml || rc=$?
 if [[ $rc != 2 ]] || ! grep -q "HPCTRAIN_MAX_REQUEUES: expected a whole number" "$w/max.log.out"; then
