@@ -56,6 +56,13 @@ def last_epoch_rate(run):
         return float(list(csv.DictReader(f))[-1]["samples_per_second"])
 
 
+def median_process(runs, key):
+    """The PyTorch process whose runs[i][key] is the median; of an even number, the faster
+    of the middle two, so that a slow process cannot flatter hpctrain. None for none."""
+    runs = sorted(runs, key=lambda r: r[key])
+    return runs[len(runs) // 2] if runs else None
+
+
 def lstm_results(logs, refs):
     """hpctrain's LSTM runs of `device.sh lstm` per engine and precision, against the median
     PyTorch process of that precision."""
@@ -67,8 +74,7 @@ def lstm_results(logs, refs):
             if not runs:
                 continue
             rates = [last_epoch_rate(r) for r in runs]
-            ref = sorted(refs.get(precision, []), key=lambda r: r["samples_per_second"])
-            ref = ref[len(ref) // 2] if ref else None
+            ref = median_process(refs.get(precision, []), "samples_per_second")
             entry = {"engine": engine, "precision": precision,
                      "hpctrain_samples_per_second": round(statistics.median(rates), 1),
                      "hpctrain_runs": [round(v, 1) for v in rates],
@@ -96,8 +102,7 @@ def main():
 
     # bf16 with NCHW tensors apart: hpctrain's layout. Where the logs hold several PyTorch
     # processes of one shape and precision (runs of several calls put together), the
-    # median process counts (of an even number, the faster of the middle two, so that a
-    # slow PyTorch process cannot flatter hpctrain) and each one's figure is kept.
+    # median one counts (median_process) and each one's figure is kept.
     pytorch, pytorch_nchw, lstm_ref = {}, {}, {}
     with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
         for line in f:
@@ -110,9 +115,8 @@ def main():
                                                          []).append(r)
     for table in (pytorch, pytorch_nchw):
         for key, runs in table.items():
-            runs.sort(key=lambda r: r["images_per_second"])
-            table[key] = dict(runs[len(runs) // 2], processes=[
-                round(r["images_per_second"], 1) for r in runs])
+            table[key] = dict(median_process(runs, "images_per_second"), processes=sorted(
+                round(r["images_per_second"], 1) for r in runs))
     results = []
     for shape in sorted({s for s, _ in pytorch}):
         # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
