@@ -403,6 +403,7 @@ void Trainer::make_train_loader(int64_t start_step) {
 void Trainer::create_loaders(int64_t start_step, bool training) {
   if (training) make_train_loader(start_step);
   LoaderOptions eval_opts = loader_options();
+  const int64_t batch = eval_opts.batch;
   eval_opts.batches_per_epoch = 0;  // every row, last batch partial
   eval_opts.first_seq = 0;
   eval_opts.shuffle = false;
@@ -416,13 +417,13 @@ void Trainer::create_loaders(int64_t start_step, bool training) {
       if (e % config_.train.val_every == 0 || e == config_.train.epochs) ++passes;
     }
     eval_opts.epochs = passes;
-    eval_opts.batch = eval_batch(loader_options().batch, *val_file_);
+    eval_opts.batch = eval_batch(batch, *val_file_);
     val_loader_ = std::make_unique<Loader>(
         *val_file_, shard_for_rank(val_file_->shape().n, rank_, world_size_), eval_opts);
   }
   if (test_file_) {
     eval_opts.epochs = 1;
-    eval_opts.batch = eval_batch(loader_options().batch, *test_file_);
+    eval_opts.batch = eval_batch(batch, *test_file_);
     test_loader_ = std::make_unique<Loader>(
         *test_file_, shard_for_rank(test_file_->shape().n, rank_, world_size_), eval_opts);
   }
