@@ -2,7 +2,10 @@
 blames, so that the HDF5 library's findings are recorded without failing the suite and
 hpctrain's fail it."""
 
+import os
+import stat
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -46,6 +49,58 @@ class Culprit(unittest.TestCase):
 
     def test_a_crash_blames_its_innermost_frame_past_the_sanitizer(self):
         self.assertIn("H5HG_read", run_fuzz.culprit(CRASH_IN_HDF5))
+
+
+# A stand-in for a fuzz target run on one saved input: the RSS report of a peak made by an
+# allocation already freed (only libFuzzer's own buffers live), and, when run with a malloc
+# limit, the report of the allocation that made the peak, from FAKE_PEAK_FRAME ("": no
+# allocation over the limit, the RSS report again).
+FAKE_TARGET = """#!/usr/bin/python3
+import os, sys
+frame = os.environ["FAKE_PEAK_FRAME"]
+if frame and any(a.startswith("-malloc_limit_mb=") for a in sys.argv[1:]):
+    sys.stderr.write("==1== ERROR: libFuzzer: out-of-memory (malloc(1900000000))\\n"
+                     "    #0 0x1 in __sanitizer_print_stack_trace (/b/fuzz+0x1)\\n"
+                     "    #1 0x2 in malloc (/b/fuzz+0x2)\\n"
+                     "    #2 0x3 in " + frame + "\\n")
+else:
+    sys.stderr.write("==1== ERROR: libFuzzer: out-of-memory (used: 2134Mb; exceeds: 2048Mb)\\n"
+                     "Live Heap Allocations: 25869871 bytes in 3294 chunks\\n"
+                     "20971840 byte(s) (81%) in 1 allocation(s)\\n"
+                     "    #0 0x4 in operator new(unsigned long) (/b/fuzz+0x4)\\n"
+                     "    #1 0x5 in fuzzer::FuzzerDriver(int*, char***) (/b/fuzz+0x5)\\n"
+                     "    #2 0x6 in main (/b/fuzz+0x6)\\n")
+sys.exit(1)
+"""
+
+
+class PeakOutOfMemory(unittest.TestCase):
+    """An RSS out-of-memory whose report names no live allocation of the input's is run
+    again with a malloc limit and blamed on the allocation that made the peak."""
+
+    def classify(self, frame):
+        with tempfile.TemporaryDirectory() as tmp:
+            target = os.path.join(tmp, "fuzz_fake")
+            with open(target, "w") as f:
+                f.write(FAKE_TARGET)
+            os.chmod(target, os.stat(target).st_mode | stat.S_IXUSR)
+            return run_fuzz.classify(target, os.path.join(tmp, "oom-1"),
+                                     dict(os.environ, FAKE_PEAK_FRAME=frame))
+
+    def test_a_peak_made_in_hdf5_is_the_librarys(self):
+        where, frame = self.classify("H5Z_filter_deflate (/lib/libhdf5_serial.so.103+0x9)")
+        self.assertEqual(where, "hdf5")
+        self.assertIn("H5Z_filter_deflate", frame)
+
+    def test_a_peak_made_in_hpctrain_fails(self):
+        where, frame = self.classify("hpctrain::read_classes(long) src/data/dataset_file.cpp:9")
+        self.assertEqual(where, "hpctrain")
+        self.assertIn("hpctrain::read_classes", frame)
+
+    def test_a_peak_with_no_large_allocation_is_unattributed(self):
+        where, why = self.classify("")
+        self.assertEqual(where, "unattributed")
+        self.assertIn(f"none over {run_fuzz.PEAK_MALLOC_LIMIT_MB} MB", why)
 
 
 if __name__ == "__main__":
