@@ -152,49 +152,9 @@ std::pair<float, float> pixel_range(const std::string& path, hid_t file, const D
   return {*lo, *hi};
 }
 
-// A token file: shape, vocabulary and the first sample as text.
-void inspect_tokens(const DatasetFile& data, std::ostream& out) {
-  const DatasetShape& shape = data.shape();
-  const bool next = shape.labels_per_sample > 1;
-  out << "file: " << data.path() << "\n";
-  out << "samples: " << shape.n << "\n";
-  out << "tokens: [" << shape.n << ", " << shape.w + (next ? 1 : 0) << "] ("
-      << (next ? "N, T + 1: next-token windows" : "N, T: sequences with a label")
-      << "), T = " << shape.w << "\n";
-  out << "vocab_size: " << shape.vocab_size << (shape.level.empty() ? "" : ", level " + shape.level)
-      << "\n";
-  std::vector<int32_t> ids(static_cast<size_t>(shape.w));
-  std::vector<int32_t> labels(static_cast<size_t>(shape.labels_per_sample));
-  data.read_rows(0, 1, ids.data(), labels.data());
-  if (next) ids.push_back(labels.back());
-  std::string text;
-  for (int32_t id : ids) {
-    if (text.size() > 200) break;
-    if (shape.vocabulary.empty()) {
-      if (!text.empty()) text += ' ';
-      text += std::to_string(id);
-    } else {
-      if (shape.level == "word" && !text.empty()) text += ' ';
-      text += shape.vocabulary[static_cast<size_t>(id)];
-    }
-  }
-  out << "sample 0: " << text << (text.size() > 200 ? " ..." : "") << "\n";
-  if (!next) out << "num_classes: " << shape.num_classes << "\n";
-}
-
-// An image file: shape, class histogram, root attributes and the range of the values.
-void describe_images(const std::string& path, const DatasetShape& shape, std::ostream& out) {
-  const H5Handle file = h5_open_read_only(path);
-  out << "file: " << path << "\n";
-  out << "samples: " << shape.n << "\n";
-  out << "images: [" << shape.n << ", " << shape.c << ", " << shape.h << ", " << shape.w
-      << "] (N, C, H, W) " << to_string(shape.type) << ", C=" << shape.c << " H=" << shape.h
-      << " W=" << shape.w << ", " << shape.sample_bytes() << " bytes per sample\n";
-  out << "num_classes: " << shape.num_classes << "\n";
-
-  // 1. Class histogram, with names where the file has them.
-  int64_t outside = 0;
-  const std::vector<int64_t> counts = label_histogram(file.get(), shape, &outside);
+// The class histogram's rows: id, name where the file has them, count and share.
+void print_classes(const DatasetShape& shape, const std::vector<int64_t>& counts, int64_t outside,
+                   std::ostream& out) {
   out << "classes:\n";
   char line[64];
   for (int k = 0; k < shape.num_classes; ++k) {
@@ -213,6 +173,109 @@ void describe_images(const std::string& path, const DatasetShape& shape, std::os
   if (outside > 0) {
     out << "  labels outside [0, " << shape.num_classes << "): " << outside << "\n";
   }
+}
+
+// What a scan of every token id found.
+struct TokenScan {
+  std::vector<int32_t> first_row;  // row 0, all its columns
+  int64_t ids_used = 0;            // distinct ids in [0, vocab_size)
+  int64_t outside = 0;             // ids outside [0, vocab_size)
+  int64_t bad_row = -1, bad_column = -1;
+  int32_t bad_id = 0;  // the first id outside, at (bad_row, bad_column)
+};
+
+// Reads /tokens whole, a block of rows per HDF5 call, and checks every id: the loader
+// checks only the rows a batch reads, so a damaged row would stop training when reached.
+TokenScan scan_tokens(hid_t file, const DatasetShape& shape) {
+  H5Handle tokens(HT_CHECK_H5(H5Dopen2(file, "tokens", H5P_DEFAULT)), H5Dclose);
+  H5Handle file_space(HT_CHECK_H5(H5Dget_space(tokens.get())), H5Sclose);
+  hsize_t dims[2] = {0, 0};
+  HT_CHECK_H5(H5Sget_simple_extent_dims(file_space.get(), dims, nullptr));
+  const auto cols = static_cast<int64_t>(dims[1]);
+  const int64_t rows_per_block = std::max<int64_t>(1, kLabelBlock / cols);
+  std::vector<int32_t> block(static_cast<size_t>(std::min(shape.n, rows_per_block) * cols));
+  std::vector<bool> used(static_cast<size_t>(shape.vocab_size), false);
+  TokenScan scan;
+  for (int64_t start = 0; start < shape.n; start += rows_per_block) {
+    const int64_t rows = std::min(rows_per_block, shape.n - start);
+    const hsize_t offset[2] = {static_cast<hsize_t>(start), 0};
+    const hsize_t count[2] = {static_cast<hsize_t>(rows), dims[1]};
+    HT_CHECK_H5(
+        H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, count, nullptr));
+    H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(2, count, nullptr)), H5Sclose);
+    HT_CHECK_H5(H5Dread(tokens.get(), H5T_NATIVE_INT32, mem_space.get(), file_space.get(),
+                        H5P_DEFAULT, block.data()));
+    if (start == 0) scan.first_row.assign(block.begin(), block.begin() + cols);
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const int32_t id = block[static_cast<size_t>(i)];
+      if (id >= 0 && id < shape.vocab_size) {
+        if (!used[static_cast<size_t>(id)]) ++scan.ids_used;
+        used[static_cast<size_t>(id)] = true;
+      } else if (scan.outside++ == 0) {
+        scan.bad_row = start + i / cols;
+        scan.bad_column = i % cols;
+        scan.bad_id = id;
+      }
+    }
+  }
+  return scan;
+}
+
+// A token file: shape, vocabulary, every id checked, the class histogram of a
+// classification file and the first sample as text. Ids outside the vocabulary are
+// reported, not thrown: inspect is how one finds such a file.
+void describe_tokens(const std::string& path, const DatasetShape& shape, std::ostream& out) {
+  const H5Handle file = h5_open_read_only(path);
+  const bool next = shape.labels_per_sample > 1;
+  out << "file: " << path << "\n";
+  out << "samples: " << shape.n << "\n";
+  out << "tokens: [" << shape.n << ", " << shape.w + (next ? 1 : 0) << "] ("
+      << (next ? "N, T + 1: next-token windows" : "N, T: sequences with a label")
+      << "), T = " << shape.w << "\n";
+  out << "vocab_size: " << shape.vocab_size << (shape.level.empty() ? "" : ", level " + shape.level)
+      << "\n";
+  const TokenScan scan = scan_tokens(file.get(), shape);
+  out << "token ids: " << scan.ids_used << " of " << shape.vocab_size << " used";
+  if (scan.outside == 0) {
+    out << ", none outside [0, " << shape.vocab_size << ")\n";
+  } else {
+    out << "; outside [0, " << shape.vocab_size << "): " << scan.outside << " (the first, "
+        << scan.bad_id << ", at row " << scan.bad_row << ", column " << scan.bad_column
+        << "); training stops with exit 2 when it reads that row\n";
+  }
+  std::string text;
+  for (int32_t id : scan.first_row) {
+    if (text.size() > 200) break;
+    const bool known = id >= 0 && id < shape.vocab_size;
+    if (shape.vocabulary.empty() || !known) {
+      if (!text.empty()) text += ' ';
+      text += known ? std::to_string(id) : "<" + std::to_string(id) + "?>";
+    } else {
+      if (shape.level == "word" && !text.empty()) text += ' ';
+      text += shape.vocabulary[static_cast<size_t>(id)];
+    }
+  }
+  out << "sample 0: " << text << (text.size() > 200 ? " ..." : "") << "\n";
+  if (next) return;
+  out << "num_classes: " << shape.num_classes << "\n";
+  int64_t outside = 0;
+  print_classes(shape, label_histogram(file.get(), shape, &outside), outside, out);
+}
+
+// An image file: shape, class histogram, root attributes and the range of the values.
+void describe_images(const std::string& path, const DatasetShape& shape, std::ostream& out) {
+  const H5Handle file = h5_open_read_only(path);
+  out << "file: " << path << "\n";
+  out << "samples: " << shape.n << "\n";
+  out << "images: [" << shape.n << ", " << shape.c << ", " << shape.h << ", " << shape.w
+      << "] (N, C, H, W) " << to_string(shape.type) << ", C=" << shape.c << " H=" << shape.h
+      << " W=" << shape.w << ", " << shape.sample_bytes() << " bytes per sample\n";
+  out << "num_classes: " << shape.num_classes << "\n";
+
+  // 1. Class histogram, with names where the file has them.
+  int64_t outside = 0;
+  const std::vector<int64_t> counts = label_histogram(file.get(), shape, &outside);
+  print_classes(shape, counts, outside, out);
 
   // 2. Root attributes (class_names was shown with the histogram).
   out << "attributes:\n";
@@ -233,12 +296,14 @@ void describe_images(const std::string& path, const DatasetShape& shape, std::os
 void inspect_data_file(const std::string& path, std::ostream& out) {
   const DatasetFile data(path);  // validates, with the loader's error messages
   const DatasetShape& shape = data.shape();
-  if (shape.tokens()) {
-    inspect_tokens(data, out);
-    return;
-  }
-  // Reading the histogram and the values may meet damaged chunks that opening did not.
-  h5_reading(path, [&] { describe_images(path, shape, out); });
+  // Reading every label, id and value may meet damaged chunks that opening did not.
+  h5_reading(path, [&] {
+    if (shape.tokens()) {
+      describe_tokens(path, shape, out);
+    } else {
+      describe_images(path, shape, out);
+    }
+  });
 }
 
 double inspect_timeout(const std::string& value) {

@@ -1,6 +1,7 @@
 // A human-readable summary of one data file, for `hpctrain inspect` and
 // `hpctrain-data inspect`: shape, type, classes with a label histogram, attributes, and
-// the pixel range of the first samples.
+// the pixel range of the first samples; for a token file, every id checked against the
+// vocabulary and the first window as text.
 #pragma once
 
 #include <ostream>
@@ -9,7 +10,7 @@
 namespace hpctrain {
 
 // Validates the file as DatasetFile does (same UsageErrors) and prints the summary.
-// Reads every label once, in blocks; reads only the first few samples' pixels.
+// Reads every label and token id once, in blocks; reads only the first few samples' pixels.
 void inspect_data_file(const std::string& path, std::ostream& out);
 
 // How long `inspect` of a file may take (--timeout) before it gives up with exit 1: HDF5 1.10

@@ -1,7 +1,7 @@
 // hpctrain-data text: tokenisation (characters as UTF-8 code points, words), the
 // vocabulary (sorted; limited to the most frequent with <unk>), windows of T + 1 tokens that
 // overlap by one and decode back to the text, the interleaved split with one vocabulary,
-// determinism, and the errors (exit 2 naming the file or option).
+// determinism, the errors (exit 2 naming the file or option), and inspect of token files.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,12 +9,15 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "data-tools/inspect_data.hpp"
 #include "data-tools/text_tokens.hpp"
 #include "data/dataset_file.hpp"
+#include "h5/h5.hpp"
 #include "tools_test_helpers.hpp"
 
 namespace hpctrain {
@@ -258,6 +261,82 @@ TEST(TextTool, BadInputIsNamed) {
   expect_usage_error([&] { convert_text(o); }, "would overwrite the input file");
   std::ifstream text(dir + "/short.txt");
   EXPECT_EQ(std::string((std::istreambuf_iterator<char>(text)), {}), "abc");
+}
+
+// Writes `ids` ([rows, cols], int32) as /tokens of a new file with vocab_size, and /labels
+// when `labels` is not empty.
+void write_token_file(const std::string& path, int64_t rows, int64_t cols,
+                      const std::vector<int32_t>& ids, int64_t vocab,
+                      const std::vector<int32_t>& labels) {
+  const H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                      H5Fclose);
+  const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
+  H5Handle set(HT_CHECK_H5(H5Dcreate2(file.get(), "tokens", H5T_STD_I32LE, space.get(), H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT)),
+               H5Dclose);
+  HT_CHECK_H5(H5Dwrite(set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids.data()));
+  h5_write_int(file.get(), "vocab_size", vocab);
+  if (labels.empty()) return;
+  H5Handle label_space(HT_CHECK_H5(H5Screate_simple(1, dims, nullptr)), H5Sclose);
+  H5Handle label_set(HT_CHECK_H5(H5Dcreate2(file.get(), "labels", H5T_STD_I32LE, label_space.get(),
+                                            H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+                     H5Dclose);
+  HT_CHECK_H5(
+      H5Dwrite(label_set.get(), H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data()));
+}
+
+std::string inspected(const std::string& path) {
+  std::ostringstream out;
+  inspect_data_file(path, out);
+  return out.str();
+}
+
+TEST(TextInspect, ChecksEveryTokenIdAndShowsTheFirstWindow) {
+  const std::string dir = fresh_dir("text_inspect");
+  write_text(dir + "/a.txt", "abcab cabca bcabc");
+  TextOptions o;
+  o.files = {dir + "/a.txt"};
+  o.out = dir + "/out.h5";
+  o.seq_len = 4;
+  convert_text(o);  // vocabulary " abc": 4 windows of 5 tokens
+  std::string text = inspected(o.out);
+  for (const std::string& expected :
+       {std::string("tokens: [4, 5] (N, T + 1: next-token windows), T = 4"),
+        std::string("vocab_size: 4, level char"),
+        std::string("token ids: 4 of 4 used, none outside [0, 4)"),
+        std::string("sample 0: abcab\n")}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "no '" << expected << "' in\n" << text;
+  }
+  // A damaged id in the last row, which the loader would meet only with that row's batch,
+  // and one in the first window: counted, the first named, the window shown with it (as
+  // ids: this copy has no vocabulary).
+  const DatasetFile file(o.out);
+  std::vector<int32_t> ids(20), next(16);
+  file.read_rows(0, 4, ids.data(), next.data());
+  std::vector<int32_t> rows(20);
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 4; ++j) rows[r * 5 + j] = ids[r * 4 + j];
+    rows[r * 5 + 4] = next[r * 4 + 3];
+  }
+  rows[1] = -3;
+  rows[17] = 9;
+  write_token_file(dir + "/bad.h5", 4, 5, rows, 4, {});
+  text = inspected(dir + "/bad.h5");
+  EXPECT_NE(text.find("token ids: 4 of 4 used; outside [0, 4): 2 (the first, -3, at row 0, "
+                      "column 1); training stops with exit 2 when it reads that row"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sample 0: 1 <-3?> 3 1 2\n"), std::string::npos) << text;
+  // A classification file: every id checked and its class histogram.
+  write_token_file(dir + "/classes.h5", 3, 2, {0, 1, 1, 2, 2, 5}, 4, {1, 0, 1});
+  text = inspected(dir + "/classes.h5");
+  for (const std::string& expected :
+       {std::string("tokens: [3, 2] (N, T: sequences with a label), T = 2"),
+        std::string("outside [0, 4): 1 (the first, 5, at row 2, column 1)"),
+        std::string("num_classes: 2"), std::string("33.33%"), std::string("66.67%")}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << "no '" << expected << "' in\n" << text;
+  }
 }
 
 }  // namespace
