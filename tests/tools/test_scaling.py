@@ -2,26 +2,15 @@
 scaling`: its formulas, the fit, the interpolation between measured sizes, the strategies,
 and bad input to `hpctrain scaling` (exit 2, one line naming the option)."""
 
-import contextlib
-import io
 import sys
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "data-tools" / "python")]
 
 from hpctrain_tools import scaling  # noqa: E402
-
-
-def run_main(argv):
-    """(exit code, stdout, stderr) of scaling.main(argv); SystemExit counts as a return."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = scaling.main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return rc, out.getvalue(), err.getvalue()
+from tools_helpers import run_main  # noqa: E402
 
 
 class Model(unittest.TestCase):
@@ -102,11 +91,11 @@ class Model(unittest.TestCase):
                  ("--servers", "1.5")]
         for option, value in cases:
             argv = [w for k, v in dict(given, **{option: value}).items() for w in (k, v)]
-            rc, out, err = run_main(argv)
+            rc, out, err = run_main(scaling.main, argv)
             self.assertEqual((rc, out), (2, ""), f"{option} {value}")
             self.assertEqual(len(err.splitlines()), 1, err)
             self.assertIn(option, err)
-        rc, out, err = run_main(["--step-ms", "10"])
+        rc, out, err = run_main(scaling.main, ["--step-ms", "10"])
         self.assertEqual(rc, 2)
         self.assertEqual(len(err.splitlines()), 1, err)
         self.assertIn("--params", err)

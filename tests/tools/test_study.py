@@ -1,50 +1,22 @@
-"""Unit tests of the study's arithmetic: reading run directories, mean/min/max over
-repeats, speedup, efficiency and EDP normalisation, the scaling model's calibration from a
-study's runs, the study file's defaults, and bad input to `hpctrain study` (exit 2, one
-line naming the key or option): study
-files with duplicate keys or values of the wrong type, training keys that a stand-in
-`hpctrain inspect` refuses, an --out that cannot be a directory, a report with no finished
-run; plots that fail (exit 1), and --dry-run printing the very commands that run."""
+"""Unit tests of the study's arithmetic and study file: reading run directories,
+mean/min/max over repeats, speedup, efficiency and EDP normalisation, the scaling model's
+calibration from a study's runs, and the study file's defaults and its bad input (exit 2,
+one line naming the key): duplicate keys, values of the wrong type. test_study_driver.py
+tests the driver of `hpctrain study`."""
 
-import contextlib
-import io
 import json
 import os
-import shlex
-import signal
 import sys
 import tempfile
-import time
 import unittest
 from pathlib import Path
 from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[1] / "data-tools" / "python")]
 
 from hpctrain_tools import aggregate, report, scaling, study, studyfile  # noqa: E402
-
-HEADER = ("epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s,time_val_s,"
-          "samples_per_second,data_wait_s,comm_s\n")
-
-
-def make_run(root, name, epochs, test_s=0.5, energy_j=100.0, sps=1000.0, batch=64):
-    """A run directory: metrics.csv rows (epoch, train_s, val_s, val_acc) and summary.json."""
-    d = os.path.join(root, name)
-    os.makedirs(d)
-    with open(os.path.join(d, "metrics.csv"), "w") as f:
-        f.write(HEADER)
-        for e, tr, va, acc in epochs:
-            f.write(f"{e},0.5,0.8,0.4,{acc},0.1,{tr},{va},{sps},0,0\n")
-    energy = {"cpu_j": energy_j, "total_j": energy_j, "seconds": 2.0} if energy_j else \
-        {"cpu_j": None, "cpu_reason": "no powercap", "total_j": None, "seconds": 2.0}
-    s = {"backend": "cpu", "strategy": "allreduce", "algorithm": "ring", "world_size": 1,
-         "threads_per_rank": 1, "global_batch": batch, "param_count": 1000,
-         "samples_per_second": sps, "time_test_s": test_s, "test_accuracy": 0.8,
-         "energy": energy, "edp": energy_j * 2.0 if energy_j else None,
-         "step_phase_fractions": None, "step_phases_s": None}
-    with open(os.path.join(d, "summary.json"), "w") as f:
-        json.dump(s, f)
-    return d
+from tools_helpers import make_run, run_main  # noqa: E402
 
 
 class Aggregation(unittest.TestCase):
@@ -213,17 +185,6 @@ class Aggregation(unittest.TestCase):
                          {"mean": 12.0, "median": 12.0, "min": 10.0, "max": 14.0})
 
 
-def run_main(main, argv):
-    """(exit code, stdout, stderr) of a command's main(argv); SystemExit counts as a return."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main(argv)
-        except SystemExit as e:
-            rc = e.code
-    return rc, out.getvalue(), err.getvalue()
-
-
 class StudyFile(unittest.TestCase):
     def test_defaults_and_the_order_of_sets(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -348,243 +309,6 @@ class StudyFile(unittest.TestCase):
             self.assertTrue(err.startswith(expected), f"{text}: {err}")
             for word in ("None", "True", "False", "'3'"):
                 self.assertNotIn(word, err)
-
-
-FAKE_HPCTRAIN = """#!{python}
-# hpctrain for the tests: logs its arguments; `inspect` refuses the key train.epoch and a
-# config file holding the word 'bad', as hpctrain does (exit 2, one error line).
-import sys
-args = sys.argv[1:]
-with open({log!r}, "a") as f:
-    f.write(" ".join(args) + "\\n")
-if args[:1] == ["inspect"]:
-    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
-    if any(s.startswith("train.epoch=") for s in sets):
-        print("error: --set train.epoch: unknown key (did you mean 'epochs'?)", file=sys.stderr)
-        sys.exit(2)
-    with open(args[1]) as f:
-        if "bad" in f.read():
-            print(f"error: {{args[1]}}:1: bad: unknown key", file=sys.stderr)
-            sys.exit(2)
-"""
-
-
-class StudyChecks(unittest.TestCase):
-    """What `hpctrain study` refuses before it runs anything, with a stand-in hpctrain."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.dir = self.tmp.name
-        self.log = os.path.join(self.dir, "calls.log")
-        self.hpctrain = os.path.join(self.dir, "hpctrain")
-        with open(self.hpctrain, "w") as f:
-            f.write(FAKE_HPCTRAIN.format(python=sys.executable, log=self.log))
-        os.chmod(self.hpctrain, 0o755)
-        self.config = os.path.join(self.dir, "train.yaml")
-        with open(self.config, "w") as f:
-            f.write("run: {name: x}\n")
-        self.path = os.path.join(self.dir, "s.yaml")
-        self.out = os.path.join(self.dir, "out")
-        handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT,
-                                                       signal.SIGUSR1)}
-        self.addCleanup(lambda: [signal.signal(s, h) for s, h in handlers.items()])
-
-    def tearDown(self):
-        self.tmp.cleanup()
-
-    def study(self, text, *argv):
-        with open(self.path, "w") as f:
-            f.write(text)
-        return run_main(study.main, [self.path, "--out", self.out,
-                                     f"--hpctrain={self.hpctrain}", *argv])
-
-    def refused(self, text, argv, start, code=2):
-        """The study is exit `code` with one line starting with `start`, and runs nothing."""
-        rc, out, err = self.study(text, *argv)
-        self.assertEqual((rc, out), (code, ""), err)
-        self.assertEqual(len(err.splitlines()), 1, err)
-        self.assertTrue(err.startswith("error: " + start), err)
-        self.assertFalse(os.path.exists(self.out), "the study made its directory")
-        if os.path.exists(self.log):
-            with open(self.log) as f:
-                self.assertEqual([c for c in f if not c.startswith("inspect ")], [])
-        return err
-
-    def test_training_keys_are_checked_before_anything_runs(self):
-        two = "config: train.yaml\n%svariants:\n  - {name: a}\n  - {name: b%s}\n"
-        typo = "--set train.epoch: unknown key (did you mean 'epochs'?)\n"
-        for argv in ([], ["--dry-run"]):
-            err = self.refused(two % ("set: [train.epoch=2]\n", ""), argv,
-                               f"{self.path}: variants[0] (a): ")
-            self.assertTrue(err.endswith(typo), err)
-            self.refused(two % ("", ", set: [train.epoch=2]"), argv,
-                         f"{self.path}: variants[1] (b): --set train.epoch: ")
-            self.refused(two % ("", ""), argv + ["--set", "train.epoch=2"],
-                         "--set train.epoch: unknown key")
-            with open(self.config, "a") as f:
-                f.write("bad: 1\n")
-            self.refused(two % ("", ""), argv, f"{self.path}: config: {self.config}:1: bad")
-            with open(self.config, "w") as f:
-                f.write("run: {name: x}\n")
-
-    def test_dry_run_prints_the_commands_that_run(self):
-        text = "config: train.yaml\nrepeats: 1\nlauncher: mpiexec\nvariants: [{name: a}]\n"
-        rc, out, err = self.study(text, "--dry-run", "--set", "train.epochs=1")
-        self.assertEqual(rc, 0, err)
-        self.assertEqual(len(out.splitlines()), 1, out)
-        self.assertIn(" train " + self.config + " --resume auto --set ", out)
-        started = []
-
-        def spawn(_driver, cmd, _log):
-            started.append(cmd)
-            return 1
-        with mock.patch.object(study.Driver, "spawn", spawn):
-            rc, _, err = self.study(text, "--set", "train.epochs=1")
-        self.assertEqual(rc, 1, err)
-        self.assertEqual(out, "to run: " + shlex.join(started[0]) + "\n")
-
-    def test_out_that_cannot_be_a_directory(self):
-        text = "config: train.yaml\nvariants: [{name: a}]\n"
-        afile = os.path.join(self.dir, "afile")
-        with open(afile, "w"):
-            pass
-        cases = [(afile, [], "not a directory"), (afile, ["--dry-run"], "not a directory"),
-                 (afile, ["--report-only"], "not a directory"),
-                 (os.path.join(afile, "sub"), ["--dry-run"], "is not a directory"),
-                 ("/proc/nope", [], "cannot create: ")]
-        for out, argv, why in cases:
-            self.out = out
-            rc, stdout, err = self.study(text, *argv)
-            self.assertEqual((rc, stdout), (2, ""), err)
-            self.assertEqual(len(err.splitlines()), 1, err)
-            self.assertTrue(err.startswith(f"error: --out {out}: "), err)
-            self.assertIn(why, err)
-
-    def test_report_without_runs_and_failed_plots(self):
-        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
-        rc, out, err = self.study(text, "--report-only")
-        self.assertEqual((rc, out), (2, ""), err)
-        self.assertEqual(err, f"error: --out {self.out}: no run of the study has finished "
-                              "there; nothing to report\n")
-        self.assertFalse(os.path.exists(self.out))
-        run = make_run(os.path.join(self.out, "runs", "a"), "r0", [(1, 1.0, 0.1, 0.7)])
-        with open(os.path.join(run, study.MARKER), "w") as f:
-            json.dump({"variant": "a", "repeat": 0, "attempts": 1, "exit_code": 0}, f)
-        with open(os.path.join(self.out, "plots"), "w"):
-            pass  # a file where the plots' folder goes
-        rc, out, err = self.study(text, "--report-only")
-        self.assertEqual(rc, 1, err)
-        self.assertEqual(len(err.splitlines()), 1, err)
-        self.assertIn("error: the plots failed (exit 2: ", err)
-        self.assertIn(f"hpctrain plot study {self.out}", err)
-        self.assertTrue(os.path.exists(os.path.join(self.out, "study.md")))
-        rc, out, err = self.study(text, "--report-only", "--no-plots")
-        self.assertEqual((rc, err), (0, ""))
-
-    def test_a_run_made_by_another_command_is_neither_kept_nor_resumed(self):
-        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
-        with open(self.path, "w") as f:
-            f.write(text)
-        s = studyfile.load(self.path)
-        d = os.path.join(self.out, "runs", "a", "r0")
-        cmd = study.train_command(s, "/elsewhere/hpctrain", s["variants"][0], 0,
-                                  "/moved/runs/a/r0", ["train.epochs=1"])
-        os.makedirs(d)
-        with open(os.path.join(d, study.MARKER), "w") as f:
-            json.dump({"variant": "a", "repeat": 0, "attempts": 1, "exit_code": 0,
-                       "command": shlex.join(["srun", "-n", "1"] + cmd)}, f)
-        # Another launcher, binary or study directory: the same run, kept.
-        rc, out, err = self.study(text, "--dry-run", "--set", "train.epochs=1")
-        self.assertEqual(rc, 0, err)
-        self.assertTrue(out.startswith("done: "), out)
-        for argv in (["--dry-run"], []):
-            rc, out, err = self.study(text, *argv, "--set", "train.epochs=3")
-            self.assertEqual((rc, out), (2, ""), err)
-            self.assertEqual(len(err.splitlines()), 1, err)
-            self.assertTrue(err.startswith(f"error: --out {self.out}: runs/a/r0 finished with "
-                                           "another command ("), err)
-
-    def test_a_signal_during_the_checks_stops_before_anything_runs(self):
-        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
-        checks = study.check_configs
-
-        def check_then_signal(driver):
-            checks(driver)
-            os.kill(os.getpid(), signal.SIGUSR1)
-        started = []
-        with mock.patch.object(study, "check_configs", check_then_signal), \
-                mock.patch.object(study.Driver, "spawn", lambda *a: started.append(a) or 0):
-            rc, _, err = self.study(text)
-        self.assertEqual(rc, 75, err)
-        self.assertEqual(started, [])
-
-    def test_report_only_measures_nothing(self):
-        with open(self.path, "w") as f:
-            f.write("config: train.yaml\nvariants: [{name: a}]\n")
-        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
-        driver.run_nothing = True
-        with mock.patch.object(study.Driver, "spawn", side_effect=AssertionError("ran")):
-            with contextlib.redirect_stdout(io.StringIO()):
-                self.assertIsNone(driver.bench("cpu", "ring", 2, 1 << 16))
-
-    def test_runs_start_in_a_process_group_of_their_own(self):
-        with open(self.path, "w") as f:
-            f.write("config: train.yaml\nvariants: [{name: a}]\n")
-        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
-        log = os.path.join(self.dir, "x.log")
-        rc = driver.spawn([sys.executable, "-c", "import os; print(os.getpgid(0) == os.getpid())"],
-                          log)
-        self.assertEqual(rc, 0)
-        with open(log) as f:
-            self.assertEqual(f.read().splitlines()[-1], "True")
-
-    def test_a_stop_reaches_a_run_however_early_and_ends_a_cooldown(self):
-        with open(self.path, "w") as f:
-            f.write("config: train.yaml\ncooldown_seconds: 30\nvariants: [{name: a}]\n")
-        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
-        log = os.path.join(self.dir, "x.log")
-        # A signal while the run was being started (before the driver knew its child) was
-        # not passed on: the run trained to its end.
-        driver.stop_signal = signal.SIGUSR1
-        t0 = time.monotonic()
-        with contextlib.redirect_stdout(io.StringIO()):
-            rc = driver.spawn(["sleep", "20"], log)
-        self.assertEqual(rc, -signal.SIGUSR1)
-        self.assertLess(time.monotonic() - t0, 10)
-        # A stop during the cool-down between runs ends it (it slept the whole of it).
-        t0 = time.monotonic()
-        with contextlib.redirect_stdout(io.StringIO()), self.assertRaises(study.Stopped):
-            driver.train(driver.study["variants"][0], 0, 2, 2, cooldown=True)
-        self.assertLess(time.monotonic() - t0, 10)
-
-    def test_an_allocation_smaller_than_a_variant_is_refused_first(self):
-        text = ("config: train.yaml\nvariants: [{name: one}, {name: four, ranks: 4}]\n")
-        with mock.patch.dict(os.environ, {"SLURM_JOB_ID": "7", "SLURM_NTASKS": "2"}):
-            self.refused(text, [], f"{self.path}: variant four runs 4 ranks, but the "
-                                   "allocation holds 2 tasks (SLURM_NTASKS)")
-
-    def test_ctrl_c_during_the_checks_is_a_stop_not_a_failure(self):
-        # The terminal's SIGINT also ended `hpctrain inspect` (exit -2): that was reported
-        # as the variant's failure, exit 1.
-        with open(self.path, "w") as f:
-            f.write("config: train.yaml\nvariants: [{name: a}, {name: b}]\n")
-        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
-
-        def interrupted(*_):
-            driver.stop_signal = signal.SIGINT
-            return -signal.SIGINT, "hpctrain inspect failed (exit -2)"
-        with mock.patch.object(study, "inspect_error", interrupted):
-            study.check_configs(driver)  # no RuntimeError: main stops with 75
-
-    def test_a_launcher_that_cannot_start_is_one_line(self):
-        with open(self.path, "w") as f:
-            f.write("config: train.yaml\nvariants: [{name: a}]\n")
-        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
-        log = os.path.join(self.dir, "x.log")
-        with self.assertRaises(RuntimeError) as e:
-            driver.spawn([os.path.join(self.dir, "no-mpiexec"), "-n", "1"], log)
-        self.assertIn("cannot start", str(e.exception))
-        self.assertIn(log, str(e.exception))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ files."""
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shlex
@@ -143,22 +144,37 @@ def training_words(cmd):
     return out
 
 
+def config_sha256(path):
+    """The SHA-256 of the training config's bytes, kept in each run's marker."""
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError as e:
+        raise studyfile.StudyError(f"{path}: cannot read: {e.strerror}") from e
+
+
 def check_commands(driver, jobs, shown_out):
     """A run directory made by another command (the study file, a --set or the study
-    directory changed) is neither kept nor resumed: StudyError naming it, before anything
-    runs."""
+    directory changed) or from other contents of the training config is neither kept nor
+    resumed: StudyError naming it, before anything runs."""
+    config = driver.study["config"]
+    digest = config_sha256(config)
     for v, r in jobs:
         d = driver.run_dir(v, r)
         m = driver.marker(d)
         if not m or "command" not in m:
             continue
         now = train_command(driver.study, driver.hpctrain, v, r, d, driver.cli_sets)
+        state = "finished" if m.get("exit_code") == 0 else "started"
         if training_words(shlex.split(m["command"])) != training_words(now):
-            state = "finished" if m.get("exit_code") == 0 else "started"
-            raise studyfile.StudyError(
-                f"--out {shown_out}: {os.path.relpath(d, driver.out)} {state} with another "
-                f"command ({m['command']}); use another --out, or remove that run directory "
-                "to run it again with this one")
+            other = f"with another command ({m['command']})"
+        elif m.get("config_sha256", digest) != digest:  # (markers before it had none)
+            other = f"when {config} held other contents"
+        else:
+            continue
+        raise studyfile.StudyError(
+            f"--out {shown_out}: {os.path.relpath(d, driver.out)} {state} {other}; use "
+            "another --out, or remove that run directory to run it again with this one")
 
 
 class Driver:
@@ -243,7 +259,8 @@ class Driver:
             raise Stopped()
         cmd = train_command(self.study, self.hpctrain, variant, repeat, run_dir, self.cli_sets)
         m = m or {"variant": variant["name"], "repeat": repeat, "attempts": 0}
-        m.update({"command": shlex.join(cmd), "attempts": m["attempts"] + 1,
+        m.update({"command": shlex.join(cmd), "config_sha256": config_sha256(self.study["config"]),
+                  "attempts": m["attempts"] + 1,
                   "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "exit_code": None})
         self.write_marker(run_dir, m)
