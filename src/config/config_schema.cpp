@@ -50,8 +50,7 @@ void read_value(const ReadContext& c, const KeyRule&, const Value& v, bool& out)
 }
 
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, int& out) {
-  out = static_cast<int>(
-      config_reader::read_int(c.origins, v, r.min, std::min<int64_t>(r.max, INT_MAX)));
+  out = static_cast<int>(config_reader::read_int(c.origins, v, r.min, r.max));  // max <= INT_MAX
 }
 
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, int64_t& out) {
@@ -74,7 +73,7 @@ void read_value(const ReadContext& c, const KeyRule&, const Value& v, E& out) {
 void read_value(const ReadContext& c, const KeyRule& r, const Value& v, IntList& out) {
   out.clear();
   for (const Value& e : config_reader::read_list(c.origins, v, "a list of integers")) {
-    out.push_back(static_cast<int>(config_reader::read_int(c.origins, e, r.min, INT_MAX)));
+    out.push_back(static_cast<int>(config_reader::read_int(c.origins, e, r.min, r.max)));
   }
 }
 
@@ -190,7 +189,12 @@ template <typename S>
 const SectionDecl& decl_of();
 
 template <typename S, typename T>
-KeyDecl key_decl(std::string_view name, T S::*field, const KeyRule& rule, std::string_view help) {
+KeyDecl key_decl(std::string_view name, T S::*field, const KeyRule& declared,
+                 std::string_view help) {
+  KeyRule rule = declared;
+  if constexpr (std::is_same_v<T, int> || std::is_same_v<T, IntList>) {
+    rule.max = std::min<int64_t>(rule.max, INT_MAX);  // the field's range: read and documented
+  }
   KeyDecl k;
   k.name = name;
   k.rule = rule;

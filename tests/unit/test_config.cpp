@@ -218,11 +218,21 @@ TEST(ConfigReference, ShowsTheLimitsTheLoaderEnforces) {
         "| `data.cache_mb` | integer | `8192` | 0 to 1073741824 |",
         "| `optimizer.schedule.gamma` | number | `0.1` | > 0 and <= 1; only with "
         "optimizer.schedule.type step |",
-        "| `distributed.every` | integer | `8` | >= 1; only with distributed.strategy average |",
+        // An int field's upper bound is INT_MAX: the reference says so, as the loader does.
+        "| `distributed.every` | integer | `8` | 1 to 2147483647; only with distributed.strategy "
+        "average |",
+        "| `model.hidden` | list of integers | `[192]` | each 1 to 2147483647; only with "
+        "model.preset mlp |",
         "| `train.loss_scale.initial` | number | `65536` | >= 1 and <= 1e+30; only with "
         "precision fp16 |"}) {
     EXPECT_NE(md.find(row), std::string::npos) << row;
   }
+  config_test::expect_error(kMinimal,
+                            "--set train.epochs: expected an integer <= 2147483647, got 2147483648",
+                            {"train.epochs=2147483648"});
+  config_test::expect_error(
+      "data: {train: t.h5}\nmodel: {hidden: [2147483648]}\n",
+      "FILE:2: model.hidden[0]: expected an integer <= 2147483647, got 2147483648");
 }
 
 TEST(ConfigOverride, ScalarsReplaceFileValues) {
