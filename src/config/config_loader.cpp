@@ -156,8 +156,9 @@ void check_no_duplicates(const Origins& origins, const YAML::Node& node, const s
 }
 
 // Stores `value` at parts[i..] below `node`, creating absent or empty sections on the way.
-// The value goes into a new entry: assigning to the old one would change the node that
-// YAML aliases of it share (`val: *d`), not this key alone.
+// The value goes into a new entry, and each section on the way is replaced by a copy of it:
+// writing into the old ones would change the nodes that YAML aliases of them share
+// (`val: *d`, `checkpoint: *run`), not this key alone.
 void set_in_tree(const Origins& origins, YAML::Node node, const std::vector<std::string>& parts,
                  std::size_t i, const std::string& parent_path, const YAML::Node& value) {
   const std::string path = parent_path.empty() ? parts[i] : parent_path + "." + parts[i];
@@ -174,12 +175,18 @@ void set_in_tree(const Origins& origins, YAML::Node node, const std::vector<std:
   if (!node[parts[i]].IsDefined() || node[parts[i]].IsNull()) {
     node[parts[i]] = YAML::Node(YAML::NodeType::Map);
   }
-  YAML::Node child = node[parts[i]];
-  if (!child.IsMap()) {
-    origins.fail(path, child.Mark(),
-                 "expected a map of keys, got " + config_reader::describe(child));
+  const YAML::Node shared = std::as_const(node)[parts[i]];
+  if (!shared.IsMap()) {
+    origins.fail(path, shared.Mark(),
+                 "expected a map of keys, got " + config_reader::describe(shared));
   }
-  set_in_tree(origins, child, parts, i + 1, path, value);
+  // A fresh map of the same key and value nodes (their marks name the file's lines; every
+  // pair kept, a duplicate key too, for the checks that follow).
+  YAML::Node copy(YAML::NodeType::Map);
+  for (auto it = shared.begin(); it != shared.end(); ++it) copy.force_insert(it->first, it->second);
+  node.remove(parts[i]);
+  node[parts[i]] = copy;
+  set_in_tree(origins, node[parts[i]], parts, i + 1, path, value);
 }
 
 // Applies one "a.b=c": the key path must exist in the schema, the value is parsed as YAML.

@@ -286,6 +286,19 @@ TEST(ConfigOverride, ChangesOneKeyOfTheKeysYamlAliasesShare) {
   EXPECT_EQ(c.train.val_every, 2);
   EXPECT_EQ(c.data.train, NameList{"u.h5"});
   EXPECT_EQ(c.data.val, NameList{"t.h5"});
+  // A section that aliases share: the key of the section named changes, the other keeps
+  // its value (a key only one of them has went into both: checkpoint.seed was unknown).
+  const std::string both = "data: {train: t.h5}\nrun: &r {dir: /a}\ncheckpoint: *r\n";
+  const Config s = load_config(write_yaml(both), {"run.dir=/b", "run.seed=5"}, catalog());
+  EXPECT_EQ(s.run.dir, "/b");
+  EXPECT_EQ(s.run.seed, 5u);
+  EXPECT_EQ(s.checkpoint.dir, "/a");
+  const Config t = load_config(write_yaml(both), {"checkpoint.dir=/c"}, catalog());
+  EXPECT_EQ(t.run.dir, "/a");
+  EXPECT_EQ(t.checkpoint.dir, "/c");
+  // Errors below a copied section still name the file's line.
+  config_test::expect_error("data: {train: t.h5}\nrun: {dir: /a, sead: 1}\n",
+                            "FILE:2: run.sead: unknown key (did you mean 'seed'?)", {"run.seed=5"});
 }
 
 TEST(ConfigOverride, EmptyValueClearsAnOptionalPath) {

@@ -102,6 +102,20 @@ TEST(ConfigErrors, OutOfRange) {
                "FILE:4: optimizer.lr: expected a number > 0, got 0");
   expect_error(head + "optimizer:\n  momentum: 1.0\n",
                "FILE:4: optimizer.momentum: expected a number >= 0 and < 1, got 1.0");
+  // The optimizer's numbers are float32 where it steps: 1e-50 is 0 there (Adam's 0/0 is NaN),
+  // and a momentum or beta below 1 as a double may be 1.
+  expect_error(head + "optimizer:\n  lr: 1e-50\n",
+               "FILE:4: optimizer.lr: expected a number > 0, got 1e-50, which is 0 as the "
+               "float32 it is used as");
+  expect_error(head + "optimizer:\n  name: adam\n  eps: 1e-50\n",
+               "FILE:5: optimizer.eps: expected a number > 0, got 1e-50, which is 0 as the "
+               "float32 it is used as");
+  expect_error(head + "optimizer:\n  name: adam\n  beta2: 0.99999999999\n",
+               "FILE:5: optimizer.beta2: expected a number >= 0 and < 1, got 0.99999999999, "
+               "which is 1 as the float32 it is used as");
+  expect_error(head + "optimizer:\n  momentum: 0.99999999999\n",
+               "FILE:4: optimizer.momentum: expected a number >= 0 and < 1, got 0.99999999999, "
+               "which is 1 as the float32 it is used as");
   expect_error(head + "optimizer:\n  weight_decay: -0.1\n",
                "FILE:4: optimizer.weight_decay: expected a number >= 0, got -0.1");
   expect_error(head + "optimizer:\n  schedule:\n    gamma: 0\n",
