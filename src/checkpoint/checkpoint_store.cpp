@@ -103,6 +103,16 @@ std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std
   return out;
 }
 
+std::optional<ForeignCheckpoint> foreign_checkpoint(const std::string& dir,
+                                                    const std::string& owner) {
+  const std::map<std::string, std::string> owners = read_manifest(dir);
+  for (const CheckpointEntry& e : list_checkpoints(dir)) {  // newest first
+    const auto it = owners.find(fs::path(e.path).filename().string());
+    if (it != owners.end() && it->second != owner) return ForeignCheckpoint{e, it->second};
+  }
+  return std::nullopt;
+}
+
 void record_checkpoint(const std::string& path, const std::string& owner) {
   const fs::path p(path);
   const std::string manifest = (p.parent_path() / kManifestName).string();

@@ -44,6 +44,15 @@ void record_checkpoint(const std::string& path, const std::string& owner);
 // therefore delete (not through a symbolic link), newest first.
 std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std::string& owner);
 
+// The newest checkpoint in `dir` that the manifest lists under another owner than `owner`,
+// with that owner: another run's, which a run must neither resume nor overwrite.
+struct ForeignCheckpoint {
+  CheckpointEntry entry;
+  std::string owner;
+};
+std::optional<ForeignCheckpoint> foreign_checkpoint(const std::string& dir,
+                                                    const std::string& owner);
+
 // After the commit of step `committed`: of the checkpoints the manifest lists as `owner`'s,
 // deletes those numbered above `committed` (older than it whatever their number: corrupt, of
 // a job counting other steps, or of steps a resume went back from; they would shadow it at

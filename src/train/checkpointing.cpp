@@ -225,6 +225,21 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume) {
     }
     return;
   }
+  // A run of another run directory that wrote here (one checkpoint.dir given to a sweep's
+  // runs, one after the other): its final checkpoint would be resumed as this run's, or its
+  // files overwritten by this run's of the same steps.
+  if (const auto other = foreign_checkpoint(dir, run_owner(config_))) {
+    namespace fs = std::filesystem;
+    fs::path run(other->owner);  // a run directory, relative to `dir` where inside it
+    if (!run.is_absolute()) run = (fs::path(dir) / run).lexically_normal();
+    if (!run.has_filename() && run.has_relative_path()) run = run.parent_path();  // "a/b/"
+    throw UsageError(config_.source_file + ": checkpoint.dir: " + dir +
+                     " holds checkpoints of another run (" + run.string() + " wrote " +
+                     std::filesystem::path(other->entry.path).filename().string() + ", says " +
+                     kManifestName +
+                     "): this run would resume them or write over them; give it a "
+                     "checkpoint.dir of its own (with --resume PATH to start from one of them)");
+  }
   if (resume == "auto") {
     resume_ = load_newest_valid(dir);
     if (!resume_) return;

@@ -145,8 +145,10 @@ def case_nonfinite_skip_step():
 def case_symlink_and_foreign_files():
     """A symbolic link planted where a checkpoint's temporary file goes: the file it points
     to is untouched, and the checkpoint is written as a file of its own. Files in the
-    checkpoint directory that the run did not write (a file named like a checkpoint, a
-    note, another run's manifest line) all survive retention."""
+    checkpoint directory that the run did not write (files named like a checkpoint, a
+    note that a line of the manifest gives to another run) all survive retention. A run of another run
+    directory given that checkpoint.dir afterwards is refused (exit 2): it would resume the
+    first run's final checkpoint as its own, or write over its files."""
     fresh("symlink")
     ckdir = os.path.join(run_dir("symlink"), "checkpoints")
     os.makedirs(ckdir)
@@ -156,12 +158,12 @@ def case_symlink_and_foreign_files():
     link = os.path.join(ckdir, "ckpt-000000000010.h5.tmp")
     os.symlink(victim, link)
     foreign = {"ckpt-000000000003.h5": "not a checkpoint\n", "notes.txt": "mine\n",
-               "ckpt-000000000005.h5": "another run's\n"}
+               "ckpt-000000000005.h5": "copied in by hand\n"}
     for name, text in foreign.items():
         with open(os.path.join(ckdir, name), "w") as f:
             f.write(text)
     with open(os.path.join(ckdir, "hpctrain-checkpoints.txt"), "w") as f:
-        f.write("ckpt-000000000005.h5\t/elsewhere/other-run\n")
+        f.write("notes.txt\t/elsewhere/other-run\n")  # not a checkpoint's name: ignored
     rc, _, _ = train("symlink", 2, [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=",
                                     "train.epochs=1", "checkpoint.every_steps=10",
                                     "checkpoint.keep=2"])
@@ -180,6 +182,15 @@ def case_symlink_and_foreign_files():
     for name, text in foreign.items():
         with open(os.path.join(ckdir, name)) as f:
             check(f.read() == text, f"{name} changed")
+    fresh("symlink_other")
+    rc, _, err = train("symlink_other", 1, [f"data.train={ARGS.data}/test.h5", "data.val=",
+                                            "data.test=", "train.epochs=1",
+                                            f"checkpoint.dir={ckdir}"])
+    check(rc == 2, f"a run of another run directory in that checkpoint.dir: exit {rc}")
+    one_error_line(err, f"checkpoint.dir: {ckdir} holds checkpoints of another run (",
+                   run_dir("symlink") + " wrote ckpt-000000000078.h5")
+    check(sorted(os.listdir(ckdir)) == names, "the refused run changed the checkpoint directory")
+    shutil.rmtree(run_dir("symlink_other"), ignore_errors=True)
 
 
 def case_checkpoint_dir_checked_at_start():
