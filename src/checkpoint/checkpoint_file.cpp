@@ -170,19 +170,24 @@ H5Handle open_checkpoint(const std::string& path, Footer* footer = nullptr) {
 }
 
 // A cursor no writer makes (docs/formats.md: epoch = step / steps_per_epoch, step_in_epoch
-// = step % steps_per_epoch): the checksums of a file another tool wrote match all the same.
-void check_cursor(const CheckpointState& s) {
-  const bool ok =
-      s.steps_per_epoch >= 1 && s.global_batch >= 1 && s.world_size >= 1 && s.epoch >= 0 &&
-      s.step_in_epoch >= 0 && s.step_in_epoch < s.steps_per_epoch &&
-      s.epoch <= (std::numeric_limits<int64_t>::max() - s.step_in_epoch) / s.steps_per_epoch &&
-      s.step == s.epoch * s.steps_per_epoch + s.step_in_epoch;
+// = step % steps_per_epoch), or one whose figures a resume cannot compute with (an epoch
+// past train.epochs' range; an epoch's samples, steps x global batch, past int64; more
+// ranks than an int counts): the checksums of a file another tool wrote match all the same.
+void check_cursor(const CheckpointState& s, int64_t world_size) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const bool ok = s.steps_per_epoch >= 1 && s.global_batch >= 1 && world_size >= 1 &&
+                  world_size <= std::numeric_limits<int>::max() && s.epoch >= 0 &&
+                  s.epoch <= std::numeric_limits<int>::max() && s.step_in_epoch >= 0 &&
+                  s.step_in_epoch < s.steps_per_epoch &&
+                  s.global_batch <= kMax / s.steps_per_epoch &&
+                  s.epoch <= (kMax - s.step_in_epoch) / s.steps_per_epoch &&
+                  s.step == s.epoch * s.steps_per_epoch + s.step_in_epoch;
   if (!ok) {
-    throw UsageError(
-        "inconsistent cursor: step " + std::to_string(s.step) + ", epoch " +
-        std::to_string(s.epoch) + ", step_in_epoch " + std::to_string(s.step_in_epoch) +
-        ", steps_per_epoch " + std::to_string(s.steps_per_epoch) + ", global_batch " +
-        std::to_string(s.global_batch) + ", world_size " + std::to_string(s.world_size));
+    throw UsageError("inconsistent cursor: step " + std::to_string(s.step) + ", epoch " +
+                     std::to_string(s.epoch) + ", step_in_epoch " +
+                     std::to_string(s.step_in_epoch) + ", steps_per_epoch " +
+                     std::to_string(s.steps_per_epoch) + ", global_batch " +
+                     std::to_string(s.global_batch) + ", world_size " + std::to_string(world_size));
   }
 }
 
@@ -279,9 +284,9 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     CheckpointState s;
     s.format_version = static_cast<int>(read_int(root, "format_version"));
     if (s.format_version > CheckpointState::kFormatVersion) {
-      throw UsageError("format version " + std::to_string(s.format_version) +
-                       " is newer than this hpctrain reads (" +
-                       std::to_string(CheckpointState::kFormatVersion) + ")");
+      throw NewerCheckpointError("format version " + std::to_string(s.format_version) +
+                                 " is newer than this hpctrain reads (" +
+                                 std::to_string(CheckpointState::kFormatVersion) + ")");
     }
     if (s.format_version >= 2 && footer != Footer::kValid) {
       throw UsageError("format version " + std::to_string(s.format_version) +
@@ -292,8 +297,9 @@ CheckpointState read_checkpoint_file(const std::string& path) {
     s.step_in_epoch = read_int(root, "step_in_epoch");
     s.steps_per_epoch = read_int(root, "steps_per_epoch");
     s.global_batch = read_int(root, "global_batch");
-    s.world_size = static_cast<int>(read_int(root, "world_size"));
-    check_cursor(s);
+    const int64_t world_size = read_int(root, "world_size");
+    check_cursor(s, world_size);
+    s.world_size = static_cast<int>(world_size);
     s.strategy = read_string(root, "strategy");
     s.config_yaml = read_string(root, "config_yaml");
     s.architecture = read_string(root, "architecture");
@@ -316,6 +322,8 @@ CheckpointState read_checkpoint_file(const std::string& path) {
       throw UsageError("no model parameters in the checkpoint");
     }
     return s;
+  } catch (const NewerCheckpointError& e) {
+    throw NewerCheckpointError(describe_error(path, e));
   } catch (const UsageError& e) {
     throw UsageError(describe_error(path, e));
   } catch (const H5Error& e) {

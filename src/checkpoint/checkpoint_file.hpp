@@ -9,15 +9,24 @@
 #include <string>
 
 #include "checkpoint/checkpoint_state.hpp"
+#include "core/error.hpp"
 
 namespace hpctrain {
 
 // Writes `state` to `path` atomically (via path + ".tmp").
 void write_checkpoint_file(const std::string& path, const CheckpointState& state);
 
+// A checkpoint of a format version newer than this hpctrain reads: sound, not to be skipped
+// for an older one (the resumed run would then delete it).
+class NewerCheckpointError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 // Reads and verifies; throws UsageError("PATH: what is wrong") for a missing,
-// truncated, corrupt or foreign file, Error("PATH: ...: the system's reason") for one the
-// system cannot open or read (permission denied, an I/O error).
+// truncated, corrupt or foreign file (NewerCheckpointError for a newer format),
+// Error("PATH: ...: the system's reason") for one the system cannot open or read
+// (permission denied, an I/O error).
 CheckpointState read_checkpoint_file(const std::string& path);
 
 // True if `path` is a regular file that ends in a checkpoint's checksum footer (damaged

@@ -80,11 +80,15 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
 
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
   // Only a UsageError (the contents are bad) is skipped: an Error (the system could not
-  // read the file) ends the run, or the older one would be resumed and retention would
-  // then delete this newer one.
+  // read the file) or a newer format version ends the run, or the older one would be
+  // resumed and retention would then delete this newer one.
   for (const CheckpointEntry& e : list_checkpoints(dir)) {
     try {
       return LoadedCheckpoint{e.path, read_checkpoint_file(e.path)};
+    } catch (const NewerCheckpointError& err) {
+      throw NewerCheckpointError(std::string(err.what()) +
+                                 ": not skipped for an older checkpoint, whose run would "
+                                 "delete it; use the hpctrain that wrote it");
     } catch (const UsageError& err) {
       log_warn(std::string(err.what()) + "; skipping it for an older checkpoint");
     }

@@ -30,7 +30,8 @@ struct LoadedCheckpoint {
 
 // The newest checkpoint that reads and verifies. Corrupt ones (truncated, failing a
 // checksum, foreign) are reported with a warning and skipped in favour of the previous one;
-// one the system cannot open or read (permissions, an I/O error) throws Error naming it.
+// one the system cannot open or read (permissions, an I/O error) throws Error naming it,
+// one of a newer format version NewerCheckpointError.
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 
 // Retention deletes only what it can prove it wrote: a writer records each checkpoint it

@@ -15,6 +15,7 @@
 #include "common/usage_error.hpp"
 #include "core/error.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "h5/h5.hpp"
 #include "nn/presets.hpp"
 #include "train/transfer.hpp"
 
@@ -152,6 +153,25 @@ TEST(CheckpointStore, NewestValidSkipsCorruptAndIgnoresTemporaries) {
   ASSERT_TRUE(loaded.has_value());
   EXPECT_EQ(loaded->state.step, 20);
   EXPECT_FALSE(load_newest_valid(dir + "/nothing-here").has_value());
+}
+
+// A checkpoint of a newer format is sound: --resume auto stops at it (exit 2) rather than
+// resume an older one, whose run would then delete it as numbered after its commits.
+TEST(CheckpointStore, NewerFormatIsNotSkipped) {
+  const std::string dir = fresh_dir("newer");
+  write_checkpoint_file(checkpoint_path(dir, 10), sample_state(10));
+  write_checkpoint_file(checkpoint_path(dir, 20), sample_state(20));
+  {
+    const H5Handle f(
+        HT_CHECK_H5(H5Fopen(checkpoint_path(dir, 20).c_str(), H5F_ACC_RDWR, H5P_DEFAULT)),
+        H5Fclose);
+    HT_CHECK_H5(H5Adelete(f.get(), "format_version"));
+    h5_write_int(f.get(), "format_version", CheckpointState::kFormatVersion + 1);
+  }
+  test::expect_usage_error([&] { load_newest_valid(dir); },
+                           {checkpoint_path(dir, 20), "is newer than this hpctrain reads",
+                            "not skipped for an older checkpoint"});
+  EXPECT_THROW(load_newest_valid(dir), NewerCheckpointError);
 }
 
 TEST(CheckpointStore, PruneKeepsNewest) {
@@ -406,6 +426,15 @@ TEST(CheckpointFile, InconsistentCursorIsRefused) {
   EXPECT_TRUE(refused(s));
   s = sample_state(25);
   s.world_size = 0;
+  EXPECT_TRUE(refused(s));
+  // Consistent, but past what a resume computes with: an epoch beyond train.epochs' range,
+  // and an epoch's samples (steps x global batch) beyond int64 (a crash at the resume).
+  s = sample_state(25);
+  s.epoch = int64_t{1} << 40;
+  s.step = s.epoch * s.steps_per_epoch + s.step_in_epoch;
+  EXPECT_TRUE(refused(s));
+  s = sample_state(25);
+  s.global_batch = int64_t{1} << 62;
   EXPECT_TRUE(refused(s));
 }
 
