@@ -70,7 +70,10 @@ std::string array_misfit(const CheckpointState& s, size_t params, size_t state) 
       why = wrong(rank_array_name(r, kParamsArray), params);
     }
   }
-  if (why.empty() && s.arrays.count(kStateArray) > 0) why = wrong(kStateArray, state);
+  // A model with state (BatchNorm's running statistics) needs it: none is damage too.
+  if (why.empty() && (state > 0 || s.arrays.count(kStateArray) > 0)) {
+    why = wrong(kStateArray, state);
+  }
   // Every array kept per rank (optimizer state under strategy average) is there for each
   // rank the checkpoint names, as long as rank 0's: a rank's copy is read into a buffer of
   // rank 0's size.
@@ -301,12 +304,10 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   };
   distribute(kParamsArray, params);
   model_.set_params(params.data());
-  // The architecture check made the state sizes agree; a checkpoint without state for a
-  // model with state is damaged.
-  if (h.state_size != static_cast<int64_t>(model_.state_count())) {
-    throw Error("checkpoint model state has " + std::to_string(h.state_size) +
-                " values, the model " + std::to_string(model_.state_count()));
-  }
+  // prepare_resume refused a checkpoint whose state is missing or of another size.
+  HT_REQUIRE(h.state_size == static_cast<int64_t>(model_.state_count()),
+             "checkpoint model state of " + std::to_string(h.state_size) + " values, the model " +
+                 std::to_string(model_.state_count()));
   if (h.state_size > 0) {
     std::vector<float> state(model_.state_count());
     if (rank_ == 0) state = s->arrays.at(kStateArray);

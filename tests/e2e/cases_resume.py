@@ -235,7 +235,7 @@ def case_resume_checks_epoch_and_rank_arrays():
     and checkpoint (it counted the old steps into later epochs and trained nothing). A
     per-rank checkpoint (strategy average) whose rank 1 array is short or missing, its
     checksums made to match, is exit 2 naming the array (a heap overflow, map::at or a
-    half-zero state before)."""
+    half-zero state before), as is one without model/state for a model with state."""
     import h5py
     from cases_export import write_checkpoint
     small = ["model.hidden=[32]", "train.epochs=1", "data.test="]
@@ -271,6 +271,23 @@ def case_resume_checks_epoch_and_rank_arrays():
         rc, _, err = train(f"rank_arrays_{label}", 2, sets, resume=crafted)
         check(rc == 2, f"{label} {name}: exit {rc}, expected 2")
         one_error_line(err, crafted, name)
+
+    # A model with state (BatchNorm) from a checkpoint without model/state: exit 2 naming
+    # it (exit 1 on every rank, naming no file, and a launcher's restarts into it, before).
+    fresh("no_state")
+    sets = DET + small[1:] + [f"data.train={ARGS.data}/test.h5", "model.preset=layers",
+                          "model.layers=[{type: dense, units: 16}, {type: batchnorm}]"]
+    expect_ok("no_state", 2, sets)
+    with h5py.File(checkpoints("no_state")[-1], "r") as f:
+        attrs = dict(f.attrs)
+        arrays = {n: f["arrays/model/" + n][()] for n in f["arrays/model"]}
+    check("state" in arrays, f"no model/state in {sorted(arrays)}")
+    crafted = os.path.join(run_dir("no_state"), "no_state.h5")
+    write_checkpoint(crafted, attrs, {"model/" + n: v for n, v in arrays.items() if n != "state"})
+    fresh("no_state_resumed")
+    rc, _, err = train("no_state_resumed", 2, sets, resume=crafted)
+    check(rc == 2, f"a checkpoint without model/state: exit {rc}, expected 2")
+    one_error_line(err, crafted, "array 'model/state' is missing")
 
 
 def case_watchdog_hung_rank():
