@@ -266,13 +266,14 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   try {
     write_hdf5(temp, state);
     append_checksum_footer(temp);
+    commit_file(temp, path);
   } catch (const Error& e) {
-    // A full disk or a failing file system: no partial file is left to trip a later
-    // resume, and the message says which file and why (the call and the system's error).
+    // A full disk or a failing file system (at the write, or first at the fsync): no
+    // partial file is left to trip a later resume, and the message says which file and why
+    // (the call and the system's error).
     ::unlink(temp.c_str());
     throw Error(path + ": cannot write the checkpoint: " + e.what());
   }
-  commit_file(temp, path);
 }
 
 CheckpointState read_checkpoint_file(const std::string& path) {

@@ -126,10 +126,14 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
   if (fd < 0)
     throw Error(manifest + ": cannot open to record a checkpoint: " + std::strerror(errno));
   const ssize_t n = ::write(fd, line.data(), line.size());
-  const int err = errno;
-  const int synced = n == static_cast<ssize_t>(line.size()) ? ::fsync(fd) : -1;
+  int err = 0;  // the failing call's errno
+  if (n != static_cast<ssize_t>(line.size())) {
+    err = n < 0 ? errno : ENOSPC;  // a short write: the disk filled
+  } else if (::fsync(fd) != 0) {
+    err = errno;
+  }
   ::close(fd);
-  if (synced != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));
+  if (err != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));
 }
 
 void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,

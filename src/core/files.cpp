@@ -36,9 +36,18 @@ void fsync_file(const std::string& path) { fsync_open(path, O_RDONLY); }
 void fsync_directory(const std::string& dir) { fsync_open(dir, O_RDONLY | O_DIRECTORY); }
 
 void commit_file(const std::string& temp_path, const std::string& path) {
-  fsync_file(temp_path);
+  // A failed fsync (where NFS and Lustre first report a full disk or quota) or rename
+  // leaves no temporary file behind.
+  try {
+    fsync_file(temp_path);
+  } catch (const Error&) {
+    ::unlink(temp_path.c_str());
+    throw;
+  }
   if (::rename(temp_path.c_str(), path.c_str()) != 0) {
-    throw Error(path + ": cannot rename " + temp_path + ": " + std::strerror(errno));
+    const int err = errno;
+    ::unlink(temp_path.c_str());
+    throw Error(path + ": cannot rename " + temp_path + ": " + std::strerror(err));
   }
   fsync_directory(std::filesystem::absolute(path).parent_path().string());
 }

@@ -14,7 +14,8 @@ void fsync_file(const std::string& path);
 void fsync_directory(const std::string& dir);
 
 // Commits a finished temporary file under its final name: fsync the file, rename
-// it, fsync the directory (rename alone is atomic but not durable).
+// it, fsync the directory (rename alone is atomic but not durable). The temporary file is
+// removed when the fsync or the rename fails.
 void commit_file(const std::string& temp_path, const std::string& path);
 
 // Writes `content` to `path` through a temporary file, fsync and rename, so a

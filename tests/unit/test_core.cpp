@@ -153,5 +153,22 @@ TEST(Files, AtomicWriteReplacesWholeFile) {
   }
 }
 
+TEST(Files, FailedCommitLeavesNoTemporaryFile) {
+  const std::string dir = ::testing::TempDir() + "/ht_files_commit";
+  std::filesystem::remove_all(dir);
+  make_directories(dir + "/taken/inside");  // a directory that is not empty: rename fails
+  const std::string temp = dir + "/x.tmp";
+  std::ofstream(temp) << "finished\n";
+  try {
+    commit_file(temp, dir + "/taken");
+    ADD_FAILURE() << "renamed over a directory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/taken: cannot rename " + temp + ": "),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(temp)) << "the temporary file was left";
+}
+
 }  // namespace
 }  // namespace hpctrain
