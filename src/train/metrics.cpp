@@ -97,6 +97,9 @@ void MetricsCsv::append(const EpochMetrics& m) {
        << '\n';
   out_.flush();
   if (!out_) throw Error(path_ + ": write failed");
+  // On disk before the epoch's checkpoint is committed: after a crash of the node, a resume
+  // from that checkpoint keeps the epochs it completed and never writes their rows again.
+  fsync_file(path_);
 }
 
 std::string summary_to_json(const RunSummary& s) {

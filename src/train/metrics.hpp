@@ -33,7 +33,7 @@ class MetricsCsv {
   // keeps the existing file's rows of those epochs only (a run killed after writing later
   // rows repeats those epochs) and appends after them.
   MetricsCsv(const std::string& path, std::optional<int> completed_epochs);
-  void append(const EpochMetrics& m);  // one row, flushed
+  void append(const EpochMetrics& m);  // one row, flushed and fsynced
 
  private:
   std::ofstream out_;
