@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,10 +32,20 @@ std::string holder(int fd) {
 
 RunLock::RunLock(const std::string& dir, const std::string& key, const std::string& source_file) {
   const std::string path = dir + "/hpctrain.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // Never through a symbolic link, nor on anything but a regular file: the holder's line
+  // truncates the file it writes to.
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd_ < 0) {
-    throw UsageError(source_file + ": " + key + ": cannot open " + path + ": " +
-                     std::strerror(errno));
+    const int err = errno;
+    throw UsageError(
+        source_file + ": " + key + ": cannot open " + path + ": " +
+        (err == ELOOP ? std::string("it is a symbolic link; remove it") : std::strerror(err)));
+  }
+  struct stat st {};
+  if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw UsageError(source_file + ": " + key + ": " + path + " is not a regular file; remove it");
   }
   const double deadline = now_seconds() + kWaitSeconds;
   bool said = false;

@@ -148,7 +148,8 @@ def case_symlink_and_foreign_files():
     checkpoint directory that the run did not write (files named like a checkpoint, a
     note that a line of the manifest gives to another run) all survive retention. A run of another run
     directory given that checkpoint.dir afterwards is refused (exit 2): it would resume the
-    first run's final checkpoint as its own, or write over its files."""
+    first run's final checkpoint as its own, or write over its files. So is a symbolic link
+    where a run's lock file goes."""
     fresh("symlink")
     ckdir = os.path.join(run_dir("symlink"), "checkpoints")
     os.makedirs(ckdir)
@@ -190,6 +191,17 @@ def case_symlink_and_foreign_files():
     one_error_line(err, f"checkpoint.dir: {ckdir} holds checkpoints of another run (",
                    run_dir("symlink") + " wrote ckpt-000000000078.h5")
     check(sorted(os.listdir(ckdir)) == names, "the refused run changed the checkpoint directory")
+    # A symbolic link where the run's lock goes: refused, the file it points to untouched
+    # (the holder's line truncated it).
+    fresh("symlink_other")
+    os.makedirs(run_dir("symlink_other"))
+    os.symlink(victim, os.path.join(run_dir("symlink_other"), "hpctrain.lock"))
+    rc, _, err = train("symlink_other", 1, [f"data.train={ARGS.data}/test.h5", "data.val=",
+                                            "data.test=", "train.epochs=1"])
+    check(rc == 2, f"a symbolic link as the run's lock: exit {rc}")
+    one_error_line(err, "run.dir: cannot open", "hpctrain.lock: it is a symbolic link")
+    with open(victim) as f:
+        check(f.read() == "precious\n", "the lock's link target was overwritten")
     shutil.rmtree(run_dir("symlink_other"), ignore_errors=True)
 
 
