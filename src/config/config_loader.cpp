@@ -370,6 +370,22 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
                        " no rank sees the summed gradient of a step to clip");
     }
   }
+  const bool async = !catalog.strategy(config.distributed.strategy)->lockstep;
+  if (config.train.on_nonfinite == "skip_step" && config.distributed.strategy != "allreduce") {
+    const auto v = top.section("train").find("on_nonfinite");  // present: not the default
+    origins.fail(v->path, v->mark,
+                 "skip_step is not available with distributed.strategy " +
+                     config.distributed.strategy +
+                     (async ? " (the workers' gradients go to the servers unchecked)"
+                            : " (the ranks sum no gradients, so they would not skip alike)") +
+                     "; use stop");
+  }
+  if (!config.debug.nonfinite_steps.empty() &&
+      (async || config.precision == Precision::kBf16 || config.precision == Precision::kFp16)) {
+    const auto v = top.section("debug").find("nonfinite_steps");  // present: not empty
+    origins.fail(v->path, v->mark,
+                 "needs float32 logits (precision fp32 or tf32) and a strategy other than async");
+  }
   if (config.layout == Layout::kNhwc) {
     const auto v = top.find("layout");
     if (config.precision != Precision::kBf16 && config.precision != Precision::kFp16) {

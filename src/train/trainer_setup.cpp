@@ -116,22 +116,8 @@ void Trainer::prepare(Purpose purpose) {
                 : plan_for_run(config_, shape.n, train_file_->path(),
                                balance_weights(config_, devices_));
   steps_per_epoch_ = plan_.steps_per_epoch;
-  skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";
-  if (skip_nonfinite_ && config_.distributed.strategy != "allreduce") {
-    throw UsageError(config_.source_file +
-                     ": train.on_nonfinite: skip_step is not available with distributed.strategy " +
-                     config_.distributed.strategy +
-                     (async ? " (the workers' gradients go to the servers unchecked)"
-                            : " (the ranks sum no gradients, so they would not skip alike)") +
-                     "; use stop");
-  }
+  skip_nonfinite_ = config_.train.on_nonfinite == "skip_step";  // allreduce only (the loader)
   const IntList& poisoned = config_.debug.nonfinite_steps;
-  if (!poisoned.empty() &&
-      (async || config_.precision == Precision::kBf16 || config_.precision == Precision::kFp16)) {
-    throw UsageError(config_.source_file +
-                     ": debug.nonfinite_steps: needs float32 logits (precision fp32 or tf32) and "
-                     "a strategy other than async");
-  }
   nonfinite_steps_.assign(poisoned.begin(), poisoned.end());
   std::sort(nonfinite_steps_.begin(), nonfinite_steps_.end());
   if (config_.debug.slow_rank.rank >= world_size_) {

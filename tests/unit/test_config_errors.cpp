@@ -293,6 +293,20 @@ TEST(ConfigErrors, CrossFieldChecks) {
   expect_error(head + "  lr: 0.01\n  schedule: {type: cosine, min_lr: 0.1}\n",
                "FILE:5: optimizer.schedule.min_lr: expected a number <= optimizer.lr (0.01), "
                "got 0.1");
+  // Found by config and inspect too, at the key's line (train alone refused them, naming
+  // the file without a line).
+  expect_error(
+      "data: {train: t.h5}\ndistributed: {strategy: average}\n"
+      "train: {on_nonfinite: skip_step}\n",
+      "FILE:3: train.on_nonfinite: skip_step is not available with distributed.strategy "
+      "average (the ranks sum no gradients, so they would not skip alike); use stop");
+  expect_error("data: {train: t.h5}\nprecision: bf16\ndebug: {nonfinite_steps: [3]}\n",
+               "FILE:3: debug.nonfinite_steps: needs float32 logits (precision fp32 or tf32) and "
+               "a strategy other than async");
+  expect_error("data: {train: t.h5}\n",
+               "--set debug.nonfinite_steps: needs float32 logits (precision fp32 or tf32) and a "
+               "strategy other than async",
+               {"distributed.strategy=async", "debug.nonfinite_steps=[2]"});
 }
 
 TEST(ConfigErrors, KeysOfAnotherOptimizer) {
