@@ -60,7 +60,7 @@ constexpr const char* kShardUsage =
     "shards under P of another count (P-*-of-*.h5) are removed with it.\n"
     "\n"
     "options:\n"
-    "  --parts N      number of shards (1 to the number of rows)\n"
+    "  --parts N      number of shards (1 to the number of rows, at most 1000000)\n"
     "  --out-prefix P output path prefix\n"
     "  --deflate L    deflate compression level 0-9 (default 0: uncompressed)\n";
 

@@ -338,6 +338,9 @@ int cmd_images(std::vector<std::string> argv) {
     throw UsageError(cmd + ": give one of --gray and --rgb (see hpctrain-data images --help)");
   }
   for (std::string& a : argv) {
+    if (a == "--color" || a.rfind("--color=", 0) == 0) {  // the flags' inner spelling only
+      throw UsageError(cmd + ": unknown option '--color' (give --gray or --rgb)");
+    }
     if (a == "--gray" || a == "--rgb") a = "--color=" + a.substr(2);
   }
   const Args args = parse_args(
@@ -353,11 +356,8 @@ int cmd_images(std::vector<std::string> argv) {
       hpctrain::parse_x_dims(require(args, cmd, "size"), 2, "--size", "WxH");
   o.width = size[0];
   o.height = size[1];
-  const std::string color = option_or(args, "color", "gray");
-  if (color != "gray" && color != "rgb") {
-    throw UsageError("--color: expected gray or rgb, got '" + color + "'");
-  }
-  o.color = color == "rgb" ? hpctrain::ColorMode::kRgb : hpctrain::ColorMode::kGray;
+  o.color = option_or(args, "color", "gray") == "rgb" ? hpctrain::ColorMode::kRgb
+                                                      : hpctrain::ColorMode::kGray;
   const std::string resize = option_or(args, "resize", "stretch");
   if (resize != "stretch" && resize != "crop" && resize != "pad") {
     throw UsageError("--resize: expected stretch, crop or pad, got '" + resize + "'");

@@ -309,8 +309,8 @@ void inspect_data_file(const std::string& path, std::ostream& out) {
 double inspect_timeout(const std::string& value) {
   const std::optional<double> seconds = cli::parse_number(value);
   if (!seconds || !(*seconds >= 0.0) || *seconds > 1e9) {
-    throw UsageError("inspect: --timeout: expected seconds >= 0 (0: no limit), got '" + value +
-                     "'");
+    throw UsageError("inspect: --timeout: expected seconds from 0 to 1e9 (0: no limit), got '" +
+                     value + "'");
   }
   return *seconds;
 }

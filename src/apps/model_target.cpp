@@ -32,6 +32,10 @@ bool take_target_arg(const std::vector<std::string>& args, size_t& i, TargetArgs
     out.overrides.push_back(args[++i]);
   } else if (a == "--checkpoint" && has_value) {
     out.checkpoint = args[++i];
+    // An empty value (an unset shell variable) would mean the newest checkpoint, unsaid.
+    if (out.checkpoint.empty()) {
+      throw UsageError(command + ": --checkpoint: expected a checkpoint path");
+    }
   } else if (a.rfind("--", 0) == 0) {
     return false;
   } else if (out.target.empty()) {

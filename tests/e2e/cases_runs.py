@@ -258,6 +258,12 @@ def case_cli():
                        text=True, timeout=30)
     check(c.returncode == 2 and not os.path.exists("init-unused.tmp"), f"init --config: {c}")
     one_error_line(c.stderr, "--config needs a NAME")
+    # An empty --checkpoint (an unset shell variable) meant the newest checkpoint, unsaid.
+    for command in ("eval", "generate", "export"):
+        c = subprocess.run([hpctrain(), command, "configs/fashion_mnist_mlp.yaml",
+                            "--checkpoint="], capture_output=True, text=True, timeout=30)
+        check(c.returncode == 2, f"{command} --checkpoint=: exit {c.returncode}")
+        one_error_line(c.stderr, f"{command}: --checkpoint: expected a checkpoint path")
     # bench checkpoint writes in a folder of its own inside --dir and removes only that (it
     # removed --dir itself, with whatever the user kept there).
     fresh("cli")
