@@ -1,9 +1,13 @@
 #include "data/dataset_files.hpp"
 
 #include <glob.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -68,7 +72,31 @@ std::vector<std::string> expand_data_paths(const std::vector<std::string>& entri
     std::sort(matches.begin(), matches.end());  // byte order, whatever the locale
     out.insert(out.end(), matches.begin(), matches.end());
   }
+  std::map<std::pair<dev_t, ino_t>, std::string> seen;  // by identity, whatever the name
+  for (const std::string& path : out) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) continue;  // DatasetFile names what is wrong
+    const auto [it, fresh] = seen.emplace(std::make_pair(st.st_dev, st.st_ino), path);
+    if (!fresh) {
+      throw UsageError(where + ": " + path + " is listed twice" +
+                       (it->second == path ? std::string() : " (also as " + it->second + ")") +
+                       ": its rows would count twice");
+    }
+  }
   return out;
+}
+
+std::string shared_data_file(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::set<std::pair<dev_t, ino_t>> in_b;
+  for (const std::string& y : b) {
+    struct stat st {};
+    if (::stat(y.c_str(), &st) == 0) in_b.emplace(st.st_dev, st.st_ino);
+  }
+  for (const std::string& x : a) {
+    struct stat st {};
+    if (::stat(x.c_str(), &st) == 0 && in_b.count({st.st_dev, st.st_ino}) > 0) return x;
+  }
+  return "";
 }
 
 void check_like_training(const DatasetShape& s, const DatasetShape& train, const std::string& path,

@@ -14,10 +14,14 @@ namespace hpctrain {
 
 // The files of a config entry list, in order: a path is kept as it is; a glob (with *, ?
 // or [) is replaced by its matches in byte order. Throws UsageError "`where`: PATH: no such
-// file" or "`where`: 'PATTERN' matches no file". `where` names the key ("CONFIG:
-// data.train").
+// file", "`where`: 'PATTERN' matches no file", or "`where`: PATH is listed twice (...)" for
+// one file reached twice (by two names, or a path and a glob: its rows would count twice).
+// `where` names the key ("CONFIG: data.train").
 std::vector<std::string> expand_data_paths(const std::vector<std::string>& entries,
                                            const std::string& where);
+
+// The first file of `a` that is also one of `b` (the same file, by any name), or "".
+std::string shared_data_file(const std::vector<std::string>& a, const std::vector<std::string>& b);
 
 // Throws UsageError naming `path` and data.`key` unless a validation or test set of shape
 // `s` goes with training set `train`: the same sample shape and kind of data (tokens,

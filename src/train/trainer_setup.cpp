@@ -31,10 +31,24 @@ namespace {
 
 // The files of data.`key` as one data source (null for none), checked against the training
 // set's shape (`train`; null for the training set itself).
-std::unique_ptr<DataSource> open_split(const Config& config, const NameList& entries,
-                                       const char* key, const DatasetShape* train) {
-  auto file =
-      open_data(expand_data_paths(entries, config.source_file + ": data." + std::string(key)));
+// The files of data.`key`; on rank 0, a warning for one that is also a training file (the
+// validation or test figures would be of rows it trained on).
+std::vector<std::string> split_files(const Config& config, const NameList& entries, const char* key,
+                                     const std::vector<std::string>& train, int rank) {
+  std::vector<std::string> files =
+      expand_data_paths(entries, config.source_file + ": data." + std::string(key));
+  const std::string shared = key == std::string("train") ? "" : shared_data_file(files, train);
+  if (!shared.empty() && rank == 0) {
+    log_warn(config.source_file + ": data." + key + ": " + shared +
+             " is also a training file (data.train): the " + key +
+             " figures are of rows the model trains on");
+  }
+  return files;
+}
+
+std::unique_ptr<DataSource> open_split(const std::vector<std::string>& files, const char* key,
+                                       const DatasetShape* train) {
+  auto file = open_data(files);
   if (file == nullptr) return nullptr;
   if (train != nullptr) check_like_training(file->shape(), *train, file->path(), key);
   return file;
@@ -78,10 +92,13 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "start-up (opening the data files and the backend)", 0);
   // Data files and their agreement with each other; the backend.
-  train_file_ = open_split(config_, config_.data.train, "train", nullptr);
+  const std::vector<std::string> train = split_files(config_, config_.data.train, "train", {}, 0);
+  train_file_ = open_split(train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();
-  val_file_ = open_split(config_, config_.data.val, "val", &shape);
-  test_file_ = open_split(config_, config_.data.test, "test", &shape);
+  val_file_ =
+      open_split(split_files(config_, config_.data.val, "val", train, rank_), "val", &shape);
+  test_file_ =
+      open_split(split_files(config_, config_.data.test, "test", train, rank_), "test", &shape);
   preprocess_ = input_preprocess(config_, *train_file_);
   num_classes_ = shape.num_classes;
   labels_per_sample_ = shape.labels_per_sample;

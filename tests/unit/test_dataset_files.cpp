@@ -155,8 +155,28 @@ TEST_F(DatasetFilesTest, GlobsExpandInByteOrderAndMustMatch) {
   EXPECT_EQ(expand_data_paths({pattern}, "cfg: data.train"), ordered());
   // A plain path is kept as it is; globs and paths mix in the given order. A missing path
   // is named with the key.
-  EXPECT_EQ(expand_data_paths({whole_, (dir_ / "p-[01].h5").string(), whole_}, "k"),
-            (std::vector<std::string>{whole_, parts_[1], parts_[2], whole_}));
+  EXPECT_EQ(expand_data_paths({whole_, (dir_ / "p-[01].h5").string()}, "k"),
+            (std::vector<std::string>{whole_, parts_[1], parts_[2]}));
+  // One file reached twice, by the same name, by a glob or by another name: its rows would
+  // count twice (they trained twice an epoch, silently).
+  expect_usage_error(
+      [&] {
+        expand_data_paths({whole_, whole_}, "k");
+      },
+      {"k: " + whole_ + " is listed twice: its rows would count twice"});
+  expect_usage_error(
+      [&] {
+        expand_data_paths({parts_[1], (dir_ / "p-*.h5").string()}, "k");
+      },
+      {"k: " + parts_[1] + " is listed twice: its rows would count twice"});
+  const std::string other_name = (dir_ / "." / fs::path(whole_).filename()).string();
+  expect_usage_error(
+      [&] {
+        expand_data_paths({whole_, other_name}, "k");
+      },
+      {"k: " + other_name + " is listed twice (also as " + whole_ + ")"});
+  EXPECT_EQ(shared_data_file({parts_[1], other_name}, {whole_}), other_name);
+  EXPECT_EQ(shared_data_file({parts_[1]}, {whole_}), "");
   expect_usage_error(
       [&] {
         expand_data_paths({whole_, "nope.h5"}, "cfg.yaml: data.train");
