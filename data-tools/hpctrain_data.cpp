@@ -17,6 +17,7 @@
 
 #include "core/crash_note.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/timer.hpp"
 #include "core/version.hpp"
 #include "data-tools/cli_args.hpp"
@@ -493,10 +494,10 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const hpctrain::UsageError& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << hpctrain::one_line(e.what()) << "\n";
     hpctrain::exit_after_error(hpctrain::kExitUsage);
   } catch (const std::exception& e) {
-    std::cerr << e.what() << "\n";
+    std::cerr << hpctrain::one_line(e.what()) << "\n";
     hpctrain::exit_after_error(hpctrain::kExitFailure);
   }
 }

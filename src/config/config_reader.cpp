@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace hpctrain::config_reader {
 namespace {
@@ -20,26 +21,11 @@ std::string child_path(std::string_view parent, std::string_view key) {
   return out;
 }
 
-// A scalar as an error line shows it: control characters escaped (\n, \t, \xHH), so
-// that the error stays one line, and cut after 80 bytes.
+// A scalar as an error line shows it: control characters escaped (one_line), so that the
+// error stays one line, and cut after 80 bytes.
 std::string shown_scalar(const std::string& text) {
   constexpr size_t kMax = 80;
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      const char* hex = "0123456789abcdef";
-      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (text.size() > kMax) out += "...";
-  return out;
+  return one_line(text.substr(0, kMax)) + (text.size() > kMax ? "..." : "");
 }
 
 // Where std::from_chars reads a number: after a leading '+', which YAML allows and

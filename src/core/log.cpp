@@ -19,12 +19,13 @@ bool g_timestamps = false;
 std::string stamp() { return g_timestamps ? utc_now() + " " : std::string(); }
 
 void write_line(std::FILE* stream, const char* level, const std::string& message) {
+  const std::string line = one_line(message);
   std::lock_guard<std::mutex> lock(g_mutex);
   const std::string time = stamp();
   if (g_world_size > 1) {
-    std::fprintf(stream, "%s[rank %d] %s%s\n", time.c_str(), g_rank, level, message.c_str());
+    std::fprintf(stream, "%s[rank %d] %s%s\n", time.c_str(), g_rank, level, line.c_str());
   } else {
-    std::fprintf(stream, "%s%s%s\n", time.c_str(), level, message.c_str());
+    std::fprintf(stream, "%s%s%s\n", time.c_str(), level, line.c_str());
   }
   std::fflush(stream);
 }
@@ -69,5 +70,24 @@ void log_info(const std::string& message) {
 
 void log_warn(const std::string& message) { write_line(stderr, "warning: ", message); }
 void log_error(const std::string& message) { write_line(stderr, "error: ", message); }
+
+std::string one_line(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
 
 }  // namespace hpctrain

@@ -22,7 +22,11 @@ void set_log_timestamps(bool on);
 bool prints_for_all_ranks();
 
 void log_info(const std::string& message);   // rank 0 only, stdout
-void log_warn(const std::string& message);   // any rank, stderr
-void log_error(const std::string& message);  // any rank, stderr
+void log_warn(const std::string& message);   // any rank, stderr, one line (one_line)
+void log_error(const std::string& message);  // any rank, stderr, one line (one_line)
+
+// `text` on one line: control characters escaped (\n, \t, \xHH). A message may quote a
+// key, a path or a name as the user gave it, newlines and escape sequences included.
+std::string one_line(const std::string& text);
 
 }  // namespace hpctrain

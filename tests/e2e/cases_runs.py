@@ -258,6 +258,12 @@ def case_cli():
                        text=True, timeout=30)
     check(c.returncode == 2 and not os.path.exists("init-unused.tmp"), f"init --config: {c}")
     one_error_line(c.stderr, "--config needs a NAME")
+    # A key or path holding a newline or an escape sequence: still one error line.
+    for args in (["config", "configs/fashion_mnist_mlp.yaml", "--set", "run.na\nme=x"],
+                 ["inspect", "/no\x1b[31m\nfile.h5"]):
+        c = subprocess.run([hpctrain()] + args, capture_output=True, text=True, timeout=30)
+        check(c.returncode == 2 and c.stderr.count("\n") == 1 and "\x1b" not in c.stderr,
+              f"{args}: exit {c.returncode}, {c.stderr!r}")
     # An empty --checkpoint (an unset shell variable) meant the newest checkpoint, unsaid.
     for command in ("eval", "generate", "export"):
         c = subprocess.run([hpctrain(), command, "configs/fashion_mnist_mlp.yaml",

@@ -13,6 +13,7 @@
 #include "core/crc32c.hpp"
 #include "core/deadline.hpp"
 #include "core/files.hpp"
+#include "core/log.hpp"
 #include "core/random.hpp"
 #include "core/sha256.hpp"
 
@@ -151,6 +152,14 @@ TEST(Files, AtomicWriteReplacesWholeFile) {
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(e.path().filename(), "out.txt") << "temporary file left behind";
   }
+}
+
+// Errors and warnings quote keys, paths and names as given: they stay one line, and an
+// escape sequence does not reach the terminal.
+TEST(Log, OneLineEscapesControlCharacters) {
+  EXPECT_EQ(one_line("run.na\nme"), "run.na\\nme");
+  EXPECT_EQ(one_line("a\tb\x1b[31mc\x7f\r"), "a\\tb\\x1b[31mc\\x7f\\x0d");
+  EXPECT_EQ(one_line("caf\xc3\xa9 /x y.h5"), "caf\xc3\xa9 /x y.h5");  // UTF-8 kept
 }
 
 TEST(Files, FailedCommitLeavesNoTemporaryFile) {
