@@ -57,7 +57,7 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
       throw UsageError(config.source_file + ": " + e.what());
     }
   }
-  if (config.layout == Layout::kNhwc) {
+  if (config.layout == Layout::kNhwc && !on_cpu) {  // a rank of cpu_ranks computes NCHW
     throw UsageError(config.source_file +
                      ": layout: nhwc needs a GPU, and none is visible (the CPU computes in NCHW)");
   }

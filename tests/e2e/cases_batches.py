@@ -51,7 +51,8 @@ def case_global_batch_three_ranks():
 def case_balance_auto_uneven_ranks():
     """distributed.balance auto with rank 1 slowed 5x: the fast rank takes the larger batch
     after the first epoch, the plan is kept in checkpoints and a resumed run starts from it;
-    a weight for a device no rank has, and cpu_ranks naming no rank, are exit 2."""
+    a weight for a device no rank has, and cpu_ranks naming no rank, are exit 2; a rank of
+    cpu_ranks runs with layout nhwc (the GPU ranks' layout)."""
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2",
             "distributed.balance=auto", "debug.slow_rank.rank=1", "debug.slow_rank.factor=5",
             "checkpoint.at_epoch_end=true"]
@@ -73,3 +74,9 @@ def case_balance_auto_uneven_ranks():
     rc, _, err = train("cpu_ranks_bad", 2, ["cpu_ranks=[0, 2]"])
     check(rc == 2, f"cpu_ranks naming rank 2 of 2: exit {rc}")
     one_error_line(err, "cpu_ranks: 2 is not a rank of the 2 of this job")
+    # layout nhwc is the GPU ranks' layout: a rank of cpu_ranks computes NCHW (it was refused
+    # as if no GPU were visible), as its rnn steps.
+    fresh("cpu_ranks_nhwc")
+    expect_ok("cpu_ranks_nhwc", 1, ["cpu_ranks=[0]", "precision=bf16", "layout=nhwc",
+                                    f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=",
+                                    "train.epochs=1"])
