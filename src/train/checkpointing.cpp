@@ -216,7 +216,7 @@ bool TrainingCheckpoints::due_by_time(double now) const {
          now - last_save_time_ >= config_.checkpoint.every_seconds;
 }
 
-void TrainingCheckpoints::prepare_resume(const std::string& resume) {
+void TrainingCheckpoints::prepare_resume(const std::string& resume, bool writes) {
   if (rank_ != 0) return;
   const std::string& dir = config_.checkpoint.dir;
   if (resume == "never") {
@@ -231,7 +231,7 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume) {
   // A run of another run directory that wrote here (one checkpoint.dir given to a sweep's
   // runs, one after the other): its final checkpoint would be resumed as this run's, or its
   // files overwritten by this run's of the same steps.
-  if (const auto other = foreign_checkpoint(dir, run_owner(config_))) {
+  if (const auto other = writes ? foreign_checkpoint(dir, run_owner(config_)) : std::nullopt) {
     namespace fs = std::filesystem;
     fs::path run(other->owner);  // a run directory, relative to `dir` where inside it
     if (!run.is_absolute()) run = (fs::path(dir) / run).lexically_normal();

@@ -43,9 +43,10 @@ class TrainingCheckpoints {
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
   // the newest valid one; "never": none, and refuses a directory that already
-  // holds checkpoints; else a path) and checks that its model matches.
+  // holds checkpoints; else a path) and checks that its model matches. For a run that
+  // will write checkpoints (`writes`), refuses a directory that holds another run's.
   // Throws UsageError.
-  void prepare_resume(const std::string& resume);
+  void prepare_resume(const std::string& resume, bool writes);
 
   // Collective: hands the prepared checkpoint to every rank and loads it.
   // Returns the checkpoint's step, or nullopt for a fresh start.

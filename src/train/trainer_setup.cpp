@@ -278,7 +278,7 @@ void Trainer::prepare(Purpose purpose) {
     // Rank 0 reads the candidates (HDF5 loops on some damaged files; a file system may
     // stall) while the other ranks wait for the agreement on set-up.
     WatchdogScope w(*watchdog_, "start-up (reading the checkpoint to resume from)", 0);
-    checkpoints_->prepare_resume(resume_);
+    checkpoints_->prepare_resume(resume_, purpose == Purpose::kTrain);
   }
   choose_step_graphs();
 }

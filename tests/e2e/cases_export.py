@@ -461,7 +461,8 @@ def case_export_refusals():
     for cmd in (["mpiexec", "-n", "2", hpctrain(), "eval", short, "--set",
                  f"run.dir={folder}/short_eval"],
                 ["mpiexec", "-n", "2", hpctrain(), "train", os.path.join(run_folder, "config.yaml"),
-                 "--resume", short, "--set", f"run.dir={folder}/short_train"]):
+                 "--resume", short, "--set", f"run.dir={folder}/short_train", "--set",
+                 'checkpoint.dir=""']):  # its own: the run's checkpoint.dir is another run's
         p = run(cmd)
         check(p.returncode == 2, f"{' '.join(cmd[3:5])} of a short parameter array: exit "
                                  f"{p.returncode}")
