@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "checkpoint/checkpoint_file.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/option_words.hpp"
 #include "core/random.hpp"
 #include "data-tools/text_tokens.hpp"
@@ -95,26 +95,6 @@ Options parse(const std::vector<std::string>& args) {
   return o;
 }
 
-// `piece` for a one-line message: control characters as \n, \t or \xHH.
-std::string printable(const std::string& piece) {
-  std::string out;
-  for (const char c : piece) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 // The prompt as ids, split as hpctrain-data text split the training text (characters or
 // its word rule; invalid UTF-8 is exit 2); unknown pieces become <unk> where the vocabulary
 // has it.
@@ -135,11 +115,11 @@ std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
     } else if (unk != ids.end()) {
       out.push_back(unk->second);
     } else {
-      throw UsageError("generate: --prompt: '" + printable(p) + "' is not in the vocabulary of " +
+      throw UsageError("generate: --prompt: '" + one_line(p) + "' is not in the vocabulary of " +
                        file);
     }
   }
-  if (out.empty()) throw UsageError("generate: --prompt: no tokens in '" + printable(text) + "'");
+  if (out.empty()) throw UsageError("generate: --prompt: no tokens in '" + one_line(text) + "'");
   return out;
 }
 
