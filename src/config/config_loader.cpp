@@ -347,7 +347,8 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
                      "works with " +
                      join_names(without));
   }
-  if (!catalog.strategy(config.distributed.strategy)->lockstep) {
+  const bool async = !catalog.strategy(config.distributed.strategy)->lockstep;
+  if (async) {
     const Section train = top.section("train");
     const std::string why = "distributed.strategy " + config.distributed.strategy +
                             " hands each worker whole batches as it goes";
@@ -370,7 +371,6 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
                        " no rank sees the summed gradient of a step to clip");
     }
   }
-  const bool async = !catalog.strategy(config.distributed.strategy)->lockstep;
   if (config.train.on_nonfinite == "skip_step" && config.distributed.strategy != "allreduce") {
     const auto v = top.section("train").find("on_nonfinite");  // present: not the default
     origins.fail(v->path, v->mark,

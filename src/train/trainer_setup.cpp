@@ -29,16 +29,14 @@
 namespace hpctrain {
 namespace {
 
-// The files of data.`key` as one data source (null for none), checked against the training
-// set's shape (`train`; null for the training set itself).
-// The files of data.`key`; on rank 0, a warning for one that is also a training file (the
-// validation or test figures would be of rows it trained on).
+// The files of data.`key`; on rank 0, a warning for one that is also a file of `train` (the
+// validation or test figures would be of rows the model trains on).
 std::vector<std::string> split_files(const Config& config, const NameList& entries, const char* key,
                                      const std::vector<std::string>& train, int rank) {
   std::vector<std::string> files =
       expand_data_paths(entries, config.source_file + ": data." + std::string(key));
-  const std::string shared = key == std::string("train") ? "" : shared_data_file(files, train);
-  if (!shared.empty() && rank == 0) {
+  if (rank != 0) return files;
+  if (const std::string shared = shared_data_file(files, train); !shared.empty()) {
     log_warn(config.source_file + ": data." + key + ": " + shared +
              " is also a training file (data.train): the " + key +
              " figures are of rows the model trains on");
@@ -46,6 +44,8 @@ std::vector<std::string> split_files(const Config& config, const NameList& entri
   return files;
 }
 
+// `files` as one data source (null for none), checked against the training set's shape
+// (`train`; null for the training set itself).
 std::unique_ptr<DataSource> open_split(const std::vector<std::string>& files, const char* key,
                                        const DatasetShape* train) {
   auto file = open_data(files);
@@ -92,7 +92,8 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   watchdog_ = std::make_unique<Watchdog>(config_.distributed.timeout_seconds);
   WatchdogScope w(*watchdog_, "start-up (opening the data files and the backend)", 0);
   // Data files and their agreement with each other; the backend.
-  const std::vector<std::string> train = split_files(config_, config_.data.train, "train", {}, 0);
+  const std::vector<std::string> train =
+      split_files(config_, config_.data.train, "train", {}, rank_);
   train_file_ = open_split(train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();
   val_file_ =
