@@ -126,8 +126,8 @@ int cmd_init(const std::vector<std::string>& args) {
     }
   }
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw UsageError("init: cannot make " + dir.string() + ": " + ec.message());
+  if (!make_directories(dir.string(), ec))
+    throw UsageError("init: cannot make " + dir.string() + ": " + ec.message());
   for (size_t i = 0; i < sources.size(); ++i) {
     // Through a temporary, renamed over the target (a link there is replaced, never
     // written through): a full disk leaves the old file, not a truncated script.

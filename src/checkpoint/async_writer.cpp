@@ -124,7 +124,14 @@ void AsyncCheckpointWriter::worker() {
     }
     try {
       if (finite) {
-        write_checkpoint_file(path, state);
+        try {
+          write_checkpoint_file(path, state);
+        } catch (const DirectorySyncError&) {
+          // The file is complete under its name and the next --resume auto takes it:
+          // recorded as this run's, retention still deletes it in its time.
+          record_checkpoint(path, owner_);
+          throw;
+        }
         record_checkpoint(path, owner_);
         prune_checkpoints(dir_, keep_, owner_, state.step);
       } else {

@@ -267,6 +267,8 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
     write_hdf5(temp, state);
     append_checksum_footer(temp);
     commit_file(temp, path);
+  } catch (const DirectorySyncError& e) {  // the file is in place under `path`
+    throw DirectorySyncError(path + ": written, but syncing its directory failed: " + e.what());
   } catch (const Error& e) {
     // A full disk or a failing file system (at the write, or first at the fsync): no
     // partial file is left to trip a later resume, and the message says which file and why

@@ -12,12 +12,6 @@
 
 namespace hpctrain {
 
-void make_directories(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw Error(dir + ": cannot create directory: " + ec.message());
-}
-
 namespace {
 
 void fsync_open(const std::string& path, int flags) {
@@ -35,6 +29,32 @@ void fsync_file(const std::string& path) { fsync_open(path, O_RDONLY); }
 
 void fsync_directory(const std::string& dir) { fsync_open(dir, O_RDONLY | O_DIRECTORY); }
 
+bool make_directories(const std::string& dir, std::error_code& ec) {
+  namespace fs = std::filesystem;
+  // The components that do not exist yet, deepest first.
+  std::vector<fs::path> missing;
+  fs::path p = fs::absolute(dir, ec);
+  if (ec) return false;
+  if (p.filename().empty()) p = p.parent_path();  // a trailing slash
+  for (; p.has_relative_path() && !fs::exists(p, ec); p = p.parent_path()) missing.push_back(p);
+  if (ec) return false;
+  fs::create_directories(dir, ec);
+  if (ec) return false;
+  // A new directory's entry is in its parent: durable once the parent is synced, from the
+  // top down, so that a file committed into `dir` after a power loss has a path to it.
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    fsync_directory(it->parent_path().string());
+  }
+  return true;
+}
+
+void make_directories(const std::string& dir) {
+  std::error_code ec;
+  if (!make_directories(dir, ec)) {
+    throw Error(dir + ": cannot create directory: " + ec.message());
+  }
+}
+
 void commit_file(const std::string& temp_path, const std::string& path) {
   // A failed fsync (where NFS and Lustre first report a full disk or quota) or rename
   // leaves no temporary file behind.
@@ -49,7 +69,12 @@ void commit_file(const std::string& temp_path, const std::string& path) {
     ::unlink(temp_path.c_str());
     throw Error(path + ": cannot rename " + temp_path + ": " + std::strerror(err));
   }
-  fsync_directory(std::filesystem::absolute(path).parent_path().string());
+  const std::string dir = std::filesystem::absolute(path).parent_path().string();
+  try {
+    fsync_directory(dir);
+  } catch (const Error& e) {
+    throw DirectorySyncError(e.what());
+  }
 }
 
 void remove_temporary(const std::string& path) {

@@ -2,20 +2,35 @@
 #pragma once
 
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include "core/error.hpp"
 
 namespace hpctrain {
 
-// Creates `dir` and its parents; throws Error naming the path on failure.
+// Creates `dir` and its parents, each new directory synced into its parent (a file
+// committed into `dir` then survives a power loss with its path). The first form returns
+// false with `ec` set when a directory cannot be created, and throws Error when a sync
+// fails; the second throws Error naming the path for both.
+bool make_directories(const std::string& dir, std::error_code& ec);
 void make_directories(const std::string& dir);
 
 // Flushes a file's data (or a directory's entries) to disk; throws Error on failure.
 void fsync_file(const std::string& path);
 void fsync_directory(const std::string& dir);
 
+// What commit_file throws when only the directory's fsync failed: the file is complete
+// and in place under its final name, but the rename may not survive a power loss.
+class DirectorySyncError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Commits a finished temporary file under its final name: fsync the file, rename
 // it, fsync the directory (rename alone is atomic but not durable). The temporary file is
-// removed when the fsync or the rename fails.
+// removed when the fsync or the rename fails; a failed directory fsync after the rename
+// throws DirectorySyncError.
 void commit_file(const std::string& temp_path, const std::string& path);
 
 // Writes `content` to `path` through a temporary file, fsync and rename, so a

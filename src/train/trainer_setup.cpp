@@ -14,6 +14,7 @@
 #include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "core/log.hpp"
 #include "nn/alloc_error.hpp"
 #include "nn/presets.hpp"
@@ -242,8 +243,7 @@ void Trainer::prepare(Purpose purpose) {
   if (rank_ == 0) {
     const auto make = [&](const std::string& dir, const char* key) {
       std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      if (ec) {
+      if (!make_directories(dir, ec)) {
         throw UsageError(config_.source_file + ": " + key + ": " + dir +
                          ": cannot create it: " + ec.message());
       }

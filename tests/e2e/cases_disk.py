@@ -15,7 +15,7 @@ import time
 import h5py
 import numpy as np
 
-from harness import (ARGS, check, fresh, one_error_line, prepared, rank_pids, run_dir,
+from harness import (ARGS, check, fresh, one_error_line, prepared, rank_pids, run_dir, train,
                      train_cmd)
 
 SKIP = 77
@@ -260,3 +260,44 @@ def case_data_writers_keep_inputs():
         check(sizes() == before, f"{args[0]} changed the files: {sizes()} != {before}")
     check(os.listdir(os.path.join(work, "adir")) == [] and
           not os.path.exists(os.path.join(work, "adir.tmp")), "synth wrote into or beside adir")
+
+
+def case_fsync_failures():
+    """fsync failing (an I/O error, LD_PRELOAD of fsync_shim.c) at a checkpoint's commit.
+    On the file: exit 1 with one line naming the checkpoint and the error, and neither the
+    checkpoint nor its temporary file is left. On the directory after the rename: the
+    complete checkpoint stays, recorded as the run's, so that --resume auto continues from
+    it and retention deletes it in its time."""
+    name = "fsync_failures"
+    fresh(name)
+    ckpt = os.path.join(os.path.abspath(run_dir(name)), "checkpoints")
+    shim = os.path.join(ARGS.build, "test-shims", "libht_fsync_shim.so")
+    check(os.path.exists(shim), f"{shim} was not built")
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "model.hidden=[8]",
+            "train.epochs=2", "checkpoint.every_steps=20", "checkpoint.keep=1"]
+    step20 = os.path.join(ckpt, "ckpt-000000000020.h5")
+
+    rc, _, err = train(name, 2, sets, env={"LD_PRELOAD": shim, "HT_FAIL_FSYNC_FILE": "/ckpt-"})
+    check(rc == 1, f"fsync of the checkpoint failing: exit {rc}, expected 1")
+    one_error_line(err, step20, "fsync failed", "Input/output error")
+    left = sorted(os.listdir(ckpt))
+    check(not [f for f in left if f.startswith("ckpt-")], f"checkpoint files left: {left}")
+
+    fresh(name)
+    os.makedirs(ckpt)  # the shim fails this directory's fsyncs, not its parent's
+    rc, _, err = train(name, 2, sets, env={"LD_PRELOAD": shim, "HT_FAIL_FSYNC_DIR": ckpt})
+    check(rc == 1, f"fsync of the checkpoint directory failing: exit {rc}, expected 1")
+    one_error_line(err, step20, "written, but syncing its directory failed", "fsync failed",
+                   "Input/output error")
+    check(os.path.exists(step20), "the committed checkpoint was removed")
+    with open(os.path.join(ckpt, "hpctrain-checkpoints.txt")) as f:
+        recorded = [line.split("\t")[0] for line in f]
+    check(recorded == [os.path.basename(step20)], f"the manifest lists {recorded}")
+    no_temporaries(run_dir(name))
+
+    rc, out, _ = train(name, 2, sets, resume="auto")
+    check(rc == 0, f"resume after the failed directory fsync: exit {rc}")
+    check("resuming at step 20" in out or "(step 20," in out, "the resume did not start at "
+          "step 20")
+    check(not os.path.exists(step20), "retention (keep 1) did not delete the recorded "
+          "checkpoint of step 20")

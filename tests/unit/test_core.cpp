@@ -162,6 +162,27 @@ TEST(Log, OneLineEscapesControlCharacters) {
   EXPECT_EQ(one_line("caf\xc3\xa9 /x y.h5"), "caf\xc3\xa9 /x y.h5");  // UTF-8 kept
 }
 
+TEST(Files, MakeDirectoriesCreatesEveryMissingLevelOrSaysWhy) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "/ht_files_mkdir";
+  fs::remove_all(dir);
+  std::error_code ec;
+  EXPECT_TRUE(make_directories(dir + "/a/b/c/", ec)) << ec.message();  // a trailing slash
+  EXPECT_TRUE(fs::is_directory(dir + "/a/b/c"));
+  EXPECT_TRUE(make_directories(dir + "/a/b", ec)) << "an existing directory: " << ec.message();
+  std::ofstream(dir + "/file") << "x";
+  EXPECT_FALSE(make_directories(dir + "/file/d", ec));
+  EXPECT_TRUE(ec);
+  try {
+    make_directories(dir + "/file/d");
+    ADD_FAILURE() << "made a directory below a file";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(dir + "/file/d: cannot create directory"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Files, FailedCommitLeavesNoTemporaryFile) {
   const std::string dir = ::testing::TempDir() + "/ht_files_commit";
   std::filesystem::remove_all(dir);
