@@ -70,8 +70,8 @@ void BatchNorm::forward(Backend& backend, const Tensor& x, Tensor& y, bool train
   const int n = static_cast<int>(x.batch);
   if (training) {
     backend.batchnorm_forward_training(x.data, params_, params_ + c_, y.data, n, c_, hw_, eps_,
-                                       momentum_, state_, state_ + c_, save_mean_.data(),
-                                       save_invstd_.data());
+                                       running_momentum(x.batch), state_, state_ + c_,
+                                       save_mean_.data(), save_invstd_.data());
   } else {
     backend.batchnorm_forward_inference(x.data, params_, params_ + c_, y.data, n, c_, hw_, eps_,
                                         state_, state_ + c_);
@@ -91,9 +91,9 @@ void BatchNorm::backward(Backend& backend, const Tensor& x, const Tensor& y, con
 
 void BatchNorm::forward_add_relu(Backend& backend, const Tensor& x, const void* z, Tensor& y,
                                  bool training) {
-  backend.batchnorm_add_relu_forward(training, x.data, z, params_, params_ + c_, y.data,
-                                     static_cast<int>(x.batch), c_, hw_, eps_, momentum_, state_,
-                                     state_ + c_, save_mean_.data(), save_invstd_.data());
+  backend.batchnorm_add_relu_forward(
+      training, x.data, z, params_, params_ + c_, y.data, static_cast<int>(x.batch), c_, hw_, eps_,
+      running_momentum(x.batch), state_, state_ + c_, save_mean_.data(), save_invstd_.data());
 }
 
 void BatchNorm::backward_add_relu(Backend& backend, const Tensor& x, const Tensor& y,
@@ -106,7 +106,10 @@ void BatchNorm::backward_add_relu(Backend& backend, const Tensor& x, const Tenso
 extern const LayerType kBatchNormLayer = {
     {"batchnorm",
      "batch normalisation per channel (PyTorch's eps 1e-5 and momentum 0.1); its running "
-     "statistics are averaged over the ranks before every evaluation and checkpoint",
+     "statistics are averaged over the ranks before every evaluation and checkpoint. A "
+     "training batch that gives a channel one value (features at a batch of 1, or 1x1 planes) "
+     "leaves them as they are (its variance is 0 and nothing before the layer trains); a rank "
+     "whose every batch is such is exit 2",
      {}},
     [](const LayerSpec& s) -> std::unique_ptr<Layer> {
       return std::make_unique<BatchNorm>(s.name);

@@ -45,7 +45,16 @@ class BatchNorm final : public Layer {
   void backward_add_relu(Backend& backend, const Tensor& x, const Tensor& y, const Tensor& dy,
                          void* dz, Tensor* dx);
 
+  // Whether a training batch of `batch` samples gives each channel one value ([f], or 1x1
+  // planes, at a batch of 1): its variance is 0, the output is beta and no gradient passes
+  // (PyTorch refuses such a batch). Such a batch leaves the running statistics as they are.
+  bool one_value_per_channel(int64_t batch) const { return batch * hw_ == 1; }
+
  private:
+  float running_momentum(int64_t batch) const {
+    return one_value_per_channel(batch) ? 0.0f : momentum_;
+  }
+
   float eps_, momentum_;
   bool relu_ = false;
   int c_ = 0, hw_ = 0;

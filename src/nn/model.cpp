@@ -179,6 +179,20 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
   for (auto& layer : layers_) layer->set_workspace(workspace_.data());
 }
 
+std::string Model::batchnorm_with_one_value(int64_t batch) const {
+  const auto one_value = [batch](const Layer* l) {
+    const auto* bn = dynamic_cast<const BatchNorm*>(l);
+    return bn != nullptr && bn->one_value_per_channel(batch);
+  };
+  for (const auto& layer : layers_) {
+    if (one_value(layer.get())) return layer->name();
+    for (const Layer* part : layer->sublayers()) {
+      if (one_value(part)) return part->name();
+    }
+  }
+  return "";
+}
+
 void Model::init_params(uint64_t seed) {
   std::vector<float> host(param_count_);
   for (size_t i = 0; i < layers_.size(); ++i) {

@@ -66,6 +66,9 @@ class Model {
 
   // Model state (Layer::state_count), in layer order; empty for most models.
   size_t state_count() const { return state_count_; }
+  // The name of the first batchnorm (a part of a composite layer included) to which a
+  // training batch of `batch` samples gives one value per channel; empty if none.
+  std::string batchnorm_with_one_value(int64_t batch) const;
   float* state() { return state_.data(); }
   size_t state_offset(size_t layer) const { return state_offsets_[layer]; }
 

@@ -175,6 +175,14 @@ void Trainer::prepare(Purpose purpose) {
     throw UsageError(allocation_refusal(config_.source_file, e));
   }
   model_->init_params(config_.run.seed);
+  const std::string one_value = model_->batchnorm_with_one_value(max_batch);
+  if (purpose == Purpose::kTrain && !one_value.empty()) {
+    throw UsageError(config_.source_file + ": train.batch_size: rank " + std::to_string(rank_) +
+                     " trains on batches of 1 sample, at which layer " + one_value +
+                     " (batchnorm) normalises one value per channel: its variance is 0, its "
+                     "output beta, and nothing before it would train; give each rank a batch "
+                     "of at least 2");
+  }
   if (!config_.model.init_from.empty() && rank_ == 0) {
     std::error_code ec;
     if (!std::filesystem::exists(config_.model.init_from, ec) && !ec) {

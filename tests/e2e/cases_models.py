@@ -410,7 +410,8 @@ def case_model_refusals():
     """Models that cannot be built are exit 2 with one line naming the config and the key:
     a conv2d filter past INT_MAX weights (it segfaulted), a buffer the memory check does not
     count that cannot be allocated (std::bad_alloc, exit 1), an init_from that is no
-    checkpoint; and init_from does not load a layer of equal size but other shapes."""
+    checkpoint, a batch of 1 at which a batchnorm has one value per channel; and init_from
+    does not load a layer of equal size but other shapes."""
     d = run_dir("refusals")
     os.makedirs(d, exist_ok=True)
     small = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
@@ -459,3 +460,12 @@ def case_model_refusals():
     check(rc == 0, f"init_from with a layer of other shapes: exit {rc}")
     check("loaded classifier; newly initialised a, c (shape differs)" in out + err,
           "the conv2d of other shapes was not reported newly initialised: " + (out + err)[-800:])
+
+    # A batch of 1 per rank where a batchnorm sees one value per channel: nothing before it
+    # trains (refused on the rank of that batch: 4 samples over 3 ranks are 2, 1, 1).
+    bn = config("bn", ["{type: dense, units: 8}", "{type: batchnorm, name: norm}"])
+    rc, _, err = train("refuse_bn", 3, small + ["train.batch_size=4", "train.batch_size_is=global"],
+                       config=bn)
+    check(rc == 2, f"batchnorm on batches of 1: exit {rc}, expected 2")
+    one_error_line(err, "bn.yaml: train.batch_size: rank 1 trains on batches of 1 sample, at "
+                   "which layer norm (batchnorm) normalises one value per channel")

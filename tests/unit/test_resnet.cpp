@@ -97,6 +97,45 @@ TEST(BatchNorm, GradientsOnImagesAndFeatures) {
   check_layer_gradients(dense_bn, {6}, 5, {.tol = 2e-3, .eps = 1e-2f});
 }
 
+// A training batch that gives each channel one value ([f] at batch 1, or 1x1 planes) has
+// variance 0: the layer keeps its running statistics (they would decay toward a variance of
+// 0, just before an evaluation where a partial last batch of 1 comes last), fused with a
+// ReLU too, and a model names the layer so that a run of such batches can be refused.
+TEST(BatchNorm, OneValuePerChannelKeepsTheRunningStatistics) {
+  CpuBackend be(1);
+  for (bool fused : {false, true}) {
+    for (const Dims& in : {Dims{4}, Dims{4, 1, 1}}) {
+      BatchNorm bn("bn");
+      if (fused) bn.fuse_relu();
+      Bound b(bn, be, in, 3);
+      b.state = {0.5f, -1.0f, 2.0f, 0.0f, 3.0f, 0.25f, 1.5f, 2.0f};  // running mean, variance
+      const std::vector<float> before = b.state;
+      EXPECT_TRUE(bn.one_value_per_channel(1));
+      EXPECT_FALSE(bn.one_value_per_channel(2));
+      std::vector<float> x = random_vector(12, 3), y(12);
+      Tensor t1{x.data(), 1, in}, y1{y.data(), 1, in};
+      bn.forward(be, t1, y1, true);
+      EXPECT_EQ(b.state, before) << "batch 1 changed the running statistics";
+      Tensor t3{x.data(), 3, in}, y3{y.data(), 3, in};
+      bn.forward(be, t3, y3, true);
+      EXPECT_NE(b.state, before) << "batch 3 left the running statistics";
+    }
+  }
+  BatchNorm planes("bn");
+  planes.output_dims({4, 2, 1});
+  EXPECT_FALSE(planes.one_value_per_channel(1));
+
+  std::vector<std::unique_ptr<Layer>> dense_bn;
+  dense_bn.push_back(std::make_unique<Dense>("d", 4));
+  dense_bn.push_back(std::make_unique<BatchNorm>("bn"));
+  EXPECT_EQ(Model(be, std::move(dense_bn), {6}, 4).batchnorm_with_one_value(1), "bn");
+  std::vector<std::unique_ptr<Layer>> block;
+  block.push_back(std::make_unique<BasicBlock>("block", 2, 1));
+  const Model on_1x1(be, std::move(block), {2, 1, 1}, 4);
+  EXPECT_EQ(on_1x1.batchnorm_with_one_value(1), "block.bn1");
+  EXPECT_EQ(on_1x1.batchnorm_with_one_value(2), "");
+}
+
 TEST(BatchNorm, RefusesBadShapesAndSettings) {
   BatchNorm bn("bn");
   EXPECT_THROW(bn.output_dims({2, 3}), UsageError);
