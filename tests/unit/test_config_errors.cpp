@@ -116,6 +116,10 @@ TEST(ConfigErrors, OutOfRange) {
   expect_error(head + "optimizer:\n  momentum: 0.99999999999\n",
                "FILE:4: optimizer.momentum: expected a number >= 0 and < 1, got 0.99999999999, "
                "which is 1 as the float32 it is used as");
+  // The loss scaler counts good steps in a float32: exact up to 2^24.
+  expect_error(head + "precision: fp16\ntrain:\n  loss_scale:\n    growth_interval: 16777217\n",
+               "FILE:6: train.loss_scale.growth_interval: expected an integer <= 16777216, got "
+               "16777217");
   expect_error(head + "optimizer:\n  weight_decay: -0.1\n",
                "FILE:4: optimizer.weight_decay: expected a number >= 0, got -0.1");
   expect_error(head + "optimizer:\n  schedule:\n    gamma: 0\n",
