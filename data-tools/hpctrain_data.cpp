@@ -4,6 +4,7 @@
 // is argument handling.
 // Exit codes follow core/error.hpp: 2 for bad usage or input, 1 for other failures.
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -491,6 +492,9 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   hpctrain::install_crash_notes();
+  // A closed stdout (a log pipe whose reader died, `| head`) fails the writes to it instead
+  // of killing the process with SIGPIPE, half-way into a checkpoint or an output file.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return run(argc, argv);
   } catch (const hpctrain::UsageError& e) {

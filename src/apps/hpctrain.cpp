@@ -2,6 +2,7 @@
 // the subcommand needs it, and turns errors into exit codes (docs/contracts.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -462,6 +463,9 @@ int dispatch(int* argc, char*** argv) {
 
 int main(int argc, char** argv) {
   hpctrain::install_crash_notes();
+  // A closed stdout (a log pipe whose reader died, `| head`) fails the writes to it instead
+  // of killing the process with SIGPIPE, half-way into a checkpoint or an output file.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return hpctrain::dispatch(&argc, &argv);
   } catch (const hpctrain::UsageError& e) {

@@ -412,3 +412,24 @@ def case_fifo_data_and_checkpoint_refused():
                        resume="auto", timeout=120)
     check(rc == 0, f"resume beside a FIFO named like a checkpoint: exit {rc}")
     check("resuming at step" in out, "did not resume from the newest real checkpoint")
+
+
+def case_closed_stdout():
+    """The reader of a run's stdout goes away after the first line (a dead log pipe, `|
+    head -1`): the run ignores SIGPIPE and finishes, exit 0, with its summary and
+    checkpoints, and no temporary file (SIGPIPE killed it half-way into a checkpoint)."""
+    name = "closed_stdout"
+    sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "model.hidden=[8]",
+            "train.epochs=3", "checkpoint.every_steps=5", "train.progress_seconds=0"]
+    cmd = train_cmd(name, 1, sets)[3:]  # without mpiexec, whose own SIGPIPE ends a job
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read()
+    rc = p.wait(timeout=300)
+    print(first, err)
+    check(rc == 0, f"a run whose stdout closed: exit {rc}, expected 0")
+    check(os.path.exists(os.path.join(run_dir(name), "summary.json")), "no summary.json")
+    left = [f for f in os.listdir(os.path.join(run_dir(name), "checkpoints"))
+            if f.endswith(".tmp")]
+    check(not left, f"temporary files left: {left}")
