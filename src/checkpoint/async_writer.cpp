@@ -78,6 +78,11 @@ CheckpointState AsyncCheckpointWriter::recycle() {
   return s;
 }
 
+void AsyncCheckpointWriter::reserve(CheckpointState&& state) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  spare_ = std::move(state);
+}
+
 CheckpointWriteStats AsyncCheckpointWriter::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

@@ -56,8 +56,12 @@ class AsyncCheckpointWriter {
   bool snapshot_pending() const { return snapshot_pending_.load(std::memory_order_acquire); }
   // Waits until nothing is in flight; rethrows a failed write's error.
   void wait();
-  // A state whose arrays may be overwritten (the last one written), or an empty one.
+  // A state whose arrays may be overwritten (the last one written, or the one reserve()
+  // gave), or an empty one.
   CheckpointState recycle();
+  // Gives recycle() `state`, whose arrays the trainer sized at start-up: no snapshot then
+  // allocates.
+  void reserve(CheckpointState&& state);
   CheckpointWriteStats stats() const;
 
  private:

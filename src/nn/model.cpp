@@ -305,11 +305,19 @@ std::string Model::architecture() const {
   return out;
 }
 
+void Model::visit_params(const std::function<void(const float*, size_t)>& visit) const {
+  constexpr size_t kPiece = size_t{1} << 20;
+  std::vector<float> piece(std::min(param_count_, kPiece));
+  for (size_t offset = 0; offset < param_count_; offset += piece.size()) {
+    const size_t n = std::min(piece.size(), param_count_ - offset);
+    backend_.copy_to_host(piece.data(), params_.data() + offset, n * sizeof(float));
+    visit(piece.data(), n);
+  }
+}
+
 std::string Model::params_sha256() const {
-  std::vector<float> host(param_count_);
-  get_params(host.data());
-  Sha256 sha;
-  sha.update(host.data(), host.size() * sizeof(float));  // little-endian float32, layer order
+  Sha256 sha;  // of little-endian float32, in layer order
+  visit_params([&](const float* p, size_t n) { sha.update(p, n * sizeof(float)); });
   return sha.finish_hex();
 }
 

@@ -21,11 +21,13 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <new>
 
 #include "checkpoint/checkpoint_file.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/timer.hpp"
+#include "train/memory_check.hpp"
 
 namespace hpctrain {
 namespace {
@@ -382,16 +384,60 @@ std::optional<int64_t> TrainingCheckpoints::restore(Communicator& comm) {
   return h.step;
 }
 
+double TrainingCheckpoints::reserved_bytes(const JobShape& job, size_t params, size_t state,
+                                           int per_parameter_slots) {
+  const double n = static_cast<double>(params);
+  const double world = job.world_size;
+  const bool per_rank = !job.one_stored_state && job.world_size > 1;
+  if (job.rank != 0) return per_rank ? 4.0 * n : 0.0;  // the send buffer
+  const double arrays = 1.0 + per_parameter_slots;
+  return 4.0 * (per_rank ? n * (arrays * world + world + 1.0) : n * arrays) +
+         4.0 * static_cast<double>(state);
+}
+
+void TrainingCheckpoints::reserve_memory() {
+  const size_t n = model_.param_count();
+  const bool per_rank = per_rank_state_ && world_size_ > 1;
+  try {
+    if (per_rank) {
+      send_buffer_.resize(n);
+      if (rank_ == 0) gather_buffer_.resize(n * static_cast<size_t>(world_size_));
+    }
+    if (rank_ != 0) return;
+    writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
+                                                      config_.checkpoint.keep, run_owner(config_));
+    // The arrays save() fills, by name: resized (and zeroed, so touched) once.
+    CheckpointState state;
+    const auto reserve = [&](const std::string& name, size_t count) {
+      if (!per_rank || count != n) {
+        state.arrays[name].resize(count);
+        return;
+      }
+      for (int r = 0; r < world_size_; ++r) state.arrays[rank_array_name(r, name)].resize(n);
+    };
+    reserve(kParamsArray, n);
+    for (const OptimizerSlot& slot : slots_) reserve(slot.name, slot.per_parameter ? n : slot.size);
+    if (model_.state_count() > 0) state.arrays[kStateArray].resize(model_.state_count());
+    writer_->reserve(std::move(state));
+  } catch (const std::bad_alloc&) {
+    int per_parameter = 0;
+    for (const OptimizerSlot& slot : slots_) per_parameter += slot.per_parameter ? 1 : 0;
+    const JobShape job{rank_, world_size_, 0, 0, !per_rank_state_};
+    const double bytes = reserved_bytes(job, n, model_.state_count(), per_parameter);
+    throw UsageError(config_.source_file + ": cannot allocate the host memory checkpoints are " +
+                     "written from (" + gib(bytes) + ") (out of memory): use a smaller " +
+                     "model (model.*)");
+  }
+}
+
 void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wait) {
   const double t0 = now_seconds();
   const size_t n = model_.param_count();
   const bool per_rank = per_rank_state_ && world_size_ > 1;
-  if (rank_ == 0 && !writer_) {
-    writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
-                                                      config_.checkpoint.keep, run_owner(config_));
-  }
-  // Rank 0 fills the memory of the last written state (no allocation after the
-  // first checkpoint); the other ranks at most send.
+  // Rank 0 fills the memory reserve_memory() sized, back from the write in flight, if any
+  // (that write would be waited for at submit() anyway): no allocation. The other ranks at
+  // most send.
+  if (rank_ == 0) writer_->wait();
   CheckpointState state = rank_ == 0 ? writer_->recycle() : CheckpointState{};
   // 1. Arrays to rank 0. Identical on every rank (allreduce): the writer thread
   //    snapshots rank 0's live arrays while training goes on. Per rank (average):

@@ -67,6 +67,16 @@ class TrainingCheckpoints {
   // Rank 0's clock: whether every_seconds have passed since the last checkpoint.
   bool due_by_time(double now) const;
 
+  // At start-up, before training: allocates (and touches) the host memory that save()
+  // fills: rank 0's copy of the state, and a strategy average's gather buffers. Throws
+  // UsageError naming it and its size where it cannot be allocated, so that a run does not
+  // find out at its first checkpoint, and save() allocates nothing.
+  void reserve_memory();
+  // The bytes reserve_memory() takes on `job`'s rank for a model of `params` parameters
+  // and `state` values of model state, with `per_parameter_slots` optimizer arrays saved.
+  static double reserved_bytes(const JobShape& job, size_t params, size_t state,
+                               int per_parameter_slots);
+
   // Collective: captures the state after `global_step` steps; rank 0 queues it
   // for writing and, if `wait`, waits until it is committed. Rank 0's live
   // parameters and optimizer state may still be being copied when this returns: call

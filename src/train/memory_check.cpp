@@ -14,13 +14,14 @@
 #include "core/error.hpp"
 
 namespace hpctrain {
-namespace {
 
 std::string gib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof(text), "%.1f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   return text;
 }
+
+namespace {
 
 // The number after `key` in a "key: N kB" file (/proc/meminfo, /proc/self/status); -1.
 int64_t status_kib(const std::string& path, const std::string& key) {
@@ -107,7 +108,8 @@ void check_memory_fits(const std::string& source, const MemoryNeed& need, bool m
       room.process >= 0 && (node_share < 0 || static_cast<double>(room.process) < node_share);
   const double share = by_process ? static_cast<double>(room.process) : node_share;
   if (share < 0) return;
-  const double host = need.data_bytes + (model_on_host ? need.model_bytes : 0.0);
+  const double host =
+      need.data_bytes + need.checkpoint_bytes + (model_on_host ? need.model_bytes : 0.0);
   if (host <= share) return;
   const std::string has =
       by_process ? "this process may map only " + gib(share) + " more (ulimit -v)"
@@ -116,7 +118,8 @@ void check_memory_fits(const std::string& source, const MemoryNeed& need, bool m
                        std::to_string(ranks) + " rank(s)";
   throw UsageError(source + ": this run needs at least " + gib(host) + " of memory per rank (" +
                    (model_on_host ? "model " + gib(need.model_bytes) + ", " : std::string()) +
-                   "data " + gib(need.data_bytes) + "), but " + has +
+                   "data " + gib(need.data_bytes) + ", checkpoints " + gib(need.checkpoint_bytes) +
+                   "), but " + has +
                    ": use a smaller model (model.*) or train.batch_size, or lower "
                    "data.cache_mb or data.prefetch_depth");
 }

@@ -14,9 +14,13 @@
 namespace hpctrain {
 
 struct MemoryNeed {
-  double model_bytes = 0;  // on the device that runs the model (host memory for the CPU)
-  double data_bytes = 0;   // host memory: prefetch buffers and cached shards
+  double model_bytes = 0;       // on the device that runs the model (host memory for the CPU)
+  double data_bytes = 0;        // host memory: prefetch buffers and cached shards
+  double checkpoint_bytes = 0;  // host memory checkpoints are written from
 };
+
+// `bytes` as "12.3 GiB".
+std::string gib(double bytes);
 
 // What the model needs: parameters and gradients, `optimizer_slots` more arrays of the
 // parameters' size (momentum, Adam's moments, accumulation and exchange buffers), and

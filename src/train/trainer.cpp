@@ -371,6 +371,9 @@ int Trainer::run() {
     code = run_and_agree(comm_->get(), [&] {
       if (rank_ == 0) {  // checked first: a refused start leaves the earlier run as it was
         checkpoints_->check_directory();
+      }
+      checkpoints_->reserve_memory();
+      if (rank_ == 0) {
         std::error_code ec;  // an old STOPPED; an earlier, shorter run's summary
         std::filesystem::remove(stopped_marker(), ec);
         std::filesystem::remove(config_.run.dir + "/summary.json", ec);

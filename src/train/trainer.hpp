@@ -124,6 +124,8 @@ class Trainer {
   int64_t update_batch() const;
   // Arrays of the parameters' size besides parameters and gradients (memory_check.hpp).
   int optimizer_slots() const;
+  // Those of them that checkpoints store (momentum, Adam's moments).
+  int saved_optimizer_slots() const;
   // Host memory of the prefetch buffers and the shards kept in memory (data.cache_mb).
   double data_bytes(int64_t max_batch, bool async) const;
   // The batch of the validation or test loader of `file`: `batch`, at most this rank's shard

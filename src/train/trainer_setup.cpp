@@ -151,11 +151,21 @@ void Trainer::prepare(Purpose purpose) {
                                 : plan_.batch[rank_];
 
   // 2. Model, optimizer; refused before they allocate when they cannot fit.
+  JobShape job;
+  job.rank = rank_;
+  job.world_size = world_size_;
+  job.steps_per_epoch = steps_per_epoch_;
+  job.global_batch = update_batch();
+  job.one_stored_state = exchange_strategy(config_.distributed.strategy).decl.one_stored_state;
   const Dims input_dims = {shape.c, shape.h, shape.w};
   const auto fits = [&](const ModelSize& size) {
     MemoryNeed need;
     need.model_bytes = model_bytes(size, optimizer_slots(), dtype_size(backend_->act_type()));
     need.data_bytes = data_bytes(max_batch, async);
+    if (purpose == Purpose::kTrain) {
+      need.checkpoint_bytes = TrainingCheckpoints::reserved_bytes(job, size.params, size.state,
+                                                                  saved_optimizer_slots());
+    }
     check_memory_fits(config_.source_file, need, std::string(backend_->name()) == "cpu",
                       available_memory(), local_ranks_);
     const int64_t device_free = backend_->device_free_bytes();
@@ -268,14 +278,7 @@ void Trainer::prepare(Purpose purpose) {
     }
   }
 
-  // 4. Checkpoints: what to resume from.
-  JobShape job;
-  job.rank = rank_;
-  job.world_size = world_size_;
-  job.steps_per_epoch = steps_per_epoch_;
-  job.global_batch = update_batch();
-  job.one_stored_state = exchange_strategy(config_.distributed.strategy).decl.one_stored_state;
-  // A fixed scaler has nothing to keep.
+  // 4. Checkpoints: what to resume from. A fixed scaler has nothing to keep.
   checkpoints_ = std::make_unique<TrainingCheckpoints>(
       config_, *model_, *optimizer_, scaler_ && !scaler_->fixed() ? scaler_.get() : nullptr, job);
   if (config_.distributed.balance == "auto") {
@@ -292,11 +295,14 @@ void Trainer::prepare(Purpose purpose) {
   choose_step_graphs();
 }
 
-int Trainer::optimizer_slots() const {
+int Trainer::saved_optimizer_slots() const {
   const bool adam = config_.optimizer.name != "sgd";
-  const int state = adam ? 2 : (config_.optimizer.momentum > 0 ? 1 : 0);
+  return adam ? 2 : (config_.optimizer.momentum > 0 ? 1 : 0);
+}
+
+int Trainer::optimizer_slots() const {
   // One more for the exchange's buffers, one for accumulated gradients.
-  return state + 1 + (plan_.accumulate > 1 ? 1 : 0);
+  return saved_optimizer_slots() + 1 + (plan_.accumulate > 1 ? 1 : 0);
 }
 
 double Trainer::data_bytes(int64_t max_batch, bool async) const {
@@ -485,10 +491,10 @@ bool Trainer::already_complete() {
 }
 
 bool Trainer::params_finite() {
-  std::vector<float> host(model_->param_count());
-  model_->get_params(host.data());
-  double bad =
-      std::all_of(host.begin(), host.end(), [](float v) { return std::isfinite(v); }) ? 0.0 : 1.0;
+  double bad = 0.0;
+  model_->visit_params([&](const float* p, size_t n) {
+    if (!std::all_of(p, p + n, [](float v) { return std::isfinite(v); })) bad = 1.0;
+  });
   if (world_size_ > 1) {
     WatchdogScope w(*watchdog_, "parameter check at the epoch's end", global_step_);
     comm_->allreduce_max(&bad, 1);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/usage_error.hpp"
+#include "train/checkpointing.hpp"
 #include "train/memory_check.hpp"
 
 namespace hpctrain {
@@ -41,6 +42,35 @@ TEST(MemoryCheck, RefusesWhatTheNodeCannotHoldAndSaysWhy) {
         check_memory_fits("a.yaml", need, true, {64 * gib, gib}, 2);
       },
       {"this process may map only 1.0 GiB more (ulimit -v)"});
+  // The host copy checkpoints are written from counts on a GPU too.
+  need.checkpoint_bytes = 1.0 * (1 << 30);
+  check_memory_fits("a.yaml", need, false, {4 * gib, -1}, 2);  // 2 GiB of 2
+  test::expect_usage_error(
+      [&] {
+        check_memory_fits("a.yaml", need, false, {3 * gib, -1}, 2);
+      },
+      {"a.yaml: this run needs at least 2.0 GiB of memory per rank (data 1.0 GiB, "
+       "checkpoints 1.0 GiB)"});
+}
+
+// Rank 0's copy of what a checkpoint stores (parameters and the optimizer's per-parameter
+// arrays; each rank's under `average`, with the gather buffers), model state included; a
+// strategy average's other ranks send from a buffer of the parameters' size.
+TEST(MemoryCheck, CheckpointsReserveTheirHostCopyOnRankZero) {
+  JobShape job;
+  job.world_size = 3;
+  // 1000 parameters, 10 state values, Adam's two moments.
+  EXPECT_DOUBLE_EQ(TrainingCheckpoints::reserved_bytes(job, 1000, 10, 2), 4.0 * 3000 + 40);
+  job.one_stored_state = false;
+  EXPECT_DOUBLE_EQ(TrainingCheckpoints::reserved_bytes(job, 1000, 10, 2),
+                   4.0 * 1000 * (3 * 3 + 3 + 1) + 40);
+  job.rank = 2;
+  EXPECT_DOUBLE_EQ(TrainingCheckpoints::reserved_bytes(job, 1000, 10, 2), 4000.0);
+  job.one_stored_state = true;
+  EXPECT_DOUBLE_EQ(TrainingCheckpoints::reserved_bytes(job, 1000, 10, 2), 0.0);
+  job = JobShape{};  // one rank: one copy, whatever the strategy
+  job.one_stored_state = false;
+  EXPECT_DOUBLE_EQ(TrainingCheckpoints::reserved_bytes(job, 1000, 0, 1), 8000.0);
 }
 
 // A memory cgroup's limit (a Slurm job's --mem) counts, at the process's cgroup or above
