@@ -110,6 +110,23 @@ void write_file_atomic(const std::string& path, const std::string& content) {
   }
 }
 
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  const std::string prefix = p.filename().string() + ".tmp.";
+  const std::string own = prefix + std::to_string(::getpid());
+  std::error_code ec;
+  fs::directory_iterator it(p.parent_path().empty() ? fs::path(".") : p.parent_path(), ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.rfind(prefix, 0) != 0 || name == own ||
+        name.find_first_not_of("0123456789", prefix.size()) != std::string::npos) {
+      continue;
+    }
+    remove_temporary(it->path().string());
+  }
+}
+
 void remove_files(const std::vector<std::string>& paths) {
   for (const std::string& path : paths) {
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {

@@ -42,6 +42,11 @@ void write_file_atomic(const std::string& path, const std::string& content);
 // nothing if it does not exist. Throws Error if it cannot.
 void remove_temporary(const std::string& path);
 
+// Removes what a writer killed during write_file_atomic(path) left: every PATH.tmp.<pid>
+// but this process's own (a link itself, never what it points to). Call it only where no
+// other process writes `path` (a run's lock held). Throws Error if one cannot be removed.
+void remove_stale_temporaries(const std::string& path);
+
 // Removes the files at `paths` that exist (a link itself, never what it points to), before
 // a set of files that belong together is renamed over them: the set is then never half
 // new and half old. Throws Error naming one it cannot remove.

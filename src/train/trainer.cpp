@@ -568,7 +568,10 @@ int Trainer::evaluate_checkpoint() {
   if (val_loader_) report("val", *val_loader_);
   if (test_loader_) report("test", *test_loader_);
   json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
-  if (rank_ == 0) write_file_atomic(config_.run.dir + "/eval.json", json);
+  if (rank_ == 0) {
+    remove_stale_temporaries(config_.run.dir + "/eval.json");  // of a killed eval
+    write_file_atomic(config_.run.dir + "/eval.json", json);
+  }
   return kExitOk;
 }
 

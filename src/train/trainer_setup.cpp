@@ -269,6 +269,11 @@ void Trainer::prepare(Purpose purpose) {
     make(config_.run.dir, "run.dir");
     if (purpose == Purpose::kTrain) {
       run_lock_ = std::make_unique<RunLock>(config_.run.dir, "run.dir", config_.source_file);
+      // What a run killed while it committed one of these files left (they are written
+      // only by the holder of the lock).
+      for (const char* name : {"config.yaml", "metrics.csv", "summary.json", "STOPPED"}) {
+        remove_stale_temporaries(config_.run.dir + "/" + name);
+      }
       const std::string& dir = config_.checkpoint.dir;
       make(dir, "checkpoint.dir");
       std::error_code ec;

@@ -267,7 +267,8 @@ def case_fsync_failures():
     On the file: exit 1 with one line naming the checkpoint and the error, and neither the
     checkpoint nor its temporary file is left. On the directory after the rename: the
     complete checkpoint stays, recorded as the run's, so that --resume auto continues from
-    it and retention deletes it in its time."""
+    it and retention deletes it in its time. The resume also removes the temporaries that
+    writers killed while committing the run's own files (NAME.tmp.PID) left."""
     name = "fsync_failures"
     fresh(name)
     ckpt = os.path.join(os.path.abspath(run_dir(name)), "checkpoints")
@@ -295,8 +296,16 @@ def case_fsync_failures():
     check(recorded == [os.path.basename(step20)], f"the manifest lists {recorded}")
     no_temporaries(run_dir(name))
 
+    # What writers killed while committing the run's files left: the resume removes them.
+    stale = [os.path.join(run_dir(name), f) for f in
+             ("metrics.csv.tmp.4000001", "summary.json.tmp.4000002", "STOPPED.tmp.4000003")]
+    for path in stale:
+        with open(path, "w") as f:
+            f.write("half")
     rc, out, _ = train(name, 2, sets, resume="auto")
     check(rc == 0, f"resume after the failed directory fsync: exit {rc}")
+    check(not any(os.path.exists(p) for p in stale), "stale temporaries of the run's files "
+          f"left: {[p for p in stale if os.path.exists(p)]}")
     check("resuming at step 20" in out or "(step 20," in out, "the resume did not start at "
           "step 20")
     check(not os.path.exists(step20), "retention (keep 1) did not delete the recorded "

@@ -1,6 +1,7 @@
 // Core utilities: SHA-256 against FIPS 180-4 vectors, the portable Rng, atomic writes.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -181,6 +182,28 @@ TEST(Files, MakeDirectoriesCreatesEveryMissingLevelOrSaysWhy) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A writer killed between creating PATH.tmp.<pid> and renaming it leaves that file; the
+// next holder of the run's lock removes every such one but its own, and nothing else.
+TEST(Files, StaleTemporariesOfOneFileAreRemoved) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "/ht_files_stale";
+  fs::remove_all(dir);
+  make_directories(dir + "/elsewhere");
+  const std::string own = "summary.json.tmp." + std::to_string(::getpid());
+  for (const std::string& name :
+       std::vector<std::string>{"summary.json", "summary.json.tmp.123", own, "summary.json.tmp.",
+                                "summary.json.tmp.12x", "metrics.csv.tmp.5", "elsewhere/kept"}) {
+    std::ofstream(dir + "/" + name) << "x";
+  }
+  fs::create_symlink(dir + "/elsewhere/kept", dir + "/summary.json.tmp.77");
+  remove_stale_temporaries(dir + "/summary.json");
+  std::set<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.insert(e.path().filename());
+  EXPECT_EQ(left, (std::set<std::string>{"elsewhere", "metrics.csv.tmp.5", "summary.json",
+                                         "summary.json.tmp.", own, "summary.json.tmp.12x"}));
+  EXPECT_TRUE(fs::exists(dir + "/elsewhere/kept")) << "a link's target was removed";
 }
 
 TEST(Files, FailedCommitLeavesNoTemporaryFile) {
