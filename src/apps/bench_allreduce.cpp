@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <optional>
@@ -103,7 +104,13 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
     if (prints_for_all_ranks()) std::cout << kBenchUsage;
     return kExitOk;
   }
+  static const char* const kOptions[] = {"--min-bytes", "--max-bytes",   "--iters",
+                                         "--reps",      "--chunk-bytes", "--out",
+                                         "--device",    "--algorithms"};
   for (size_t i = 1; i < args.size(); ++i) {
+    if (std::find(std::begin(kOptions), std::end(kOptions), args[i]) == std::end(kOptions)) {
+      throw UsageError("bench allreduce: unknown option '" + args[i] + "'");
+    }
     if (i + 1 >= args.size()) throw UsageError("bench allreduce: " + args[i] + " needs a value");
     const std::string& v = args[i + 1];
     if (args[i] == "--min-bytes")
@@ -120,10 +127,8 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
       out_path = v;
     else if (args[i] == "--device")
       device = v;
-    else if (args[i] == "--algorithms")
-      wanted = split_algorithms(v);
     else
-      throw UsageError("bench allreduce: unknown option '" + args[i] + "'");
+      wanted = split_algorithms(v);
     ++i;
   }
 

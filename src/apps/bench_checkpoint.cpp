@@ -19,6 +19,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <iterator>
 #include <new>
 #include <optional>
 #include <sstream>
@@ -41,8 +42,8 @@ constexpr const char* kUsage =
     "usage: hpctrain bench checkpoint [--bytes N] [--reps N] [--dir DIR] [--step-ms T]\n"
     "                                 [--out FILE.json]\n"
     "\n"
-    "Writes checkpoints of N bytes (default 268435456: parameters and momentum, half\n"
-    "each) on the file system of DIR (default .) and compares them with a plain\n"
+    "Writes checkpoints of N bytes (default 268435456, a multiple of 8: parameters and\n"
+    "momentum, half each) on the file system of DIR (default .) and compares them with a plain\n"
     "sequential write of the same bytes; also measures how long the training thread is\n"
     "blocked per asynchronous checkpoint when a training step of T ms (default 100)\n"
     "follows it (the snapshot copy overlaps the step). The files go to a new folder\n"
@@ -94,12 +95,22 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     if (prints_for_all_ranks()) std::cout << kUsage;
     return kExitOk;
   }
+  static const char* const kOptions[] = {"--bytes", "--reps", "--dir", "--step-ms", "--out"};
   for (size_t i = 0; i < args.size(); ++i) {
+    if (std::find(std::begin(kOptions), std::end(kOptions), args[i]) == std::end(kOptions)) {
+      throw UsageError("bench checkpoint: unknown option '" + args[i] + "'");
+    }
     if (i + 1 >= args.size()) throw UsageError("bench checkpoint: " + args[i] + " needs a value");
     const std::string& key = args[i];
     const std::string& v = args[++i];
     if (key == "--bytes") {
       bytes = whole_number(key, v, 8);
+      if (bytes % 8 != 0) {
+        throw UsageError(
+            "bench checkpoint: --bytes: expected a multiple of 8 (two arrays of "
+            "float32 values), got " +
+            v);
+      }
     } else if (key == "--reps") {
       reps = whole_number(key, v, 1);
     } else if (key == "--dir") {
@@ -111,10 +122,8 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
                          v + "'");
       }
       step_ms = *ms;
-    } else if (key == "--out") {
-      out_path = v;
     } else {
-      throw UsageError("bench checkpoint: unknown option '" + key + "'");
+      out_path = v;
     }
   }
   std::error_code ec;
@@ -210,7 +219,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
       }
       return s + "]";
     };
-    o << "{\n  \"benchmark\": \"checkpoint\",\n  \"bytes\": " << total << ",\n  \"reps\": " << reps
+    o << "{\n  \"benchmark\": \"checkpoint\",\n  \"bytes\": " << bytes << ",\n  \"reps\": " << reps
       << ",\n  \"plain_write_s\": " << list(plain_s)
       << ",\n  \"checkpoint_write_s\": " << list(ckpt_s)
       << ",\n  \"async_blocked_s\": " << list(blocked_s)

@@ -91,6 +91,7 @@ Options parse(const std::vector<std::string>& args) {
   if (o.target.target.empty()) {
     throw UsageError("export: expected a run directory, a checkpoint or a config (see --help)");
   }
+  if (o.format.empty()) throw UsageError("export: --format F is required (see --help)");
   if (o.format != "hdf5-layers" && o.format != "pytorch" && o.format != "onnx") {
     throw UsageError("export: --format: expected hdf5-layers, pytorch or onnx, got '" + o.format +
                      "'");

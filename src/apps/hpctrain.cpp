@@ -383,7 +383,7 @@ constexpr const char* kConfigUsage =
 
 int cmd_config(const std::vector<std::string>& args) {
   if (args.empty() || is_help(args)) {
-    if (prints_for_all_ranks()) std::cout << kConfigUsage;
+    if (prints_for_all_ranks()) (args.empty() ? std::cerr : std::cout) << kConfigUsage;
     return args.empty() ? kExitUsage : kExitOk;
   }
   if (args.size() == 1 && args[0] == "--list") {
@@ -434,7 +434,7 @@ int dispatch(int* argc, char*** argv) {
     return kExitOk;
   }
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
-    std::cout << kUsage;
+    (args.empty() ? std::cerr : std::cout) << kUsage;  // a usage error goes to stderr
     return args.empty() ? kExitUsage : kExitOk;
   }
   const std::string command = args[0];

@@ -291,6 +291,21 @@ def case_cli():
     with open(out) as f:
         doc = json.load(f, parse_constant=lambda x: fail(f"{out} holds {x}"))
     check(all(t > 0 for t in doc["async_write_s"]), f"async writes timed {doc['async_write_s']}")
+    check(doc["bytes"] == 4096 and isinstance(doc["bytes"], int), f"bytes: {doc['bytes']!r}")
+    # A usage error's usage goes to stderr; an unknown option is called unknown (bench said
+    # "needs a value"); a missing --format is called missing.
+    for args, needle in ((["config"], "usage: hpctrain config"), ([], "usage: hpctrain <command>")):
+        c = subprocess.run([hpctrain()] + args, capture_output=True, text=True, timeout=30)
+        check(c.returncode == 2 and c.stdout == "" and needle in c.stderr,
+              f"{args}: exit {c.returncode}, stdout {c.stdout[:80]!r}")
+    for args, needle in ((["bench", "checkpoint", "--bogus"], "unknown option '--bogus'"),
+                         (["bench", "allreduce", "--bogus"], "unknown option '--bogus'"),
+                         (["bench", "checkpoint", "--bytes", "9"], "expected a multiple of 8"),
+                         (["export", "configs/fashion_mnist_mlp.yaml", "--out", "x.h5"],
+                          "export: --format F is required")):
+        c = subprocess.run([hpctrain()] + args, capture_output=True, text=True, timeout=30)
+        check(c.returncode == 2, f"{args}: exit {c.returncode}")
+        one_error_line(c.stderr, needle)
     # Outputs and --dir are checked before the benchmark: exit 2, nothing made.
     missing = os.path.join(run_dir("cli"), "missing", "deeper")
     for cmd, words in (
