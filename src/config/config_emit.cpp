@@ -1,6 +1,7 @@
 // config_to_yaml and the enum names: the resolved config written back as YAML through the
-// schema (config_schema.hpp), every key that applies, in declaration order. Numbers are
-// written in their shortest exact form, so that the text loads back to an equal Config.
+// schema (config_schema.hpp), every key but those of the optimizers not chosen, in
+// declaration order. Numbers are written in their shortest exact form, so that the text
+// loads back to an equal Config.
 #include <yaml-cpp/yaml.h>
 
 #include <optional>

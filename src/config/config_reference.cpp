@@ -179,8 +179,9 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "then not checked; a key given twice in one mapping of the file is an error with or\n"
       "without `--set`. Paths are used as written: `~` is not expanded, so a path starting\n"
       "with it is an error. The run directory's `config.yaml` holds the resolved config: every\n"
-      "key that applies, defaults included. A file is one YAML document (a second `---` is an\n"
-      "error); where YAML aliases share a value, `--set` changes the key it names only.\n";
+      "key, defaults included, but those of the optimizers not chosen. A file is one YAML\n"
+      "document (a second `---` is an error); where YAML aliases share a value, `--set`\n"
+      "changes the key it names only.\n";
   for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;
     out += "\n## " + t.title + "\n\n" + sentence(t.help) + ".\n\n" + markdown_table(t.rows);

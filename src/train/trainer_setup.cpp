@@ -487,9 +487,12 @@ bool Trainer::already_complete() {
     std::error_code ec;
     std::filesystem::remove(stopped_marker(), ec);
   }
+  const int64_t epoch = global_step_ / steps_per_epoch_;
   log_info("the run is already complete: its final checkpoint is at epoch " +
-           std::to_string(global_step_ / steps_per_epoch_) + " of " +
-           std::to_string(config_.train.epochs) + " (results in " + summary_path +
+           std::to_string(epoch) +
+           (epoch > config_.train.epochs ? ", past train.epochs (" : " of ") +
+           std::to_string(config_.train.epochs) + (epoch > config_.train.epochs ? ")" : "") +
+           " (results in " + summary_path +
            "); nothing to train. Raise train.epochs to train further, or give another run.dir "
            "to train again");
   return true;

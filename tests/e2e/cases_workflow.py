@@ -142,6 +142,11 @@ def case_rerun_finished_and_stopped():
     with open(os.path.join(run_dir(name), "metrics.csv")) as f:
         check(f.read() == metrics_before, "the re-run changed metrics.csv")
     check(summary(name) == s, "the re-run changed summary.json")
+    # train.epochs lowered since: complete too, said so (it read "at epoch 3 of 2").
+    rc, out, _ = train(name, 2, sets + ["train.epochs=2"])
+    check(rc == 0 and "final checkpoint is at epoch 3, past train.epochs (2)" in out,
+          f"re-run with fewer epochs: exit {rc}")
+    check(summary(name) == s, "the re-run with fewer epochs changed summary.json")
     # Killed in its test phase (the final checkpoint written, no summary.json): the rerun
     # runs the test phase alone, and says so (it said "resuming at step 0 of epoch 4").
     os.remove(os.path.join(run_dir(name), "summary.json"))
