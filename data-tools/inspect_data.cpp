@@ -3,6 +3,7 @@
 #include "data-tools/inspect_data.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -20,6 +21,7 @@ namespace {
 
 constexpr int64_t kPixelSamples = 16;     // samples whose min/max are shown
 constexpr int64_t kLabelBlock = 1 << 20;  // labels read per HDF5 call
+constexpr int64_t kValueBlock = 1 << 22;  // sample values read per HDF5 call (at least a sample)
 constexpr hssize_t kMaxShownValues = 8;   // array attributes are abbreviated after this
 constexpr size_t kMaxShownChars = 400;    // long string attributes are cut here
 
@@ -112,20 +114,20 @@ std::vector<int64_t> label_histogram(hid_t file, const DatasetShape& shape, int6
   return counts;
 }
 
-// Min and max pixel value over the first `samples` samples, as floats.
-std::pair<float, float> pixel_range(const std::string& path, hid_t file, const DatasetShape& shape,
-                                    int64_t samples) {
-  const hsize_t offset[4] = {0, 0, 0, 0};
-  const hsize_t dims[4] = {static_cast<hsize_t>(samples), static_cast<hsize_t>(shape.c),
+// Samples [start, start + count) as floats: the stored type read raw (as the loader reads
+// it) and widened, which keeps NaN and infinity.
+void read_values(hid_t file, const DatasetShape& shape, int64_t start, int64_t count,
+                 std::vector<float>& values) {
+  const hsize_t offset[4] = {static_cast<hsize_t>(start), 0, 0, 0};
+  const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape.c),
                            static_cast<hsize_t>(shape.h), static_cast<hsize_t>(shape.w)};
   H5Handle images(HT_CHECK_H5(H5Dopen2(file, "images", H5P_DEFAULT)), H5Dclose);
   H5Handle file_space(HT_CHECK_H5(H5Dget_space(images.get())), H5Sclose);
   HT_CHECK_H5(
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
   H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-  const size_t elems = static_cast<size_t>(samples * shape.sample_elems());
-  std::vector<float> values(elems);
-  // Read the raw stored type (as the loader does), then widen to float for the range.
+  const size_t elems = static_cast<size_t>(count * shape.sample_elems());
+  values.resize(elems);
   if (shape.type == SampleType::kU8) {
     std::vector<uint8_t> raw(elems);
     HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
@@ -141,15 +143,47 @@ std::pair<float, float> pixel_range(const std::string& path, hid_t file, const D
     HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(),
                         H5P_DEFAULT, values.data()));
   }
-  // Widening keeps NaN and infinity: the loader's check on the float values.
-  const auto [sample, what] =
-      first_nonfinite(values.data(), SampleType::kF32, samples, shape.sample_elems());
-  if (sample >= 0) {  // as the loader refuses it
-    throw UsageError(path + ": images: sample " + std::to_string(sample) +
-                     " holds a value that is not finite (" + what + ")");
+}
+
+// Min and max of the finite values of the first `samples` samples.
+std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64_t samples) {
+  std::vector<float> values;
+  read_values(file, shape, 0, samples, values);
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (float v : values) {
+    if (std::isfinite(v)) {
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
   }
-  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
-  return {*lo, *hi};
+  return {lo, hi};
+}
+
+// The samples of a float16/float32 file that hold a value that is not finite, which
+// training refuses when it reads them: their count, and the first one's row and value.
+struct NonFinite {
+  int64_t samples = 0, first_row = -1;
+  const char* first = "";
+};
+NonFinite nonfinite_samples(hid_t file, const DatasetShape& shape) {
+  NonFinite found;
+  if (shape.type == SampleType::kU8) return found;
+  const int64_t block = std::max<int64_t>(1, kValueBlock / shape.sample_elems());
+  std::vector<float> values;
+  for (int64_t start = 0; start < shape.n; start += block) {
+    const int64_t count = std::min(block, shape.n - start);
+    read_values(file, shape, start, count, values);
+    for (int64_t i = 0; i < count; ++i) {
+      const auto [bad, what] = first_nonfinite(values.data() + i * shape.sample_elems(),
+                                               SampleType::kF32, 1, shape.sample_elems());
+      if (bad < 0) continue;
+      if (found.samples++ == 0) {
+        found.first_row = start + i;
+        found.first = what;
+      }
+    }
+  }
+  return found;
 }
 
 // The class histogram's rows: id, name where the file has them, count and share.
@@ -286,9 +320,19 @@ void describe_images(const std::string& path, const DatasetShape& shape, std::os
 
   // 3. Value range: catches a float file that was never normalised, or an all-zero one.
   const int64_t samples = std::min(shape.n, kPixelSamples);
-  const auto [lo, hi] = pixel_range(path, file.get(), shape, samples);
-  out << "pixel range (first " << samples << " samples): min " << format_double(lo) << ", max "
-      << format_double(hi) << "\n";
+  const auto [lo, hi] = pixel_range(file.get(), shape, samples);
+  out << "pixel range (first " << samples << " samples, finite values): ";
+  if (lo <= hi) {
+    out << "min " << format_double(lo) << ", max " << format_double(hi) << "\n";
+  } else {
+    out << "none finite\n";
+  }
+  // 4. Every sample's values (reported, not thrown: inspect is how one finds such a file).
+  const NonFinite bad = nonfinite_samples(file.get(), shape);
+  if (bad.samples > 0) {
+    out << "samples holding a value that is not finite (training refuses them): " << bad.samples
+        << ", the first at row " << bad.first_row << " (" << bad.first << ")\n";
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -393,6 +394,33 @@ TEST(DataInspect, Float16RangeIsConverted) {
   inspect_data_file(path, out);
   EXPECT_NE(out.str().find("float16"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("min -1.5, max 3.5"), std::string::npos) << out.str();
+}
+
+// Every sample of a float file is checked, not only the first 16 whose range is shown:
+// training refuses a sample holding NaN or infinity when it reads it, so inspect reports how
+// many there are and the first (a report, exit 0, as for labels out of range); the range is
+// that of the finite values.
+TEST(DataInspect, ChecksEverySampleForValuesThatAreNotFinite) {
+  const std::string path = temp_path("inspect_nan.h5");
+  DatasetWriterOptions o = small_options();
+  o.type = SampleType::kF32;
+  const int n = 40;
+  std::vector<float> images(static_cast<size_t>(n) * 6, 0.5f);
+  images[0] = -2.0f;
+  images[6 * 3 + 1] = std::numeric_limits<float>::quiet_NaN();
+  images[6 * 25 + 4] = std::numeric_limits<float>::infinity();
+  images[6 * 39] = -std::numeric_limits<float>::infinity();
+  const std::vector<int32_t> labels(n, 1);
+  {
+    DatasetWriter w(path, o);
+    w.append(n, images.data(), labels.data());
+  }
+  std::ostringstream out;
+  inspect_data_file(path, out);
+  EXPECT_NE(out.str().find("finite values): min -2, max 0.5"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("not finite (training refuses them): 3, the first at row 3 (nan)"),
+            std::string::npos)
+      << out.str();
 }
 
 }  // namespace

@@ -32,17 +32,22 @@ def case_nan_pixel():
     rc, _, err = train("nan_pixel", 2, [f"data.train={path}", "data.val=", "data.test="])
     check(rc == 2, f"NaN pixel: exit {rc}, expected 2")
     one_error_line(err, path, "non-finite value (nan) at row 217")
-    # inspect too: a NaN among the samples it reads, and chunks HDF5 cannot decode here.
+    # inspect checks every sample and reports those training refuses (exit 0); chunks HDF5
+    # cannot decode here are exit 2.
     with h5py.File(path, "r+") as f:
         f["images"][5, 0, 1, 1] = float("nan")
+    for tool in ("hpctrain", "hpctrain-data"):
+        p = subprocess.run([os.path.join(ARGS.build, tool), "inspect", path],
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0 and "not finite (training refuses them): 2, the first at row 5 "
+              "(nan)" in p.stdout, f"{tool} inspect {path}: exit {p.returncode}, {p.stdout}")
     lzf = os.path.join(run_dir("nan_pixel"), "lzf.h5")
     with h5py.File(f"{ARGS.data}/val.h5", "r") as src, h5py.File(lzf, "w") as f:
         f.create_dataset("images", data=src["images"][:64], chunks=(16, 1, 28, 28),
                          compression="lzf")
         f["labels"] = src["labels"][:64]
         f.attrs["num_classes"] = 10
-    for file, words in ((path, "sample 5 holds a value that is not finite"),
-                        (lzf, "damaged or unsupported HDF5 data")):
+    for file, words in ((lzf, "damaged or unsupported HDF5 data"),):
         for tool in ("hpctrain", "hpctrain-data"):
             p = subprocess.run([os.path.join(ARGS.build, tool), "inspect", file],
                                capture_output=True, text=True, timeout=60)
