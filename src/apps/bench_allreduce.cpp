@@ -22,6 +22,7 @@
 
 #include "apps/bench_checkpoint.hpp"
 #include "backend/cuda_backend.hpp"
+#include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
 #include "comm/device_group.hpp"
 #include "comm/mpi_env.hpp"
@@ -155,19 +156,19 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
   Communicator comm(MPI_COMM_WORLD, static_cast<size_t>(chunk_bytes));
   const int n = comm.size();
   std::vector<float> buffer;
-  try {
-    buffer.resize(static_cast<size_t>(max_bytes / 4));
-  } catch (const std::bad_alloc&) {  // the same on every rank: each exits 2
-    throw UsageError("bench allreduce: --max-bytes: cannot allocate " + std::to_string(max_bytes) +
-                     " bytes here");
-  }
-  std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::kRing,
-                                                AllreduceAlgorithm::kMpi};
   // --device cuda: the message on the GPU, `buffer` (pinned) the staging area.
   std::unique_ptr<Backend> gpu;
   DeviceArray<float> message;
   std::unique_ptr<float, std::function<void(float*)>> pinned;
-  if (device == "cuda") {
+  // Set-up failures are agreed on: the lowest failing rank prints its line, all exit alike.
+  int code = run_and_agree(MPI_COMM_WORLD, [&] {
+    try {
+      buffer.resize(static_cast<size_t>(max_bytes / 4));
+    } catch (const std::bad_alloc&) {
+      throw UsageError("bench allreduce: --max-bytes: cannot allocate " +
+                       std::to_string(max_bytes) + " bytes here");
+    }
+    if (device != "cuda") return;
     const int visible = cuda_device_count();
     CudaBackendOptions o;
     o.device = visible > 0 ? env.local_rank() % visible : 0;
@@ -175,6 +176,11 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
     message = DeviceArray<float>(*gpu, buffer.size());
     gpu->pin_host(buffer.data(), buffer.size() * sizeof(float));
     pinned = {buffer.data(), [&gpu](float* p) { gpu->unpin_host(p); }};
+  });
+  if (code != 0) return code;
+  std::vector<AllreduceAlgorithm> algorithms = {AllreduceAlgorithm::kRing,
+                                                AllreduceAlgorithm::kMpi};
+  if (gpu) {
     if (gpu->has_device_collectives() && !ranks_share_a_device(comm, gpu->device_id())) {
       join_device_collectives(comm, *gpu);
       algorithms.push_back(AllreduceAlgorithm::kNccl);
@@ -192,7 +198,8 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
       gpu->copy_to_device(message.data(), buffer.data(), count * sizeof(float));
     }
   };
-  if (!wanted.empty()) {
+  code = run_and_agree(MPI_COMM_WORLD, [&] {
+    if (wanted.empty()) return;
     std::erase_if(algorithms, [&](AllreduceAlgorithm a) {
       return std::find(wanted.begin(), wanted.end(), to_string(a)) == wanted.end();
     });
@@ -201,7 +208,8 @@ int cmd_bench(int* argc, char*** argv, const std::vector<std::string>& args) {
           "bench allreduce: --algorithms: none of them applies here (nccl needs "
           "--device cuda, NCCL and a GPU per rank)");
     }
-  }
+  });
+  if (code != 0) return code;
   std::vector<Point> points;
   log_info("# all-reduce, " + std::to_string(n) + " ranks, messages in " + device +
            " memory; times are medians of " + std::to_string(reps) + " repetitions");

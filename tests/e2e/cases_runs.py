@@ -306,6 +306,12 @@ def case_cli():
         c = subprocess.run([hpctrain()] + args, capture_output=True, text=True, timeout=30)
         check(c.returncode == 2, f"{args}: exit {c.returncode}")
         one_error_line(c.stderr, needle)
+    # A set-up error of bench allreduce, the same on every rank: one line (it was one per rank).
+    c = subprocess.run(["mpiexec", "-n", "2", hpctrain(), "bench", "allreduce", "--algorithms",
+                        "nccl", "--max-bytes", "8192"], capture_output=True, text=True,
+                       timeout=60)
+    check(c.returncode == 2, f"bench allreduce --algorithms nccl on CPU: exit {c.returncode}")
+    one_error_line(c.stderr, "--algorithms: none of them applies here")
     # Outputs and --dir are checked before the benchmark: exit 2, nothing made.
     missing = os.path.join(run_dir("cli"), "missing", "deeper")
     for cmd, words in (
