@@ -499,6 +499,11 @@ int Trainer::run() {
   summary.threads_per_rank = threads_;
   summary.global_batch = update_batch();
   summary.rank_batches = plan_.batch;
+  if (async_layout_) {  // a parameter server trains no batch
+    for (int s = 0; s < async_layout_->servers; ++s) {
+      summary.rank_batches[static_cast<size_t>(async_layout_->server_rank(s))] = 0;
+    }
+  }
   summary.param_count = static_cast<int64_t>(model_->param_count());
   summary.samples_per_second = total_train > 0 ? total_samples / total_train : 0;
   summary.time_train_s = total_train;

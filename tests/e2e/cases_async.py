@@ -179,6 +179,8 @@ def case_async_two_servers():
     a = s["async"]
     check(a["workers"] == 2 and a["servers"] == 2, f"layout {a['workers']}+{a['servers']}")
     check([r["rank"] for r in a["server_reports"]] == [2, 3], "server ranks are not 2, 3")
+    check(s["rank_batches"][2:] == [0, 0] and min(s["rank_batches"][:2]) > 0,
+          f"rank_batches {s['rank_batches']}: the servers train no batch")
     check(all(r["pushes_per_second"] > 0 and r["pulls_per_second"] > 0
               for r in a["server_reports"]), f"a server did no work: {a['server_reports']}")
     check(a["bytes_per_sample"] > 0 and a["allreduce_bytes_per_sample"] > 0, "no byte counts")
