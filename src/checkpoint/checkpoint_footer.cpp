@@ -110,13 +110,17 @@ Footer verify_checksum_footer(const std::string& path) {
   unsigned char footer[kFooterBytes];
   if (!read_footer(f.fd, path, size, footer)) return Footer::kAbsent;
   const std::string corrupt = path + ": the whole-file checksum does not match (corrupt): ";
-  if (get_le(footer + 20, 4) != crc32c(footer, 20)) throw UsageError(corrupt + "its footer");
+  if (get_le(footer + 20, 4) != crc32c(footer, 20)) {
+    throw UsageError(corrupt + "its footer is damaged");
+  }
   if (get_le(footer + 8, 8) != size - kFooterBytes) {
-    throw UsageError(corrupt + "its length (truncated, or bytes added)");
+    throw UsageError(corrupt + "its length differs (truncated, or bytes added)");
   }
   uint32_t crc = 0;
   if (!crc_of_prefix(f.fd, path, size - kFooterBytes, crc) || crc != get_le(footer + 16, 4)) {
-    throw UsageError(corrupt + "its contents");
+    throw UsageError(corrupt +
+                     "its contents changed after it was written (a bit flipped, or "
+                     "bytes overwritten)");
   }
   return Footer::kValid;
 }
