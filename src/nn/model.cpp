@@ -306,6 +306,10 @@ std::string Model::architecture() const {
 }
 
 void Model::visit_params(const std::function<void(const float*, size_t)>& visit) const {
+  if (backend_.host_accessible()) {
+    visit(params_.data(), param_count_);
+    return;
+  }
   constexpr size_t kPiece = size_t{1} << 20;
   std::vector<float> piece(std::min(param_count_, kPiece));
   for (size_t offset = 0; offset < param_count_; offset += piece.size()) {

@@ -107,8 +107,8 @@ class Model {
 
   // SHA-256 of the float32 parameters in layer order, as lowercase hex.
   std::string params_sha256() const;
-  // Calls `visit` on the parameters in order, in host copies of at most 4 MiB: no second
-  // copy of a large model (the end of an epoch, of a run).
+  // Calls `visit` on the parameters in order: in place in host memory, else in host copies
+  // of at most 4 MiB (no second copy of a large model at the end of an epoch, of a run).
   void visit_params(const std::function<void(const float*, size_t)>& visit) const;
 
  private:

@@ -142,12 +142,16 @@ SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
 
 void AsyncSgd::broadcast_slices() {
   Backend& b = ctx_.backend;
-  std::vector<float> host;
   auto share = [&](float* data, ParamRange r, int root) {
-    host.resize(r.count);
-    if (rank_ == root) b.copy_to_host(host.data(), data + r.offset, r.count * sizeof(float));
-    ctx_.comm.broadcast(host.data(), r.count * sizeof(float), root);
-    if (rank_ != root) b.copy_to_device(data + r.offset, host.data(), r.count * sizeof(float));
+    const size_t bytes = r.count * sizeof(float);
+    if (b.host_accessible()) {  // in place
+      ctx_.comm.broadcast(data + r.offset, bytes, root);
+      return;
+    }
+    stage_.resize(std::max(stage_.size(), r.count));  // grows once
+    if (rank_ == root) b.copy_to_host(stage_.data(), data + r.offset, bytes);
+    ctx_.comm.broadcast(stage_.data(), bytes, root);
+    if (rank_ != root) b.copy_to_device(data + r.offset, stage_.data(), bytes);
   };
   const AsyncLayout& l = ctx_.layout;
   const std::vector<OptimizerSlot> slots = ctx_.optimizer.state();

@@ -139,6 +139,7 @@ class AsyncSgd {
   int64_t* counter_ = nullptr;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<Server> server_state_;
+  std::vector<float> stage_;  // broadcast_slices' host copy where the arrays are on a device
 };
 
 }  // namespace hpctrain
