@@ -25,6 +25,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -49,6 +50,10 @@ struct AsyncLayout {
 
   bool is_server(int rank) const { return rank >= workers; }
   int server_rank(int server) const { return workers + server; }
+  // Sets the servers' entries of a per-rank list to 0 (a server trains no batch).
+  void zero_servers(std::vector<int64_t>& per_rank) const {
+    std::fill(per_rank.begin() + workers, per_rank.end(), 0);
+  }
 };
 
 // Throws UsageError (naming distributed.parameter_servers in `config_file`) unless

@@ -369,9 +369,8 @@ int Trainer::run() {
     if (already_complete()) return kExitOk;
     if (meter_) plan_restored_batches();
     code = run_and_agree(comm_->get(), [&] {
-      if (rank_ == 0) {  // checked first: a refused start leaves the earlier run as it was
-        checkpoints_->check_directory();
-      }
+      // Checked first: a refused start leaves the earlier run as it was.
+      if (rank_ == 0) checkpoints_->check_directory();
       checkpoints_->reserve_memory();
       if (rank_ == 0) {
         std::error_code ec;  // an old STOPPED; an earlier, shorter run's summary
@@ -499,11 +498,7 @@ int Trainer::run() {
   summary.threads_per_rank = threads_;
   summary.global_batch = update_batch();
   summary.rank_batches = plan_.batch;
-  if (async_layout_) {  // a parameter server trains no batch
-    for (int s = 0; s < async_layout_->servers; ++s) {
-      summary.rank_batches[static_cast<size_t>(async_layout_->server_rank(s))] = 0;
-    }
-  }
+  if (async_layout_) async_layout_->zero_servers(summary.rank_batches);
   summary.param_count = static_cast<int64_t>(model_->param_count());
   summary.samples_per_second = total_train > 0 ? total_samples / total_train : 0;
   summary.time_train_s = total_train;
