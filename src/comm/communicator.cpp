@@ -44,7 +44,9 @@ Communicator::Communicator(MPI_Comm comm, size_t ring_chunk_bytes, size_t max_me
 Communicator::~Communicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  for (Persistent& p : persistent_) MPI_Request_free(&p.request);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
 void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm) {
@@ -61,16 +63,35 @@ void Communicator::allreduce_sum(float* data, size_t count, AllreduceAlgorithm a
   comm_time_.stop();
 }
 
-void Communicator::allreduce_sum(double* data, int count) {
+void Communicator::allreduce_doubles(double* data, int count, MPI_Op op) {
+#if MPI_VERSION >= 4
+  if (count > 0 && count <= kPersistentDoubles) {
+    auto it = std::find_if(persistent_.begin(), persistent_.end(),
+                           [&](const Persistent& p) { return p.count == count && p.op == op; });
+    if (it == persistent_.end()) {  // every rank makes it at the same call: a collective
+      Persistent p{count, op, MPI_REQUEST_NULL};
+      HT_CHECK_MPI(MPI_Allreduce_init(MPI_IN_PLACE, persistent_data_, count, MPI_DOUBLE, op, comm_,
+                                      MPI_INFO_NULL, &p.request));
+      it = persistent_.insert(persistent_.end(), p);
+    }
+    std::copy_n(data, count, persistent_data_);
+    HT_CHECK_MPI(MPI_Start(&it->request));
+    wait_yielding(it->request);
+    std::copy_n(persistent_data_, count, data);
+    return;
+  }
+#endif
   MPI_Request request;
-  HT_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_SUM, comm_, &request));
+  HT_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, op, comm_, &request));
   wait_yielding(request);
 }
 
+void Communicator::allreduce_sum(double* data, int count) {
+  allreduce_doubles(data, count, MPI_SUM);
+}
+
 void Communicator::allreduce_max(double* data, int count) {
-  MPI_Request request;
-  HT_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data, count, MPI_DOUBLE, MPI_MAX, comm_, &request));
-  wait_yielding(request);
+  allreduce_doubles(data, count, MPI_MAX);
 }
 
 void Communicator::reduce_sum(float* data, size_t count, int root) {

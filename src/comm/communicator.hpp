@@ -34,7 +34,12 @@ class Communicator {
 
   // In-place sum across ranks with the chosen algorithm (ring or mpi).
   void allreduce_sum(float* data, size_t count, AllreduceAlgorithm algorithm);
-  // Small reductions for metrics (MPI_Allreduce).
+  // Small reductions for metrics and each step's control message (non-blocking, waited
+  // for yielding the core). Up to kPersistentDoubles values go through a persistent
+  // request per count and operation (MPI-4 MPI_Allreduce_init), made at its first use:
+  // MPICH's MPI_Iallreduce allocates its schedule each call (7 blocks), a started
+  // persistent one nothing.
+  static constexpr int kPersistentDoubles = 4;
   void allreduce_sum(double* data, int count);
   void allreduce_max(double* data, int count);
   // At root: data = sum over ranks (in place); elsewhere data is unchanged.
@@ -60,6 +65,14 @@ class Communicator {
   size_t max_message_bytes_;
   RingAllreduce ring_;
   Stopwatch comm_time_;
+  struct Persistent {
+    int count = 0;
+    MPI_Op op = MPI_OP_NULL;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::vector<Persistent> persistent_;          // at most 2 x kPersistentDoubles
+  double persistent_data_[kPersistentDoubles];  // their buffer
+  void allreduce_doubles(double* data, int count, MPI_Op op);
 };
 
 }  // namespace hpctrain
