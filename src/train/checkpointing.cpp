@@ -408,15 +408,17 @@ void TrainingCheckpoints::reserve_memory() {
                                                       config_.checkpoint.keep, run_owner(config_));
     // The arrays save() fills, by name: resized (and zeroed, so touched) once.
     CheckpointState state;
-    const auto reserve = [&](const std::string& name, size_t count) {
-      if (!per_rank || count != n) {
+    const auto reserve = [&](const std::string& name, bool per_parameter, size_t count) {
+      if (!per_rank || !per_parameter) {
         state.arrays[name].resize(count);
         return;
       }
       for (int r = 0; r < world_size_; ++r) state.arrays[rank_array_name(r, name)].resize(n);
     };
-    reserve(kParamsArray, n);
-    for (const OptimizerSlot& slot : slots_) reserve(slot.name, slot.per_parameter ? n : slot.size);
+    reserve(kParamsArray, true, n);
+    for (const OptimizerSlot& slot : slots_) {
+      reserve(slot.name, slot.per_parameter, slot.per_parameter ? n : slot.size);
+    }
     if (model_.state_count() > 0) state.arrays[kStateArray].resize(model_.state_count());
     writer_->reserve(std::move(state));
   } catch (const std::bad_alloc&) {
