@@ -129,15 +129,10 @@ void AsyncCheckpointWriter::worker() {
     }
     try {
       if (finite) {
-        try {
-          write_checkpoint_file(path, state);
-        } catch (const DirectorySyncError&) {
-          // The file is complete under its name and the next --resume auto takes it:
-          // recorded as this run's, retention still deletes it in its time.
-          record_checkpoint(path, owner_);
-          throw;
-        }
-        record_checkpoint(path, owner_);
+        // Recorded as this run's before the rename: no checkpoint is ever committed that
+        // retention would not delete in its time (a failed record removes the temporary;
+        // a record whose file never came is dropped at the next prune).
+        write_checkpoint_file(path, state, [&] { record_checkpoint(path, owner_); });
         prune_checkpoints(dir_, keep_, owner_, state.step);
       } else {
         log_warn("checkpoint of step " + std::to_string(state.step) +

@@ -257,7 +257,8 @@ void write_hdf5(const std::string& temp, const CheckpointState& state) {
 
 }  // namespace
 
-void write_checkpoint_file(const std::string& path, const CheckpointState& state) {
+void write_checkpoint_file(const std::string& path, const CheckpointState& state,
+                           const std::function<void()>& before_commit) {
   h5_quiet();
   const std::string temp = path + ".tmp";
   // Created exclusively (O_EXCL: a symbolic link at the path is not followed, the create
@@ -266,6 +267,7 @@ void write_checkpoint_file(const std::string& path, const CheckpointState& state
   try {
     write_hdf5(temp, state);
     append_checksum_footer(temp);
+    if (before_commit) before_commit();
     commit_file(temp, path);
   } catch (const DirectorySyncError& e) {  // the file is in place under `path`
     throw DirectorySyncError(path + ": written, but syncing its directory failed: " + e.what());

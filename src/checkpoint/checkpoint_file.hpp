@@ -5,6 +5,7 @@
 // one. Reading verifies every checksum.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 
@@ -13,8 +14,12 @@
 
 namespace hpctrain {
 
-// Writes `state` to `path` atomically (via path + ".tmp").
-void write_checkpoint_file(const std::string& path, const CheckpointState& state);
+// Writes `state` to `path` atomically (via path + ".tmp"). `before_commit`, if given, runs
+// once the temporary file is complete, just before its commit (the writer records
+// the checkpoint in the manifest there); if it throws, the temporary is removed and no
+// checkpoint is committed.
+void write_checkpoint_file(const std::string& path, const CheckpointState& state,
+                           const std::function<void()>& before_commit = {});
 
 // A checkpoint of a format version newer than this hpctrain reads: sound, not to be skipped
 // for an older one (the resumed run would then delete it).

@@ -2,6 +2,7 @@
 #include "checkpoint/checkpoint_store.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,12 +126,17 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
       ::open(manifest.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0)
     throw Error(manifest + ": cannot open to record a checkpoint: " + std::strerror(errno));
-  const ssize_t n = ::write(fd, line.data(), line.size());
-  int err = 0;  // the failing call's errno
-  if (n != static_cast<ssize_t>(line.size())) {
-    err = n < 0 ? errno : ENOSPC;  // a short write: the disk filled
-  } else if (::fsync(fd) != 0) {
-    err = errno;
+  struct stat before {};
+  int err = ::fstat(fd, &before) != 0 ? errno : 0;  // the failing call's errno
+  if (err == 0) {
+    const ssize_t n = ::write(fd, line.data(), line.size());
+    if (n != static_cast<ssize_t>(line.size())) {
+      err = n < 0 ? errno : ENOSPC;  // a short write: the disk filled
+      // Half a line would join the next record's and hide both from readers.
+      if (n > 0 && ::ftruncate(fd, before.st_size) != 0) err = errno;
+    } else if (::fsync(fd) != 0) {
+      err = errno;
+    }
   }
   ::close(fd);
   if (err != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));

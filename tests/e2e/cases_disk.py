@@ -265,7 +265,8 @@ def case_data_writers_keep_inputs():
 def case_fsync_failures():
     """fsync failing (an I/O error, LD_PRELOAD of fsync_shim.c) at a checkpoint's commit.
     On the file: exit 1 with one line naming the checkpoint and the error, and neither the
-    checkpoint nor its temporary file is left. On the directory after the rename: the
+    checkpoint nor its temporary file is left; likewise when recording it in the manifest
+    fails (before the rename). On the directory after the rename: the
     complete checkpoint stays, recorded as the run's, so that --resume auto continues from
     it and retention deletes it in its time. The resume also removes the temporaries that
     writers killed while committing the run's own files (NAME.tmp.PID) left."""
@@ -281,6 +282,17 @@ def case_fsync_failures():
     rc, _, err = train(name, 2, sets, env={"LD_PRELOAD": shim, "HT_FAIL_FSYNC_FILE": "/ckpt-"})
     check(rc == 1, f"fsync of the checkpoint failing: exit {rc}, expected 1")
     one_error_line(err, step20, "fsync failed", "Input/output error")
+    left = sorted(os.listdir(ckpt))
+    check(not [f for f in left if f.startswith("ckpt-")], f"checkpoint files left: {left}")
+
+    # The manifest's record failing: the checkpoint is not committed (no file that
+    # retention would never delete).
+    fresh(name)
+    manifest = os.path.join(ckpt, "hpctrain-checkpoints.txt")
+    rc, _, err = train(name, 2, sets, env={"LD_PRELOAD": shim,
+                                           "HT_FAIL_FSYNC_FILE": "/hpctrain-checkpoints.txt"})
+    check(rc == 1, f"fsync of the checkpoint manifest failing: exit {rc}, expected 1")
+    one_error_line(err, manifest, "cannot record a checkpoint", "Input/output error")
     left = sorted(os.listdir(ckpt))
     check(not [f for f in left if f.startswith("ckpt-")], f"checkpoint files left: {left}")
 

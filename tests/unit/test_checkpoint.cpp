@@ -1,8 +1,10 @@
 // Checkpoint files, the checkpoint directory and the background writer:
 // round trips, corruption and truncation detection, retention, and transfer.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -192,6 +194,52 @@ TEST(CheckpointStore, PruneKeepsNewest) {
   std::ifstream manifest(dir + "/" + kManifestName);
   const std::string text((std::istreambuf_iterator<char>(manifest)), {});
   EXPECT_EQ(text, "ckpt-000000000004.h5\trun\nckpt-000000000005.h5\trun\n");
+}
+
+// A record that cannot be written whole (the disk fills half-way through its line: here a
+// file-size limit) throws and leaves the manifest as it was, not half a line that would join
+// the next record's.
+TEST(CheckpointStore, RecordThatCannotCompleteLeavesTheManifestWhole) {
+  const std::string dir = fresh_dir("record_full");
+  const std::string manifest = dir + "/" + kManifestName;
+  record_checkpoint(checkpoint_path(dir, 1), "run");
+  const auto size = fs::file_size(manifest);
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = size + 5;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    record_checkpoint(checkpoint_path(dir, 2), "run");
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(message.find(manifest + ": cannot record a checkpoint"), 0u) << message;
+  EXPECT_EQ(fs::file_size(manifest), size);
+  record_checkpoint(checkpoint_path(dir, 3), "run");
+  std::ifstream in(manifest);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "ckpt-000000000001.h5\trun\nckpt-000000000003.h5\trun\n");
+}
+
+// What runs before the commit (the writer's manifest record) failing commits nothing: no
+// checkpoint, no temporary file.
+TEST(CheckpointStore, FailureBeforeTheCommitLeavesNoFile) {
+  const std::string dir = fresh_dir("before_commit");
+  const std::string path = checkpoint_path(dir, 4);
+  bool called = false;
+  EXPECT_THROW(write_checkpoint_file(path, sample_state(4),
+                                     [&] {
+                                       called = fs::exists(path + ".tmp") && !fs::exists(path);
+                                       throw Error("no room");
+                                     }),
+               Error);
+  EXPECT_TRUE(called);
+  EXPECT_TRUE(fs::is_empty(dir));
 }
 
 // A commit makes the committed checkpoint the newest: the run's own files numbered above it
