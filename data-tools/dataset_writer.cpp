@@ -6,9 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 
@@ -45,7 +42,8 @@ H5Handle create_extendible(hid_t file, const char* name, hid_t file_type, int ra
                   H5Dclose);
 }
 
-// Grows `dataset` along N to `new_n` rows and writes `count` rows at `start` from `data`.
+// Grows `dataset` along N to `start + count` rows and writes `count` rows at `start` from
+// `data`.
 void append_rows(hid_t dataset, hid_t mem_type, int rank, const hsize_t* row_dims, int64_t start,
                  int64_t count, const void* data) {
   std::vector<hsize_t> extent(row_dims, row_dims + rank);

@@ -10,7 +10,6 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <optional>
 #include <string>
 #include <thread>

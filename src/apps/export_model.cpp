@@ -27,7 +27,6 @@
 
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
-#include "checkpoint/checkpoint_file.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -39,8 +38,6 @@
 #include "nn/layer_tensors.hpp"
 #include "nn/model.hpp"
 #include "train/input_preprocess.hpp"
-#include "train/model_data.hpp"
-#include "train/transfer.hpp"
 
 extern char** environ;
 
@@ -294,24 +291,16 @@ Export gather(const Options& o) {
   Export e;
   e.config = std::move(target.config);
   const Config& config = e.config;
-  const std::unique_ptr<DataSource> train =
-      open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+  const std::unique_ptr<DataSource> train = open_training_data(config);
   e.checkpoint = checkpoint;
   e.shape = train->shape();
   e.preprocess = input_preprocess(config, *train);
   e.reference = read_reference(config, e.shape, e.preprocess);
 
   CpuBackend backend(1);
-  const Dims dims = {e.shape.c, e.shape.h, e.shape.w};
-  Model model(backend, build_layers(config.model, model_data(e.shape), dims, config.source_file),
-              dims, e.reference.rows);
-  const CheckpointState stored = read_checkpoint_file(checkpoint);
-  if (stored.architecture != model.architecture()) {
-    throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
-                     " builds (compare hpctrain inspect of both)");
-  }
-  load_initial_params(checkpoint, model);
-  e.step = stored.step;
+  const std::unique_ptr<Model> model_ptr =
+      load_checkpoint_model(backend, config, e.shape, e.reference.rows, checkpoint, &e.step);
+  Model& model = *model_ptr;
   e.architecture = model.architecture();
   e.output_dims = model.output_dims();
   e.tensors = layer_tensors(model, config.model.preset);

@@ -13,7 +13,6 @@
 
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
-#include "checkpoint/checkpoint_file.hpp"
 #include "config/config.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -21,9 +20,6 @@
 #include "core/random.hpp"
 #include "data-tools/text_tokens.hpp"
 #include "data/dataset_files.hpp"
-#include "nn/model.hpp"
-#include "train/model_data.hpp"
-#include "train/transfer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -152,8 +148,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   const ModelTarget target = resolve_model_target(o.target);
   const Config& config = target.config;
   const std::string checkpoint = checkpoint_path(target, "generate");
-  const std::unique_ptr<DataSource> data =
-      open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+  const std::unique_ptr<DataSource> data = open_training_data(config);
   const DatasetShape& shape = data->shape();
   if (shape.labels_per_sample <= 1) {
     throw UsageError(data->path() +
@@ -168,15 +163,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   const std::vector<int32_t> prompt = encode(o.prompt, shape, data->path());
 
   CpuBackend backend(1);
-  const Dims dims = {shape.c, shape.h, shape.w};
-  Model model(backend, build_layers(config.model, model_data(shape), dims, config.source_file),
-              dims, 1);
-  const CheckpointState stored = read_checkpoint_file(checkpoint);
-  if (stored.architecture != model.architecture()) {
-    throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
-                     " builds (compare hpctrain inspect of both)");
-  }
-  load_initial_params(checkpoint, model);
+  const std::unique_ptr<Model> model = load_checkpoint_model(backend, config, shape, 1, checkpoint);
 
   const int64_t steps = shape.w, vocab = shape.num_classes;
   const bool words = shape.level == "word";
@@ -189,7 +176,7 @@ int cmd_generate(const std::vector<std::string>& args) {
     const int64_t m = std::min<int64_t>(steps, static_cast<int64_t>(context.size()));
     std::fill(window.begin(), window.end(), 0.0f);
     std::copy(context.end() - m, context.end(), window.begin());
-    const Tensor& out = model.forward(window.data(), 1, /*training=*/false);
+    const Tensor& out = model->forward(window.data(), 1, /*training=*/false);
     backend.copy_to_host(logits.data(), out.data, logits.size() * sizeof(float));
     const int32_t next = sample(logits.data() + (m - 1) * vocab, vocab, o.temperature, rng);
     context.push_back(next);

@@ -3,9 +3,7 @@
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -24,7 +22,6 @@
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"
 #include "checkpoint/checkpoint_file.hpp"
-#include "comm/agreement.hpp"
 #include "comm/mpi_env.hpp"
 #include "config/config.hpp"
 #include "config/config_reference.hpp"
@@ -158,8 +155,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     data.num_classes = std::stoi(classes);
     source = "--input/--classes";
   } else {
-    const std::unique_ptr<DataSource> train =
-        open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+    const std::unique_ptr<DataSource> train = open_training_data(config);
     const DatasetShape& shape = train->shape();
     dims = {shape.c, shape.h, shape.w};
     data = model_data(shape);

@@ -9,7 +9,11 @@
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
+#include "data/dataset_files.hpp"
+#include "nn/presets.hpp"
 #include "train/catalog.hpp"
+#include "train/model_data.hpp"
+#include "train/transfer.hpp"
 
 namespace hpctrain {
 namespace {
@@ -99,6 +103,27 @@ std::string checkpoint_path(const ModelTarget& t, const std::string& command) {
                      " (checkpoint.dir of " + t.config.source_file + ")");
   }
   return newest->path;
+}
+
+std::unique_ptr<DataSource> open_training_data(const Config& config) {
+  return open_data(expand_data_paths(config.data.train, config.source_file + ": data.train"));
+}
+
+std::unique_ptr<Model> load_checkpoint_model(Backend& backend, const Config& config,
+                                             const DatasetShape& shape, int64_t max_batch,
+                                             const std::string& checkpoint, int64_t* step) {
+  const Dims dims = {shape.c, shape.h, shape.w};
+  auto model = std::make_unique<Model>(
+      backend, build_layers(config.model, model_data(shape), dims, config.source_file), dims,
+      max_batch);
+  const CheckpointState stored = read_checkpoint_file(checkpoint);
+  if (stored.architecture != model->architecture()) {
+    throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
+                     " builds (compare hpctrain inspect of both)");
+  }
+  load_initial_params(checkpoint, *model);
+  if (step != nullptr) *step = stored.step;
+  return model;
 }
 
 }  // namespace hpctrain

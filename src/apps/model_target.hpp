@@ -1,11 +1,17 @@
-// What `hpctrain eval` and `hpctrain generate` take as the model: a run directory, a
-// config file or a checkpoint file, resolved to a config and a checkpoint.
+// What `hpctrain eval`, `generate` and `export` take as the model: a run directory, a
+// config file or a checkpoint file, resolved to a config and a checkpoint; and the model
+// built from them.
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "config/config.hpp"
+#include "data/dataset_file.hpp"
+#include "nn/model.hpp"
 
 namespace hpctrain {
 
@@ -40,5 +46,16 @@ ModelTarget resolve_model_target(const TargetArgs& args);
 // The checkpoint file of `t`: "auto" becomes the newest valid one in checkpoint.dir.
 // Throws UsageError "`command`: no valid checkpoint in DIR ..." when there is none.
 std::string checkpoint_path(const ModelTarget& t, const std::string& command);
+
+// `config`'s data.train, opened (a file, a glob's or a list's files).
+std::unique_ptr<DataSource> open_training_data(const Config& config);
+
+// The model `config` builds for samples of `shape`, in batches of up to `max_batch`, on
+// `backend`, holding the parameters of `checkpoint`. Throws UsageError naming the checkpoint
+// when it holds another model. `step`, where given, gets the checkpoint's step.
+std::unique_ptr<Model> load_checkpoint_model(Backend& backend, const Config& config,
+                                             const DatasetShape& shape, int64_t max_batch,
+                                             const std::string& checkpoint,
+                                             int64_t* step = nullptr);
 
 }  // namespace hpctrain

@@ -2,7 +2,6 @@
 // algorithms, and the staging of device memory through pinned host memory for the latter.
 #include "comm/model_collectives.hpp"
 
-#include <algorithm>
 #include <string>
 
 #include "comm/device_group.hpp"

@@ -1,8 +1,6 @@
 // LayerSpec's typed access and the catalog's lookups.
 #include "config/catalog.hpp"
 
-#include <algorithm>
-
 #include "core/error.hpp"
 
 namespace hpctrain {

@@ -5,7 +5,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>

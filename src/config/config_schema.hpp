@@ -81,7 +81,6 @@ class KeyNames {
   // The keys of section `path` ("" is the top level, "optimizer.schedule" a nested one) in
   // declaration order; null when `path` is not a section.
   const std::vector<std::string_view>* section_keys(std::string_view path) const;
-  bool is_section(std::string_view path) const { return section_keys(path) != nullptr; }
 
   // "unknown key" plus, when one is close, " (did you mean 'momentum'?)": a key of the same
   // section within a small edit distance, or else the one section elsewhere holding exactly

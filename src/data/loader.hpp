@@ -85,7 +85,6 @@ class Loader {
   // requested before; the readers start on it at once.
   void request(int64_t seq);
   int64_t batches_per_epoch() const { return sampler_.batches_per_epoch(); }
-  int64_t shard_rows() const { return shard_.count; }
   // The batches' samples: the file's, but float32 when preprocessed.
   const DatasetShape& shape() const { return out_shape_; }
   // Raw batches of a normalised data set: the backend normalises them as it decodes

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <deque>
-#include <memory>
 #include <vector>
 
 #include "train/async_sgd.hpp"

@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "backend/cpu_backend.hpp"
 #include "backend/cuda_backend.hpp"

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <string_view>
 
 #include "core/error.hpp"
 #include "core/timer.hpp"

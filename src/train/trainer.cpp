@@ -10,15 +10,12 @@
 // rank-0 progress line every few seconds.
 #include "train/trainer.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <limits>
-#include <thread>
 
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
@@ -27,13 +24,9 @@
 #include "core/log.hpp"
 #include "core/random.hpp"
 #include "core/timer.hpp"
-#include "nn/presets.hpp"
-#include "train/backend_choice.hpp"
 #include "train/progress.hpp"
-#include "train/run_plan.hpp"
 #include "train/signals.hpp"
 #include "train/slow_rank.hpp"
-#include "train/transfer.hpp"
 
 namespace hpctrain {
 namespace {

@@ -1,6 +1,5 @@
 // Energy sampling around the epochs: one sampler per node (node-local rank 0), summed over
 // the nodes at the end.
-#include <algorithm>
 
 #include "core/host.hpp"
 #include "train/trainer.hpp"
