@@ -145,15 +145,7 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
                             AdamParams adam, const float* step, const float* skip) {
   if (skip != nullptr && *skip != 0.0f) return;
   const AdamCoefficients c = adam_coefficients(adam, *step);
-  HT_GRID_STRIDE(i, n) {
-    const float p = params[i] * c.decay;
-    const float g = grads[i] + c.l2 * params[i];
-    const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
-    const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
-    m[i] = mi;
-    v[i] = vi;
-    params[i] = p - c.step_size * mi / (sqrtf(vi) / c.bias2_sqrt + c.eps);
-  }
+  HT_GRID_STRIDE(i, n) adam_element(c, params[i], grads[i], m[i], v[i]);
 }
 
 __global__ void count_step_kernel(float* counter, const float* skip) {

@@ -223,15 +223,7 @@ void CpuBackend::adam_update(float* params, const float* grads, float* m, float*
   // Captured by value, so that the loop vectorises: the compiler cannot tell the stores
   // below from writes to captured references.
   parallel(n, kElementGrain, [=](size_t lo, size_t hi) {
-    for (size_t i = lo; i < hi; ++i) {
-      const float p = params[i] * c.decay;
-      const float g = grads[i] + c.l2 * params[i];
-      const float mi = c.beta1 * m[i] + c.one_minus_beta1 * g;
-      const float vi = c.beta2 * v[i] + c.one_minus_beta2 * g * g;
-      m[i] = mi;
-      v[i] = vi;
-      params[i] = p - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + c.eps);
-    }
+    for (size_t i = lo; i < hi; ++i) adam_element(c, params[i], grads[i], m[i], v[i]);
   });
 }
 

@@ -63,11 +63,16 @@ void AsyncCheckpointWriter::wait_snapshot() {
   stats_.blocked_seconds += now_seconds() - t0;
 }
 
-void AsyncCheckpointWriter::wait() {
+void AsyncCheckpointWriter::wait_idle() {
   const double t0 = now_seconds();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
   stats_.blocked_seconds += now_seconds() - t0;
+}
+
+void AsyncCheckpointWriter::wait() {
+  wait_idle();
+  std::lock_guard<std::mutex> lock(mutex_);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 

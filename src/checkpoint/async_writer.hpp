@@ -56,6 +56,9 @@ class AsyncCheckpointWriter {
   bool snapshot_pending() const { return snapshot_pending_.load(std::memory_order_acquire); }
   // Waits until nothing is in flight; rethrows a failed write's error.
   void wait();
+  // Waits until nothing is in flight; a failed write's error stays for the next submit() or
+  // wait().
+  void wait_idle();
   // A state whose arrays may be overwritten (the last one written, or the one reserve()
   // gave), or an empty one.
   CheckpointState recycle();

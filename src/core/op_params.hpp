@@ -1,7 +1,7 @@
 // The plain structs that describe backend operations: what the Backend interface
 // (backend/backend.hpp) and the CUDA kernels (kernels/) both read, so that kernels/ needs
-// nothing of the interface itself. The Adam coefficients are computed here once for both
-// the CPU backend and the CUDA kernel, so that the two round them alike.
+// nothing of the interface itself. The Adam coefficients and update are written here once
+// for both the CPU backend and the CUDA kernel, so that the two round them alike.
 #pragma once
 
 #include <cmath>
@@ -93,6 +93,19 @@ HT_HOST_DEVICE inline AdamCoefficients adam_coefficients(const AdamParams& a, fl
   c.decay = a.decoupled ? 1.0f - a.lr * a.weight_decay : 1.0f;
   c.l2 = a.decoupled ? 0.0f : a.weight_decay;
   return c;
+}
+
+// One element's Adam update with the step's coefficients: the CPU loop and the CUDA kernel
+// both call it, so that the two compute it alike.
+HT_HOST_DEVICE inline void adam_element(const AdamCoefficients& c, float& param, float grad,
+                                        float& m, float& v) {
+  const float p = param * c.decay;
+  const float g = grad + c.l2 * param;
+  const float mi = c.beta1 * m + c.one_minus_beta1 * g;
+  const float vi = c.beta2 * v + c.one_minus_beta2 * g * g;
+  m = mi;
+  v = vi;
+  param = p - c.step_size * mi / (std::sqrt(vi) / c.bias2_sqrt + c.eps);
 }
 
 }  // namespace hpctrain

@@ -528,6 +528,10 @@ void TrainingCheckpoints::finish() {
   if (writer_) writer_->wait();
 }
 
+void TrainingCheckpoints::wait_idle() {
+  if (writer_) writer_->wait_idle();
+}
+
 CheckpointWriteStats TrainingCheckpoints::stats() const {
   CheckpointWriteStats s = writer_ ? writer_->stats() : CheckpointWriteStats{};
   s.blocked_seconds = blocked_seconds_;  // capture and hand-over, not only the queue wait

@@ -87,6 +87,8 @@ class TrainingCheckpoints {
   int64_t last_saved_step() const { return last_saved_step_; }
   // Waits for the write in flight (rank 0); rethrows its error.
   void finish();
+  // Waits for the write in flight (rank 0); its error comes at the next save() or finish().
+  void wait_idle();
   // Rank 0's write statistics; blocked_seconds is the training thread's time in
   // save() and wait_snapshot().
   CheckpointWriteStats stats() const;

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
+#include "h5/h5.hpp"
 #include "nn/alloc_error.hpp"
 #include "nn/presets.hpp"
 #include "train/backend_choice.hpp"
@@ -404,6 +405,9 @@ void Trainer::rebalance(int64_t start_step) {
   plan_ = plan_from_batches(train_file_->shape().n, batches, plan_.accumulate);
   plan_.steps_per_epoch = steps_per_epoch_;
   batches_.assign(plan_.batch.begin(), plan_.batch.end());
+  // The new loader reads data.train through HDF5, which the checkpoint writer's thread may be
+  // using: a library built without thread safety must not be called from both at once.
+  if (!h5_threadsafe()) checkpoints_->wait_idle();
   make_train_loader(start_step);
 }
 

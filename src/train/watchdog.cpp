@@ -1,5 +1,5 @@
 // Watchdog monitor: wakes a few times per timeout period and compares the armed
-// time against the clock.
+// deadline against the clock.
 #include "train/watchdog.hpp"
 
 #include <algorithm>
@@ -27,42 +27,49 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::arm(const char* what, int64_t step, double periods) noexcept {
+  const double limit = timeout_ * periods;
   what_.store(what, std::memory_order_relaxed);
   step_.store(step, std::memory_order_relaxed);
-  limit_.store(timeout_ * periods, std::memory_order_relaxed);
-  armed_at_.store(now_seconds(), std::memory_order_release);
+  limit_.store(limit, std::memory_order_relaxed);
+  deadline_.store(now_seconds() + limit, std::memory_order_release);
 }
 
-void Watchdog::disarm() noexcept { armed_at_.store(0.0, std::memory_order_release); }
+void Watchdog::disarm() noexcept { deadline_.store(0.0, std::memory_order_release); }
 
 Watchdog::Armed Watchdog::armed() const noexcept {
   return {what_.load(std::memory_order_relaxed), step_.load(std::memory_order_relaxed),
-          limit_.load(std::memory_order_relaxed), armed_at_.load(std::memory_order_acquire)};
+          limit_.load(std::memory_order_relaxed), deadline_.load(std::memory_order_acquire)};
 }
 
 void Watchdog::restore(const Armed& a) noexcept {
-  disarm();  // the monitor never pairs the inner wait's start with the outer's limit
-  if (a.since == 0.0) return;
+  disarm();
+  if (a.deadline == 0.0) return;
   what_.store(a.what, std::memory_order_relaxed);
   step_.store(a.step, std::memory_order_relaxed);
   limit_.store(a.limit, std::memory_order_relaxed);
-  armed_at_.store(a.since, std::memory_order_release);
+  deadline_.store(a.deadline, std::memory_order_release);
 }
 
 void Watchdog::monitor() {
   const auto period = std::chrono::duration<double>(std::clamp(timeout_ / 4.0, 0.05, 1.0));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!cv_.wait_for(lock, period, [this] { return stopping_; })) {
-    const double armed = armed_at_.load(std::memory_order_acquire);
+    const double deadline = deadline_.load(std::memory_order_acquire);
+    if (deadline == 0.0 || now_seconds() < deadline) continue;
+    const char* what = what_.load(std::memory_order_relaxed);
+    const long long step = step_.load(std::memory_order_relaxed);
     const double limit = limit_.load(std::memory_order_relaxed);
-    if (armed == 0.0 || now_seconds() - armed < limit) continue;
+    // Re-armed meanwhile: the fields may be the next wait's; look again next round.
+    if (deadline_.load(std::memory_order_acquire) != deadline) continue;
     char line[256];
     std::snprintf(line, sizeof(line),
                   "%s at step %lld has not finished after %g s (distributed.timeout_seconds): a "
                   "peer rank is hung or lost; aborting the job",
-                  what_.load(std::memory_order_relaxed),
-                  static_cast<long long>(step_.load(std::memory_order_relaxed)), limit);
+                  what, step, limit);
     log_error(line);
+    // MPI is initialised MPI_THREAD_FUNNELED, under which only the main thread should call
+    // MPI; but the main thread is the one stuck inside a collective, and MPI_Abort is the
+    // one call that ends every rank of the job under any launcher. A deliberate last resort.
     MpiEnv::abort(kExitFailure);
   }
 }

@@ -30,7 +30,7 @@ class Watchdog {
   struct Armed {
     const char* what;
     int64_t step;
-    double limit, since;  // since 0: disarmed
+    double limit, deadline;  // deadline 0: disarmed
   };
   Armed armed() const noexcept;
   void restore(const Armed& a) noexcept;
@@ -39,7 +39,10 @@ class Watchdog {
   void monitor();
 
   double timeout_;
-  std::atomic<double> armed_at_{0.0};  // 0 = disarmed
+  // When the armed wait times out (now_seconds()); 0 = disarmed. One value, so that the
+  // monitor never pairs one wait's start with another's limit.
+  std::atomic<double> deadline_{0.0};
+  // For the message only.
   std::atomic<const char*> what_{""};
   std::atomic<int64_t> step_{0};
   std::atomic<double> limit_{0.0};  // timeout_ x periods of the armed wait

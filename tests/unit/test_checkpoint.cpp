@@ -346,6 +346,21 @@ TEST(AsyncWriter, FailedWriteIsReported) {
   EXPECT_THROW(w.wait(), Error);
 }
 
+// wait_idle (before the trainer calls HDF5 itself, where HDF5 is not thread-safe): the write
+// in flight is committed when it returns, and a failed write's error waits for wait().
+TEST(AsyncWriter, WaitIdleWaitsForTheWriteAndLeavesItsError) {
+  const std::string dir = fresh_dir("idle");
+  AsyncCheckpointWriter w(dir, 2, "run");
+  w.submit(sample_state(3, 2000000));  // 16 MB: still being written right after submit()
+  w.wait_idle();
+  EXPECT_TRUE(fs::exists(checkpoint_path(dir, 3)));
+  EXPECT_EQ(w.stats().writes, 1);
+  fs::remove_all(dir);
+  w.submit(sample_state(4));
+  EXPECT_NO_THROW(w.wait_idle());
+  EXPECT_THROW(w.wait(), Error);
+}
+
 TEST(Transfer, LoadsMatchingLayersAndFreezesByName) {
   CpuBackend be(1);
   ModelConfig mc;
