@@ -28,20 +28,21 @@ REPO=$(pwd)
 
 note() { echo "$*" | tee -a "$TABLE"; }
 
-# tmo SECONDS COMMAND...: timeout, cut to what DEADLINE leaves; 124 without running
-# COMMAND when less than 10 s is left.
+# tmo SECONDS COMMAND...: timeout (TERM, then KILL 10 s later: a rank stuck in the driver or
+# a program that handles TERM ends too), cut so that the KILL comes before DEADLINE; 124
+# without running COMMAND when less than 20 s is left.
 tmo() {
   local t=$1
   shift
   if [[ -n ${DEADLINE:-} ]]; then
     local left=$((DEADLINE - SECONDS))
-    if ((left < 10)); then
+    if ((left < 20)); then
       echo "skipped, past DEADLINE: $*" >&2
       return 124
     fi
-    ((t > left)) && t=$left
+    ((t > left - 15)) && t=$((left - 15))
   fi
-  timeout "$t" "$@"
+  timeout -k 10 "$t" "$@"
 }
 
 setup() {
@@ -123,6 +124,12 @@ if ph:
 EOF
 }
 
+# A PyTorch process's last line: into the table, and into pytorch.jsonl where it is its JSON
+# result (not an error's last line or a skipped step's note).
+pytorch_line() {
+  tee -a "$TABLE" | { grep '^{' || true; } >>"$OUT/logs/pytorch.jsonl"
+}
+
 # data/fashion-mnist/{train,val,test}.h5 from the kit's IDX files (once).
 fmnist_data() {
   [[ -f data/fashion-mnist/test.h5 ]] && return
@@ -159,7 +166,7 @@ stage_fmnist() {
 resnet_pair() {
   local shape=$1 classes=$2 n=$3
   local file=$WORK/synth-${shape}.h5
-  [[ -f $file ]] || hpctrain-data synth --out "$file" --n "$n" --shape "$shape" \
+  [[ -f $file ]] || tmo 120 hpctrain-data synth --out "$file" --n "$n" --shape "$shape" \
     --classes "$classes" --dtype uint8 --threads 16 >/dev/null
   local sets=(--set device=cuda --set data.train="$file" --set 'data.val=""'
     --set 'data.test=""' --set train.epochs=3 --set optimizer.momentum=0.9
@@ -184,8 +191,7 @@ resnet_pair() {
     [[ $p == bf16_nchw ]] && p="bf16 --nchw"
     # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments
     tmo 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
-      --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 |
-      tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
+      --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 | pytorch_line
   done
 }
 
@@ -235,8 +241,8 @@ print("nccl buckets vs ring, 1 rank, deterministic CNN: " +
       ("same parameters" if sha[0] == sha[1] else f"DIFFERENT parameters {sha}"))
 EOF
   local file=$WORK/synth-1x148x197.h5
-  [[ -f $file ]] || hpctrain-data synth --out "$file" --n 3200 --shape 1x148x197 --classes 9 \
-    --dtype uint8 --threads 16 >/dev/null
+  [[ -f $file ]] || tmo 120 hpctrain-data synth --out "$file" --n 3200 --shape 1x148x197 \
+    --classes 9 --dtype uint8 --threads 16 >/dev/null
   for rep in 1 2; do
     for a in ring nccl; do
       train "resnet34_1x148x197_tf32_${a}_timed_rep$rep" 1 configs/seed_resnet34.yaml \
@@ -286,18 +292,22 @@ stage_kernels() {
     note "kernels: no ncu on this machine"
     return
   fi
+  note "$("$ncu" --version | tail -n 1)"
   local shape=${KERNEL_SHAPE:-3x224x224} classes=1000 p side
   [[ $shape == 1x148x197 ]] && classes=9
-  local profile=(--clock-control none --profile-from-start off --metrics gpu__time_duration.sum -f)
+  # One step is bracketed on each side (a few hundred kernels); the launch count only
+  # bounds a bracket that failed to close.
+  local profile=(--clock-control none --profile-from-start off --launch-count 5000
+    --metrics gpu__time_duration.sum -f)
   for p in ${KERNELS:-bf16}; do
-    tmo 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_hpctrain_$p" hpctrain inspect \
+    tmo 150 "$ncu" "${profile[@]}" -o "$WORK/ncu_hpctrain_$p" hpctrain inspect \
       configs/seed_resnet34.yaml --input "$shape" --classes $classes --time --batch 128 \
       --set device=cuda --set precision="$p" >"$OUT/logs/ncu_hpctrain_$p.log" 2>&1
-    tmo 500 "$ncu" "${profile[@]}" -o "$WORK/ncu_pytorch_$p" python3 \
+    tmo 150 "$ncu" "${profile[@]}" -o "$WORK/ncu_pytorch_$p" python3 \
       "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" --classes $classes \
       --batch 128 --precision "$p" --profile-step >"$OUT/logs/ncu_pytorch_$p.log" 2>&1
     for side in hpctrain pytorch; do
-      "$ncu" -i "$WORK/ncu_${side}_$p.ncu-rep" --csv --page raw --print-units base \
+      tmo 60 "$ncu" -i "$WORK/ncu_${side}_$p.ncu-rep" --csv --page raw --print-units base \
         >"$OUT/logs/ncu_${side}_$p.csv" 2>>"$OUT/logs/ncu_${side}_$p.log"
     done
     note "kernels $p $shape (ms of GPU time in one step, kernels serialised by the profiler):"
@@ -325,7 +335,7 @@ stage_lstm() {
   [[ -n ${SKIP_PYTORCH:-} ]] && return
   for p in fp32 tf32 bf16; do
     tmo 300 python3 "$REPO/bench/gpu/pytorch_lstm.py" --batch 64 --units 128 \
-      --precision $p 2>&1 | tail -n 1 | tee -a "$TABLE" "$OUT/logs/pytorch.jsonl"
+      --precision $p 2>&1 | tail -n 1 | pytorch_line
   done
 }
 
@@ -344,7 +354,7 @@ stage_study() {
   local dir=$WORK/seed n=${STUDY_N:-1280}
   mkdir -p "$dir"
   if [[ ! -f $dir/seed-test.h5 ]]; then
-    hpctrain-data synth --out "$dir/all.h5" --n "$n" --shape 1x148x197 --classes 9 \
+    tmo 120 hpctrain-data synth --out "$dir/all.h5" --n "$n" --shape 1x148x197 --classes 9 \
       --threads 16 >/dev/null
     hpctrain-data split "$dir/all.h5" --ratios 85,2,13 --out-prefix "$dir/seed" >/dev/null
   fi
@@ -366,7 +376,7 @@ setup
 NO_GPU=""
 for s in "$@"; do
   skip=$NO_GPU
-  [[ -z $skip && -n ${DEADLINE:-} ]] && ((SECONDS > DEADLINE - 10)) && skip="past DEADLINE"
+  [[ -z $skip && -n ${DEADLINE:-} ]] && ((SECONDS > DEADLINE - 20)) && skip="past DEADLINE"
   if [[ -n $skip ]]; then
     note "== $s skipped ($skip)"
     continue

@@ -24,18 +24,19 @@ UNITS = {"nsecond": 1e-9, "ns": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e
          "ms": 1e-3, "second": 1.0, "s": 1.0}
 
 # (kind, pattern over the kernel's name), first match wins: cuDNN's convolution kernels
-# name their pass (fprop / dgrad / wgrad) and contain "gemm" too, so they come first.
+# name their pass (fprop / dgrad / wgrad) and contain "gemm" too, so they come first;
+# "conv" is not "convert" (hpctrain's casts of weights and gradients are conversions).
 KINDS = [
-    ("conv forward", r"fprop|conv.*fwd|fwd.*conv|implicit_convolve"),
+    ("conv forward", r"fprop|conv(?!ert).*fwd|fwd.*conv(?!ert)|implicit_convolve"),
     ("conv backward data", r"dgrad|bwd_data|backward_data"),
     ("conv backward filter", r"wgrad|bwd_filter|backward_filter|filter_grad"),
-    ("conv other", r"conv|winograd|fft|implicit_gemm"),
+    ("conv other", r"conv(?!ert)|winograd|fft|implicit_gemm"),
     ("batch norm", r"batch_?norm|\bbn_|welford|merge_statistics|merge_sums|backward_sums|"
                    r"backward_dx|apply_kernel|inference_coefficients|bn_param_grads"),
     ("pooling", r"pool"),
     ("loss", r"softmax|xent|cross_entropy|nll_loss|log_softmax"),
     ("optimizer", r"sgd|multi_tensor|foreach|unscale|loss_scale|adam"),
-    ("dense (gemm)", r"gemm|cublas|cutlass|matmul|xmma"),
+    ("dense (gemm)", r"gemm|cublas|cutlass|matmul|xmma|nvjet"),
     ("layout / conversion", r"transpose|convert|nchwtonhwc|nhwctonchw|copy|cast|to_copy"),
     ("element-wise", r"elementwise|binary_kernel|relu|threshold|add|mul|fill|unary"),
     ("reduction", r"reduce|sum_rows|sum_channels"),
@@ -61,7 +62,7 @@ def read_kernels(path):
         if "Kernel Name" in row and METRIC in row:
             break
     else:
-        raise SystemExit(f"{path}: no header with 'Kernel Name' and {METRIC} (ncu raw CSV?)")
+        raise ValueError(f"{path}: no header with 'Kernel Name' and {METRIC} (ncu raw CSV?)")
     header = rows[h]
     name_col, metric_col = header.index("Kernel Name"), header.index(METRIC)
     scale, body = 1e-9, rows[h + 1:]
@@ -77,7 +78,7 @@ def read_kernels(path):
         except ValueError:
             continue
     if not kernels:
-        raise SystemExit(f"{path}: no kernel rows (was anything profiled between the "
+        raise ValueError(f"{path}: no kernel rows (was anything profiled between the "
                          "profiler start and stop?)")
     return kernels
 
@@ -93,7 +94,12 @@ def main():
         label, sep, path = item.partition("=")
         if not sep:
             p.error(f"expected LABEL=CSV, got {item!r}")
-        programs.append((label, read_kernels(path)))
+        try:  # a program whose profile failed leaves the others' columns
+            programs.append((label, read_kernels(path)))
+        except (OSError, ValueError) as e:
+            print(f"{label}: {e}", file=sys.stderr)
+    if not programs:
+        return 1
 
     kinds = [k for k, _ in KINDS] + ["other"]
     sums = {label: {k: [0.0, 0] for k in kinds} for label, _ in programs}

@@ -56,6 +56,20 @@ def last_epoch_rate(run):
         return float(list(csv.DictReader(f))[-1]["samples_per_second"])
 
 
+def finished_runs(logs, pattern):
+    """The runs (paths without the suffix) whose files match `pattern` + ".metrics.csv" and
+    that finished: a summary.json and at least one epoch in metrics.csv. A run that a step
+    timeout or DEADLINE cut short is left out, not fatal."""
+    runs = []
+    for path in sorted(glob.glob(os.path.join(logs, pattern + ".metrics.csv"))):
+        run = path[: -len(".metrics.csv")]
+        with open(path) as f:
+            epochs = list(csv.DictReader(f))
+        if epochs and os.path.exists(run + ".summary.json"):
+            runs.append(run)
+    return runs
+
+
 def median_process(runs, key):
     """The PyTorch process whose runs[i][key] is the median; of an even number, the faster
     of the middle two, so that a slow process cannot flatter hpctrain. None for none."""
@@ -69,8 +83,7 @@ def lstm_results(logs, refs):
     out = []
     for engine in ("cudnn", "steps"):
         for precision in ("fp32", "tf32", "bf16"):
-            runs = sorted(r[: -len(".metrics.csv")] for r in glob.glob(os.path.join(
-                logs, f"lstm_1gpu_{engine}_{precision}_rep*.metrics.csv")))
+            runs = finished_runs(logs, f"lstm_1gpu_{engine}_{precision}_rep*")
             if not runs:
                 continue
             rates = [last_epoch_rate(r) for r in runs]
@@ -104,21 +117,28 @@ def main():
     # processes of one shape and precision (runs of several calls put together), the
     # median one counts (median_process) and each one's figure is kept.
     pytorch, pytorch_nchw, lstm_ref = {}, {}, {}
-    with open(os.path.join(a.logs, "pytorch.jsonl")) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("model") == "lstm":
-                lstm_ref.setdefault(r["precision"], []).append(r)
-                continue
-            nchw = r["precision"] == "bf16" and not r["channels_last"]
-            (pytorch_nchw if nchw else pytorch).setdefault((r["shape"], r["precision"]),
-                                                         []).append(r)
+    jsonl = os.path.join(a.logs, "pytorch.jsonl")
+    lines = open(jsonl).read().splitlines() if os.path.exists(jsonl) else []
+    for line in lines:
+        if not line.startswith("{"):  # a skipped step's note or an error's last line
+            continue
+        r = json.loads(line)
+        if r.get("model") == "lstm":
+            lstm_ref.setdefault(r["precision"], []).append(r)
+            continue
+        nchw = r["precision"] == "bf16" and not r["channels_last"]
+        (pytorch_nchw if nchw else pytorch).setdefault((r["shape"], r["precision"]),
+                                                     []).append(r)
     for table in (pytorch, pytorch_nchw):
         for key, runs in table.items():
             table[key] = dict(median_process(runs, "images_per_second"), processes=sorted(
                 round(r["images_per_second"], 1) for r in runs))
     results = []
-    for shape in sorted({s for s, _ in pytorch}):
+    # The shapes either side ran: a shape whose PyTorch process failed keeps its runs.
+    shapes = {s for s, _ in pytorch} | {
+        os.path.basename(r)[len("resnet34_"):].split("_")[0]
+        for r in glob.glob(os.path.join(a.logs, "resnet34_*_rep*.metrics.csv"))}
+    for shape in sorted(shapes):
         # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
         flops = forward_flops(a.hpctrain, shape) if shape in CLASSES else None
         # The precisions device.sh names, then any other run names (bf16_graph: bf16 with
@@ -127,8 +147,7 @@ def main():
                  for r in glob.glob(os.path.join(a.logs, f"resnet34_{shape}_*_rep*.metrics.csv"))}
         order = ["fp32", "tf32", "bf16", "bf16_nchw", "fp16"]
         for precision in order + sorted(named - set(order)):
-            runs = sorted(r[: -len(".metrics.csv")] for r in glob.glob(os.path.join(
-                a.logs, f"resnet34_{shape}_{precision}_rep*.metrics.csv")))
+            runs = finished_runs(a.logs, f"resnet34_{shape}_{precision}_rep*")
             rates = [last_epoch_rate(r) for r in runs]
             ref = (pytorch_nchw.get((shape, "bf16")) if "_nchw" in precision
                    else pytorch.get((shape, precision.split("_")[0])))
@@ -168,7 +187,9 @@ def main():
             if not os.path.exists(timed):
                 continue
             with open(timed) as f:
-                phases = json.load(f)["step_phases_s"]
+                phases = json.load(f).get("step_phases_s")
+            if not phases:
+                continue
             total = sum(phases.values())
             results.append({"shape": shape, "precision": precision,
                             "step_phases_fraction": {k: round(v / total, 4)
@@ -177,11 +198,11 @@ def main():
     lstm = lstm_results(a.logs, lstm_ref)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    any_ref = next(iter(pytorch.values()))
+    any_ref = next(iter(pytorch.values()), {})
     record = {
         "benchmark": "ResNet-34 training throughput, one GPU, hpctrain vs PyTorch",
         "device": a.device, "date": a.date, "command": a.command, "commit": commit,
-        "pytorch": any_ref["torch"], "cudnn_pytorch": any_ref["cudnn"],
+        "pytorch": any_ref.get("torch"), "cudnn_pytorch": any_ref.get("cudnn"),
         "method": "hpctrain: 3 epochs of 25 steps on synth uint8 data read from HDF5 "
                   "through the prefetch queue, images/s of the last epoch, median over runs "
                   "(precisions interleaved); PyTorch: torchvision resnet34, batches resident "
@@ -207,7 +228,7 @@ def main():
         print(f"lstm {r['engine']} {r['precision']}: hpctrain {r['hpctrain_samples_per_second']} "
               f"vs PyTorch {r['pytorch_samples_per_second']} samples/s -> {r.get('ratio', '-')}")
     for r in results:
-        if "ratio" in r or "note" in r:
+        if "batch" in r:  # a throughput entry (not a step breakdown)
             print(f"{r['shape']:>10} {r['precision']}: hpctrain {r['hpctrain_images_per_second']}"
                   f" vs PyTorch {r['pytorch_images_per_second']} -> {r.get('ratio', '-')}; MFU "
                   f"{r.get('hpctrain_mfu', '-')} vs {r.get('pytorch_mfu', '-')}; J/image "
