@@ -11,8 +11,8 @@ import time
 
 from harness import (
     ARGS, DET, check, checkpoints, expect_ok, fail, fresh, h5_values, hpctrain,
-    kill_and_resume, metrics_rows, newest_step, one_error_line, rank_pids, run_dir, train, train_cmd,
-    uninterrupted_sha)
+    kill_and_resume, metrics_rows, newest_step, one_error_line, rank_pids, run_dir, session, train,
+    train_cmd, uninterrupted_sha)
 
 
 def case_kill9_resume_bit_identical():
@@ -294,10 +294,8 @@ def case_watchdog_hung_rank():
     """A rank that stops answering (SIGSTOP) makes the others abort after the
     collective timeout instead of waiting forever."""
     fresh("hung")
-    p = subprocess.Popen(train_cmd("hung", 2, ["train.epochs=50", "data.val=", "data.test=",
-                                               "distributed.timeout_seconds=10"]),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    p = session(train_cmd("hung", 2, ["train.epochs=50", "data.val=", "data.test=",
+                                      "distributed.timeout_seconds=10"]))
     lines = []
     for line in p.stdout:  # wait until training is under way
         lines.append(line)

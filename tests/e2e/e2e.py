@@ -6,6 +6,8 @@ HPCTRAIN_E2E_SETS="key=value ..." adds those --sets to every training run of a c
 (before its own), e.g. train.cuda_graph=auto to run the cases with CUDA graphs on a GPU.
 """
 import argparse
+import signal
+import sys
 
 import cases_async
 import cases_batches
@@ -36,7 +38,12 @@ def main():
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)
-    fn()
+    # A timeout's TERM (ctest's, device.sh's) ends the case through the finally below.
+    signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
+    try:
+        fn()
+    finally:
+        harness.end_sessions()
     print("PASS: " + case)
 
 

@@ -172,13 +172,37 @@ def mpi_rank(pid):
     return None
 
 
+_SESSIONS = []  # processes started in sessions of their own (session())
+
+
+def session(cmd):
+    """Popen of `cmd` in a session of its own (so that a signal to the case's process group,
+    a terminal's Ctrl-C, does not reach it), stdout and stderr together as text. Whatever of
+    it still runs when the case ends, however it ends, is killed (end_sessions)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    _SESSIONS.append(p)
+    return p
+
+
+def end_sessions():
+    """Kills the process groups of session() that still run: a case that failed, or was cut
+    short by a timeout's TERM, leaves no ranks behind (on a GPU machine they would go on
+    using the GPU under the next measurement)."""
+    for p in _SESSIONS:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2):
     """Starts a run on `ranks` ranks, kill -9s the rank should_kill(name) names when it
     names one, then resumes with --resume auto until it finishes; returns the final
     summary."""
     fresh(name)
-    p = subprocess.Popen(train_cmd(name, ranks, sets, config), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    p = session(train_cmd(name, ranks, sets, config))
     victim = None
     deadline = time.time() + 300
     while p.poll() is None and time.time() < deadline:
