@@ -135,9 +135,21 @@ void AsyncCheckpointWriter::worker() {
     try {
       if (finite) {
         // Recorded as this run's before the rename: no checkpoint is ever committed that
-        // retention would not delete in its time (a failed record removes the temporary;
-        // a record whose file never came is dropped at the next prune).
-        write_checkpoint_file(path, state, [&] { record_checkpoint(path, owner_); });
+        // retention would not delete in its time. A failed record removes the temporary; a
+        // write that fails after the record takes it back (one killed leaves it to the next
+        // prune).
+        bool recorded = false;
+        try {
+          write_checkpoint_file(path, state, [&] {
+            record_checkpoint(path, owner_);
+            recorded = true;
+          });
+        } catch (const DirectorySyncError&) {
+          throw;  // committed: the record stands
+        } catch (...) {
+          if (recorded) forget_checkpoint(path);
+          throw;
+        }
         prune_checkpoints(dir_, keep_, owner_, state.step);
       } else {
         log_warn("checkpoint of step " + std::to_string(state.step) +

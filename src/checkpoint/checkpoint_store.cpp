@@ -54,6 +54,17 @@ std::map<std::string, std::string> read_manifest(const std::string& dir) {
   return owners;
 }
 
+// Rewrites `manifest` with the entries of `owners` whose files are in `dir`.
+void write_manifest(const std::string& manifest, const std::string& dir,
+                    const std::map<std::string, std::string>& owners) {
+  std::error_code ec;
+  std::string text;
+  for (const auto& [name, who] : owners) {
+    if (fs::exists(fs::path(dir) / name, ec)) text += name + "\t" + who + "\n";
+  }
+  write_file_atomic(manifest, text);
+}
+
 }  // namespace
 
 std::string checkpoint_path(const std::string& dir, int64_t step) {
@@ -142,6 +153,18 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
   if (err != 0) throw Error(manifest + ": cannot record a checkpoint: " + std::strerror(err));
 }
 
+void forget_checkpoint(const std::string& path) {
+  const fs::path p(path);
+  const std::string dir = p.parent_path().string();
+  std::error_code ec;
+  if (fs::exists(p, ec)) return;
+  try {
+    write_manifest((p.parent_path() / kManifestName).string(), dir, read_manifest(dir));
+  } catch (const Error& e) {
+    log_warn(std::string(e.what()) + " (a record of " + path + ", which was not committed)");
+  }
+}
+
 void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
                        int64_t committed) {
   const std::string manifest = (fs::path(dir) / kManifestName).string();
@@ -171,13 +194,12 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& owne
     owners.erase(it);
     removed = true;
   }
-  if (removed) {  // the manifest lists what is there
-    std::string text;
-    for (const auto& [name, who] : owners) {
-      if (fs::exists(fs::path(dir) / name, ec)) text += name + "\t" + who + "\n";
-    }
-    write_file_atomic(manifest, text);
-  }
+  // The manifest lists what is there: not what was deleted, nor a record whose file never
+  // came (a write that failed or was killed after recording it).
+  const bool missing = std::any_of(owners.begin(), owners.end(), [&](const auto& entry) {
+    return !fs::exists(fs::path(dir) / entry.first, ec);
+  });
+  if (removed || missing) write_manifest(manifest, dir, owners);
   // Temporaries a killed writer left: a checkpoint's, and the manifest's (NAME.tmp.PID).
   const std::string manifest_tmp = std::string(kManifestName) + ".tmp.";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {

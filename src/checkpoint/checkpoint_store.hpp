@@ -40,6 +40,12 @@ std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir);
 // continues).
 inline constexpr const char* kManifestName = "hpctrain-checkpoints.txt";
 void record_checkpoint(const std::string& path, const std::string& owner);
+// Takes back record_checkpoint(path) when no file came of it (the write failed after the
+// record): where `path` does not exist, the manifest is rewritten without the lines of files
+// that are not there, so that a file copied in under that name later is not taken for this
+// run's. Best effort: a manifest
+// that cannot be rewritten is left (with a warning), to be tidied by the next prune.
+void forget_checkpoint(const std::string& path);
 
 // The checkpoints in `dir` the manifest lists as `owner`'s and prune_checkpoints may
 // therefore delete (not through a symbolic link), newest first.
@@ -58,7 +64,8 @@ std::optional<ForeignCheckpoint> foreign_checkpoint(const std::string& dir,
 // deletes those numbered above `committed` (older than it whatever their number: corrupt, of
 // a job counting other steps, or of steps a resume went back from; they would shadow it at
 // the next --resume auto), then all but the newest `keep` of the rest; never a file it does
-// not list (another run's, the user's) and never through a symbolic link. Then the temporary
+// not list (another run's, the user's) and never through a symbolic link. The manifest loses
+// the lines of files that are not there (deleted, or never committed). Then the temporary
 // files interrupted writes left (ckpt-*.h5.tmp).
 void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
                        int64_t committed);

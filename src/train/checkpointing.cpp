@@ -529,7 +529,10 @@ void TrainingCheckpoints::finish() {
 }
 
 void TrainingCheckpoints::wait_idle() {
-  if (writer_) writer_->wait_idle();
+  if (!writer_) return;
+  const double t0 = now_seconds();
+  writer_->wait_idle();
+  blocked_seconds_ += now_seconds() - t0;
 }
 
 CheckpointWriteStats TrainingCheckpoints::stats() const {

@@ -407,7 +407,10 @@ void Trainer::rebalance(int64_t start_step) {
   batches_.assign(plan_.batch.begin(), plan_.batch.end());
   // The new loader reads data.train through HDF5, which the checkpoint writer's thread may be
   // using: a library built without thread safety must not be called from both at once.
-  if (!h5_threadsafe()) checkpoints_->wait_idle();
+  if (!h5_threadsafe()) {
+    WatchdogScope w(*watchdog_, "checkpoint write before data.train is read again", start_step);
+    checkpoints_->wait_idle();
+  }
   make_train_loader(start_step);
 }
 

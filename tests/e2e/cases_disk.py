@@ -76,15 +76,17 @@ def case_full_disk_checkpoints_inner():
     cmd = train_cmd(name, 2, sets)
     print("+ " + " ".join(cmd), flush=True)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # ckpt-20 is renamed into place before the manifest records it, and the next
-    # checkpoint is written while the filler runs: wait for the manifest line, and hold
-    # the ranks (SIGSTOP) while the disk fills, so the first write to fail is a checkpoint's.
+    # The manifest records ckpt-20 before its rename, and the next checkpoint is written
+    # while the filler runs: wait for the manifest line and the file, and hold the ranks
+    # (SIGSTOP) while the disk fills, so the first write to fail is a checkpoint's.
     manifest = os.path.join(run, "checkpoints", "hpctrain-checkpoints.txt")
 
     def recorded():
         try:
             with open(manifest) as f:
-                return "ckpt-000000000020.h5\t" in f.read()
+                listed = "ckpt-000000000020.h5\t" in f.read()
+            return listed and os.path.exists(os.path.join(os.path.dirname(manifest),
+                                                          "ckpt-000000000020.h5"))
         except OSError:
             return False
     deadline = time.time() + 300
@@ -284,6 +286,9 @@ def case_fsync_failures():
     one_error_line(err, step20, "fsync failed", "Input/output error")
     left = sorted(os.listdir(ckpt))
     check(not [f for f in left if f.startswith("ckpt-")], f"checkpoint files left: {left}")
+    with open(os.path.join(ckpt, "hpctrain-checkpoints.txt")) as f:
+        recorded = f.read()
+    check(not recorded, f"the manifest still lists the checkpoint not committed: {recorded!r}")
 
     # The manifest's record failing: the checkpoint is not committed (no file that
     # retention would never delete).

@@ -342,8 +342,8 @@ def case_run_dir_in_use():
     fresh(name)
     sets = [f"data.train={ARGS.data}/test.h5", "data.val=", "train.epochs=2000",
             "checkpoint.at_epoch_end=false"]
-    first = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
+    first = session(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
     lock = os.path.join(run_dir(name), "hpctrain.lock")
     deadline = time.time() + 120
     while time.time() < deadline and first.poll() is None and not (

@@ -12,7 +12,7 @@ import time
 
 from harness import (
     ARGS, check, documented_names, expect_ok, fail, fresh, hpctrain, metrics_rows,
-    one_error_line, rank_pids, run_dir, train, train_cmd)
+    one_error_line, rank_pids, run_dir, session, train, train_cmd)
 
 
 def case_mlp_allreduce_ring():
@@ -157,8 +157,7 @@ def case_killed_rank_ends_job():
            "--set", f"data.train={d}/train.h5", "--set", "data.val=", "--set", "data.test=",
            "--set", f"run.dir={run_dir('killed')}", "--set", "train.epochs=50",
            "--set", "train.progress_seconds=0.5"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    p = session(cmd)
     # Wait until training is under way (a progress line), then kill one rank.
     deadline = time.time() + 120
     while time.time() < deadline:

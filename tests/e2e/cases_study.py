@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from harness import ARGS, check, fail, hpctrain, one_error_line, run_dir
+from harness import ARGS, check, fail, hpctrain, one_error_line, run_dir, session
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,7 +42,7 @@ variants:
 def start(study, out, log):
     cmd = [hpctrain(), "study", study, "--out", out]
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return session(cmd, stdout=log, text=False)
 
 
 def wait_for_checkpoint(proc, folder, timeout=120):

@@ -14,8 +14,8 @@ import h5py
 import numpy as np
 
 from harness import (ARGS, DET, check, checkpoints, expect_ok, fresh, hpctrain, kill_and_resume,
-                     metrics_rows, newest_step, one_error_line, run_dir, summary, train,
-                     train_cmd)
+                     metrics_rows, newest_step, one_error_line, run_dir, session, summary,
+                     train, train_cmd)
 
 
 def eval_run(target, ranks=2, extra=()):
@@ -193,10 +193,8 @@ def case_metrics_once_after_kill():
     # in epoch 2; the kill comes after epoch 2's row (step 858), before step 1200.
     sets = ["train.epochs=3", "run.deterministic=true", "data.val=", "data.test=",
             "checkpoint.every_steps=600"]
-    p = subprocess.Popen(train_cmd(name, 2, sets + ["debug.slow_rank.rank=1",
-                                                     "debug.slow_rank.factor=3"]),
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True)
+    p = session(train_cmd(name, 2, sets + ["debug.slow_rank.rank=1", "debug.slow_rank.factor=3"]),
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     while p.poll() is None and time.time() < deadline:
         # The step-600 checkpoint is committed by the writer thread after its fsync, in
@@ -224,8 +222,7 @@ def case_metrics_once_after_kill():
     # 78 steps per epoch on 2 ranks; a long validation (55,000 rows) after each.
     sets = ["train.epochs=2", "run.deterministic=true", f"data.train={ARGS.data}/test.h5",
             f"data.val={ARGS.data}/train.h5", "data.test=", "checkpoint.every_steps=78"]
-    p = subprocess.Popen(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+    p = session(train_cmd(name, 2, sets), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline, rows = time.time() + 300, None
     while p.poll() is None and time.time() < deadline:
         if checkpoints(name):

@@ -38,7 +38,8 @@ def main():
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)
-    # A timeout's TERM (ctest's, device.sh's) ends the case through the finally below.
+    # A timeout's TERM (device.sh's; ctest's timeout kills outright) ends the case through
+    # the finally below.
     signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
     try:
         fn()

@@ -175,26 +175,28 @@ def mpi_rank(pid):
 _SESSIONS = []  # processes started in sessions of their own (session())
 
 
-def session(cmd):
+def session(cmd, **popen_args):
     """Popen of `cmd` in a session of its own (so that a signal to the case's process group,
-    a terminal's Ctrl-C, does not reach it), stdout and stderr together as text. Whatever of
-    it still runs when the case ends, however it ends, is killed (end_sessions)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+    a terminal's Ctrl-C, does not reach it); by default stdout and stderr together as text.
+    Whatever of its process group still runs when the case ends, however it ends, is killed
+    (end_sessions)."""
+    popen_args = {"stdout": subprocess.PIPE, "stderr": subprocess.STDOUT, "text": True,
+                  **popen_args}
+    p = subprocess.Popen(cmd, start_new_session=True, **popen_args)
     _SESSIONS.append(p)
     return p
 
 
 def end_sessions():
-    """Kills the process groups of session() that still run: a case that failed, or was cut
-    short by a timeout's TERM, leaves no ranks behind (on a GPU machine they would go on
-    using the GPU under the next measurement)."""
+    """Kills the process groups of session(), whether or not their leader has exited (a rank
+    may outlive mpiexec): a case that failed, or was cut short by a timeout's TERM, leaves no
+    ranks behind (on a GPU machine they would go on using the GPU under the next
+    measurement)."""
     for p in _SESSIONS:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2):

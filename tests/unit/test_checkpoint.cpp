@@ -242,6 +242,34 @@ TEST(CheckpointStore, FailureBeforeTheCommitLeavesNoFile) {
   EXPECT_TRUE(fs::is_empty(dir));
 }
 
+// A record whose file never came (the write failed after recording it) is taken back, so a
+// file copied in under that name later is not the run's to delete; prune drops such lines
+// too (a writer killed between its record and its rename).
+TEST(CheckpointStore, RecordsWithoutTheirFileAreDropped) {
+  const std::string dir = fresh_dir("unrecord");
+  const std::string manifest = dir + "/" + kManifestName;
+  auto listed = [&] {
+    std::ifstream in(manifest);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  write_checkpoint_file(checkpoint_path(dir, 1), sample_state(1));
+  record_checkpoint(checkpoint_path(dir, 1), "run");
+  record_checkpoint(checkpoint_path(dir, 2), "run");  // its write then failed
+  forget_checkpoint(checkpoint_path(dir, 2));
+  EXPECT_EQ(listed(), "ckpt-000000000001.h5\trun\n");
+  write_checkpoint_file(checkpoint_path(dir, 2), sample_state(2));  // the user's copy
+  write_checkpoint_file(checkpoint_path(dir, 3), sample_state(3));
+  record_checkpoint(checkpoint_path(dir, 3), "run");
+  record_checkpoint(checkpoint_path(dir, 9), "run");  // a writer killed before its rename
+  prune_checkpoints(dir, 1, "run", 3);
+  std::vector<int64_t> steps;
+  for (const CheckpointEntry& e : list_checkpoints(dir)) steps.push_back(e.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(listed(), "ckpt-000000000003.h5\trun\n");
+  forget_checkpoint(checkpoint_path(dir, 3));  // a file that is there keeps its record
+  EXPECT_EQ(listed(), "ckpt-000000000003.h5\trun\n");
+}
+
 // A commit makes the committed checkpoint the newest: the run's own files numbered above it
 // (a corrupt one the resume skipped, an earlier job's counted in other steps) go, whatever
 // `keep` allows, so that --resume auto comes back to it; another run's stay.
