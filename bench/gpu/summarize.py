@@ -118,7 +118,10 @@ def main():
     # median one counts (median_process) and each one's figure is kept.
     pytorch, pytorch_nchw, lstm_ref = {}, {}, {}
     jsonl = os.path.join(a.logs, "pytorch.jsonl")
-    lines = open(jsonl).read().splitlines() if os.path.exists(jsonl) else []
+    lines = []
+    if os.path.exists(jsonl):
+        with open(jsonl) as f:
+            lines = f.read().splitlines()
     for line in lines:
         if not line.startswith("{"):  # a skipped step's note or an error's last line
             continue

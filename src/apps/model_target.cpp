@@ -121,7 +121,7 @@ std::unique_ptr<Model> load_checkpoint_model(Backend& backend, const Config& con
     throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
                      " builds (compare hpctrain inspect of both)");
   }
-  load_initial_params(checkpoint, *model);
+  load_initial_params(stored, checkpoint, *model);
   if (step != nullptr) *step = stored.step;
   return model;
 }

@@ -54,15 +54,19 @@ std::map<std::string, std::string> read_manifest(const std::string& dir) {
   return owners;
 }
 
-// Rewrites `manifest` with the entries of `owners` whose files are in `dir`.
-void write_manifest(const std::string& manifest, const std::string& dir,
-                    const std::map<std::string, std::string>& owners) {
+// Drops the entries of `owners` whose files are not in `dir` (deleted, or records whose
+// file never came); whether any was.
+bool drop_missing(const std::string& dir, std::map<std::string, std::string>& owners) {
   std::error_code ec;
+  return std::erase_if(owners, [&](const auto& entry) {
+           return !fs::exists(fs::path(dir) / entry.first, ec);
+         }) > 0;
+}
+
+void write_manifest(const std::string& dir, const std::map<std::string, std::string>& owners) {
   std::string text;
-  for (const auto& [name, who] : owners) {
-    if (fs::exists(fs::path(dir) / name, ec)) text += name + "\t" + who + "\n";
-  }
-  write_file_atomic(manifest, text);
+  for (const auto& [name, who] : owners) text += name + "\t" + who + "\n";
+  write_file_atomic((fs::path(dir) / kManifestName).string(), text);
 }
 
 }  // namespace
@@ -154,12 +158,12 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
 }
 
 void forget_checkpoint(const std::string& path) {
-  const fs::path p(path);
-  const std::string dir = p.parent_path().string();
+  const std::string dir = fs::path(path).parent_path().string();
   std::error_code ec;
-  if (fs::exists(p, ec)) return;
+  if (fs::exists(path, ec)) return;
   try {
-    write_manifest((p.parent_path() / kManifestName).string(), dir, read_manifest(dir));
+    std::map<std::string, std::string> owners = read_manifest(dir);
+    if (drop_missing(dir, owners)) write_manifest(dir, owners);
   } catch (const Error& e) {
     log_warn(std::string(e.what()) + " (a record of " + path + ", which was not committed)");
   }
@@ -167,7 +171,6 @@ void forget_checkpoint(const std::string& path) {
 
 void prune_checkpoints(const std::string& dir, int keep, const std::string& owner,
                        int64_t committed) {
-  const std::string manifest = (fs::path(dir) / kManifestName).string();
   std::map<std::string, std::string> owners = read_manifest(dir);
   std::error_code ec;
   int kept = 0;
@@ -196,10 +199,7 @@ void prune_checkpoints(const std::string& dir, int keep, const std::string& owne
   }
   // The manifest lists what is there: not what was deleted, nor a record whose file never
   // came (a write that failed or was killed after recording it).
-  const bool missing = std::any_of(owners.begin(), owners.end(), [&](const auto& entry) {
-    return !fs::exists(fs::path(dir) / entry.first, ec);
-  });
-  if (removed || missing) write_manifest(manifest, dir, owners);
+  if (drop_missing(dir, owners) || removed) write_manifest(dir, owners);
   // Temporaries a killed writer left: a checkpoint's, and the manifest's (NAME.tmp.PID).
   const std::string manifest_tmp = std::string(kManifestName) + ".tmp.";
   for (const auto& entry : fs::directory_iterator(dir, ec)) {

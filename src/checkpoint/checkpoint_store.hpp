@@ -43,8 +43,8 @@ void record_checkpoint(const std::string& path, const std::string& owner);
 // Takes back record_checkpoint(path) when no file came of it (the write failed after the
 // record): where `path` does not exist, the manifest is rewritten without the lines of files
 // that are not there, so that a file copied in under that name later is not taken for this
-// run's. Best effort: a manifest
-// that cannot be rewritten is left (with a warning), to be tidied by the next prune.
+// run's. Best effort: a manifest that cannot be rewritten is left (with a warning), to be
+// tidied by the next prune.
 void forget_checkpoint(const std::string& path);
 
 // The checkpoints in `dir` the manifest lists as `owner`'s and prune_checkpoints may

@@ -97,7 +97,10 @@ std::vector<StoredLayer> stored_layers(const std::string& architecture, const st
 }  // namespace
 
 std::string load_initial_params(const std::string& path, Model& model) {
-  const CheckpointState s = read_checkpoint_file(path);
+  return load_initial_params(read_checkpoint_file(path), path, model);
+}
+
+std::string load_initial_params(const CheckpointState& s, const std::string& path, Model& model) {
   const std::vector<StoredLayer> stored = stored_layers(s.architecture, path);
   // The shared array, or the ranks' average when the run that wrote it averaged parameters
   // only every few steps.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint/checkpoint_state.hpp"
 #include "config/config.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
@@ -19,6 +20,9 @@ namespace hpctrain {
 // initialised c (shape differs), d"; a layer of a name the checkpoint has says why it did
 // not load). Throws UsageError (naming `path`) if nothing matches.
 std::string load_initial_params(const std::string& path, Model& model);
+// The same from checkpoint `stored`, already read from `path`.
+std::string load_initial_params(const CheckpointState& stored, const std::string& path,
+                                Model& model);
 
 // The arena ranges to train: every layer except those named in `freeze`
 // (adjacent ranges merged). Throws UsageError naming an unknown layer.
