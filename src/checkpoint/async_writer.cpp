@@ -42,13 +42,14 @@ void AsyncCheckpointWriter::wait_idle_locked(std::unique_lock<std::mutex>& lock)
   cv_.wait(lock, [this] { return !busy_ && !pending_; });
 }
 
-void AsyncCheckpointWriter::submit(CheckpointState&& state, std::vector<SnapshotSource> sources) {
+void AsyncCheckpointWriter::submit(CheckpointState&& state,
+                                   const std::vector<SnapshotSource>& sources) {
   const double t0 = now_seconds();
   std::unique_lock<std::mutex> lock(mutex_);
   wait_idle_locked(lock);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   pending_ = std::move(state);
-  sources_ = std::move(sources);
+  sources_.assign(sources.begin(), sources.end());  // into the memory reserve() gave
   snapshot_pending_.store(!sources_.empty(), std::memory_order_release);
   stats_.blocked_seconds += now_seconds() - t0;
   lock.unlock();
@@ -83,9 +84,10 @@ CheckpointState AsyncCheckpointWriter::recycle() {
   return s;
 }
 
-void AsyncCheckpointWriter::reserve(CheckpointState&& state) {
+void AsyncCheckpointWriter::reserve(CheckpointState&& state, size_t sources) {
   std::lock_guard<std::mutex> lock(mutex_);
   spare_ = std::move(state);
+  sources_.reserve(sources);
 }
 
 CheckpointWriteStats AsyncCheckpointWriter::stats() const {
@@ -103,19 +105,19 @@ void AsyncCheckpointWriter::worker() {
     if (!pending_) return;  // stopping with nothing left to write
     CheckpointState state = std::move(*pending_);
     pending_.reset();
-    const std::vector<SnapshotSource> sources = std::move(sources_);
+    taken_.assign(sources_.begin(), sources_.end());
     sources_.clear();
     busy_ = true;
     lock.unlock();
 
     // 1. Snapshot the live arrays (into recycled memory), then release the trainer.
     const double t0 = now_seconds();
-    for (const SnapshotSource& s : sources) {
-      std::vector<float>& dst = state.arrays[s.name];
+    for (const SnapshotSource& s : taken_) {
+      std::vector<float>& dst = state.array(s.name);
       dst.resize(s.count);
       std::copy_n(s.data, s.count, dst.begin());
     }
-    if (!sources.empty()) {
+    if (!taken_.empty()) {
       lock.lock();
       snapshot_pending_.store(false, std::memory_order_release);
       cv_.notify_all();

@@ -25,7 +25,7 @@ namespace hpctrain {
 // A live array the writer copies into state.arrays[name] before writing. Its
 // owner must not modify it until wait_snapshot() has returned.
 struct SnapshotSource {
-  std::string name;
+  const char* name = nullptr;   // a name of static storage (checkpoint_state.hpp's constants)
   const float* data = nullptr;  // host-addressable
   size_t count = 0;
 };
@@ -50,7 +50,7 @@ class AsyncCheckpointWriter {
   // Queues `state` for writing (waits for a write in flight first) and returns;
   // the writer first copies `sources` into it. Rethrows the error of a failed
   // earlier write.
-  void submit(CheckpointState&& state, std::vector<SnapshotSource> sources = {});
+  void submit(CheckpointState&& state, const std::vector<SnapshotSource>& sources = {});
   // Returns once the sources of the last submit() are copied (at once if they are).
   void wait_snapshot();
   bool snapshot_pending() const { return snapshot_pending_.load(std::memory_order_acquire); }
@@ -62,9 +62,9 @@ class AsyncCheckpointWriter {
   // A state whose arrays may be overwritten (the last one written, or the one reserve()
   // gave), or an empty one.
   CheckpointState recycle();
-  // Gives recycle() `state`, whose arrays the trainer sized at start-up: no snapshot then
-  // allocates.
-  void reserve(CheckpointState&& state);
+  // Gives recycle() `state`, whose arrays the trainer sized at start-up, and room for
+  // `sources` live arrays per submit(): no snapshot then allocates.
+  void reserve(CheckpointState&& state, size_t sources);
   CheckpointWriteStats stats() const;
 
  private:
@@ -78,6 +78,7 @@ class AsyncCheckpointWriter {
   std::condition_variable cv_;
   std::optional<CheckpointState> pending_;  // GUARDED_BY mutex_
   std::vector<SnapshotSource> sources_;     // GUARDED_BY mutex_
+  std::vector<SnapshotSource> taken_;       // the writer thread's copy of sources_ (its own)
   std::atomic<bool> snapshot_pending_{false};
   std::optional<CheckpointState> spare_;  // written already, GUARDED_BY mutex_
   bool busy_ = false;                     // GUARDED_BY mutex_

@@ -218,9 +218,21 @@ std::vector<float> shared_array(const CheckpointState& s, const std::string& nam
 }
 
 std::string rank_array_name(int rank, const std::string& name) {
+  std::string out;
+  rank_array_name(rank, name, out);
+  return out;
+}
+
+void rank_array_name(int rank, std::string_view name, std::string& out) {
   char prefix[32];
-  std::snprintf(prefix, sizeof(prefix), "rank%05d/", rank);
-  return prefix + name;
+  const int n = std::snprintf(prefix, sizeof(prefix), "rank%05d/", rank);
+  out.assign(prefix, static_cast<size_t>(n));
+  out.append(name);
+}
+
+std::vector<float>& CheckpointState::array(std::string_view name) {
+  const auto it = arrays.find(name);
+  return it != arrays.end() ? it->second : arrays[std::string(name)];
 }
 
 size_t CheckpointState::bytes() const {

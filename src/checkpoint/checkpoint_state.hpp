@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hpctrain {
@@ -29,6 +30,8 @@ inline constexpr const char* kAdamStepArray = "optimizer/adam_step";
 // every rank (strategy allreduce only).
 inline constexpr const char* kLossScaleArray = "optimizer/loss_scale";
 std::string rank_array_name(int rank, const std::string& name);
+// The same name written into `out`, whose memory is reused (no allocation once it holds one).
+void rank_array_name(int rank, std::string_view name, std::string& out);
 
 struct CheckpointState {
   // 2: the file ends in a whole-file checksum (checkpoint_footer.hpp); 1: it does not.
@@ -44,8 +47,11 @@ struct CheckpointState {
   std::string config_yaml;   // the resolved config of the run that wrote it
   std::string architecture;  // model and data shapes, one line per item
   std::string created;       // UTC time, ISO 8601
-  std::map<std::string, std::vector<float>> arrays;
+  std::map<std::string, std::vector<float>, std::less<>> arrays;
 
+  // arrays[name], looked up without making a string of `name`: a recycled state that has
+  // the array already allocates nothing.
+  std::vector<float>& array(std::string_view name);
   size_t bytes() const;
 };
 

@@ -14,14 +14,20 @@ inline double now_seconds() {
   return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
 }
 
-// The wall-clock time now, UTC, ISO 8601 to the second: 2026-11-26T00:47:00Z.
-inline std::string utc_now() {
+// The wall-clock time now, UTC, ISO 8601 to the second: 2026-11-26T00:47:00Z, written into
+// `out` (its memory reused: no allocation once it has held one).
+inline void utc_now(std::string& out) {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  out.assign(buf, std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm));
+}
+
+inline std::string utc_now() {
+  std::string out;
+  utc_now(out);
+  return out;
 }
 
 // CPU seconds (user + system) this process has used, all its threads together.

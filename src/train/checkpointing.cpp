@@ -405,11 +405,12 @@ void TrainingCheckpoints::reserve_memory() {
     if (rank_ != 0) return;
     writer_ = std::make_unique<AsyncCheckpointWriter>(config_.checkpoint.dir,
                                                       config_.checkpoint.keep, run_owner(config_));
-    // The arrays save() fills, by name: resized (and zeroed, so touched) once.
+    // The arrays save() fills, by name: resized (and zeroed, so touched) once; and the
+    // strings it sets, so that no save() allocates on the training thread.
     CheckpointState state;
-    const auto reserve = [&](const std::string& name, bool per_parameter, size_t count) {
+    const auto reserve = [&](const char* name, bool per_parameter, size_t count) {
       if (!per_rank || !per_parameter) {
-        state.arrays[name].resize(count);
+        state.array(name).resize(count);
         return;
       }
       for (int r = 0; r < world_size_; ++r) state.arrays[rank_array_name(r, name)].resize(n);
@@ -418,8 +419,16 @@ void TrainingCheckpoints::reserve_memory() {
     for (const OptimizerSlot& slot : slots_) {
       reserve(slot.name, slot.per_parameter, slot.per_parameter ? n : slot.size);
     }
-    if (model_.state_count() > 0) state.arrays[kStateArray].resize(model_.state_count());
-    writer_->reserve(std::move(state));
+    if (model_.state_count() > 0) state.array(kStateArray).resize(model_.state_count());
+    if (scaler_ != nullptr) state.array(kLossScaleArray).resize(2);
+    for (const auto& [name, values] : kept_) state.array(name).reserve(values->size());
+    state.strategy = config_.distributed.strategy;
+    state.config_yaml = config_yaml_;
+    state.architecture = architecture_;
+    utc_now(state.created);
+    array_key_.reserve(64);
+    sources_.reserve(1 + slots_.size());
+    writer_->reserve(std::move(state), sources_.capacity());
   } catch (const std::bad_alloc&) {
     int per_parameter = 0;
     for (const OptimizerSlot& slot : slots_) per_parameter += slot.per_parameter ? 1 : 0;
@@ -451,15 +460,15 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
                                 [](const OptimizerSlot& x) { return x.per_parameter; }));
   const bool copy_inline =
       !model_.backend().host_accessible() || arrays * n * sizeof(float) <= kInlineSnapshotBytes;
-  std::vector<SnapshotSource> sources;
+  sources_.clear();
   auto capture = [&](const float* live, const char* name) {
     if (!per_rank) {
       if (rank_ != 0) return;
       if (!copy_inline) {
-        sources.push_back({name, live, n});
+        sources_.push_back({name, live, n});
         return;
       }
-      std::vector<float>& dst = state.arrays[name];
+      std::vector<float>& dst = state.array(name);
       dst.resize(n);
       model_.backend().copy_to_host(dst.data(), live, n * sizeof(float));
       return;
@@ -471,7 +480,8 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
     if (rank_ != 0) return;
     for (int r = 0; r < world_size_; ++r) {
       const auto begin = gather_buffer_.begin() + static_cast<std::ptrdiff_t>(r * n);
-      std::vector<float>& dst = state.arrays[rank_array_name(r, name)];
+      rank_array_name(r, name, array_key_);
+      std::vector<float>& dst = state.array(array_key_);
       dst.assign(begin, begin + static_cast<std::ptrdiff_t>(n));
     }
   };
@@ -480,20 +490,20 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
     if (slot.per_parameter) {
       capture(slot.data, slot.name);
     } else if (rank_ == 0) {
-      std::vector<float>& dst = state.arrays[slot.name];
+      std::vector<float>& dst = state.array(slot.name);
       dst.resize(slot.size);
       model_.backend().copy_to_host(dst.data(), slot.data, slot.size * sizeof(float));
     }
   }
   if (scaler_ != nullptr && rank_ == 0) {
     const LossScaler::Saved ls = scaler_->save();
-    state.arrays[kLossScaleArray] = {ls.scale, ls.good_steps};
+    state.array(kLossScaleArray).assign({ls.scale, ls.good_steps});
   }
   if (rank_ == 0) {
-    for (const auto& [name, values] : kept_) state.arrays[name] = *values;
+    for (const auto& [name, values] : kept_) state.array(name) = *values;
   }
   if (model_.state_count() > 0 && rank_ == 0) {
-    std::vector<float>& dst = state.arrays[kStateArray];
+    std::vector<float>& dst = state.array(kStateArray);
     dst.resize(model_.state_count());
     model_.get_state(dst.data());
   }
@@ -511,8 +521,8 @@ void TrainingCheckpoints::save(Communicator& comm, int64_t global_step, bool wai
   state.strategy = config_.distributed.strategy;
   state.config_yaml = config_yaml_;
   state.architecture = architecture_;
-  state.created = utc_now();
-  writer_->submit(std::move(state), std::move(sources));
+  utc_now(state.created);
+  writer_->submit(std::move(state), sources_);
   if (wait) writer_->wait();
   blocked_seconds_ += now_seconds() - t0;
 }

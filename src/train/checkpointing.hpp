@@ -109,6 +109,8 @@ class TrainingCheckpoints {
   double blocked_seconds_ = 0;                      // rank 0's training-thread time inside save()
   std::unique_ptr<AsyncCheckpointWriter> writer_;   // rank 0
   std::vector<float> send_buffer_, gather_buffer_;  // strategy average, reused
+  std::vector<SnapshotSource> sources_;             // rank 0: save()'s live arrays, reused
+  std::string array_key_;                           // rank 0: save()'s per-rank array names
   std::vector<std::pair<const char*, std::vector<float>*>> kept_;  // keep_array()
 };
 

@@ -15,6 +15,7 @@ import cases_data
 import cases_disk
 import cases_export
 import cases_hardening
+import cases_hotpath
 import cases_models
 import cases_resume
 import cases_runs
@@ -34,7 +35,7 @@ def main():
     fn = None
     for module in (cases_runs, cases_resume, cases_models, cases_batches, cases_async,
                    cases_study, cases_text, cases_hardening, cases_disk, cases_workflow,
-                   cases_export, cases_data):
+                   cases_export, cases_data, cases_hotpath):
         fn = fn or getattr(module, "case_" + case, None)
     if fn is None:
         harness.fail("no such case: " + case)

@@ -1,0 +1,116 @@
+"""End-to-end cases of the training step's hot path: nothing in a step allocates on the
+training thread (docs/architecture.md), checkpoint steps included, counted by an
+LD_PRELOAD shim (alloc_shim.c) in real runs of several strategies, models and options.
+"""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+from harness import ARGS, check, checkpoints, fail, fresh, train
+
+# name, config, ranks, settings. Every run trains 2 epochs of test.h5 (10,000 rows) on the
+# CPU, without validation or test sets.
+_RUNS = [
+    # hpctrain's ring; checkpoints every 5 steps, copied by the training thread (small).
+    ("ring_checkpoints", "configs/fashion_mnist_mlp.yaml", 2,
+     ["checkpoint.every_steps=5", "checkpoint.keep=2"]),
+    # MPI_Allreduce, AdamW, a model whose checkpoints the writer thread copies (> 8 MiB).
+    ("mpi_adamw_writer_copies", "configs/fashion_mnist_mlp.yaml", 3,
+     ["distributed.algorithm=mpi", "optimizer.name=adamw", "model.hidden=[1024]",
+      "checkpoint.every_steps=7", "checkpoint.keep=1"]),
+    # Parameter averaging, per-rank checkpoint arrays gathered to rank 0, two threads.
+    ("average_cnn", "configs/fashion_mnist_cnn.yaml", 2,
+     ["distributed.strategy=average", "run.threads=2", "checkpoint.every_steps=10",
+      "checkpoint.keep=1"]),
+    # float16 with loss scaling, micro-batches, clipping, skipped steps, step timing,
+    # augmentation and rows read from the file as they are prefetched; 3 ranks.
+    ("fp16_streamed_augmented", "configs/fashion_mnist_cnn_augment.yaml", 3,
+     ["precision=fp16", "train.accumulate_steps=2", "optimizer.clip_grad_norm=1",
+      "train.on_nonfinite=skip_step", "train.step_timing=true", "data.cache_mb=0",
+      "checkpoint.every_steps=9", "checkpoint.keep=1"]),
+    # Recurrent layers in bfloat16; batches shared by measured speed.
+    ("lstm_bf16_balance", "configs/fashion_mnist_lstm.yaml", 2,
+     ["precision=bf16", "distributed.balance=auto"]),
+]
+
+
+def _report(path):
+    """(steps, {interval: (allocations, in MPI)}, [(interval, [stack lines])])."""
+    steps, intervals, stacks = 0, {}, []
+    with open(path) as f:
+        for line in f:
+            words = line.split()
+            if words[0] == "steps":
+                steps = int(words[1])
+            elif words[0] == "interval":
+                intervals[int(words[1])] = (int(words[3]), int(words[5]))
+            elif words[0] == "stack":
+                stacks.append((int(words[1]), []))
+            elif stacks:
+                stacks[-1][1].append(line.rstrip())
+    return steps, intervals, stacks
+
+
+def _symbolised(lines):
+    """hpctrain's frames ("hpctrain(+0x1a2b)") as function names, where addr2line is."""
+    binary = os.path.join(ARGS.build, "hpctrain")
+    offsets = [m.group(1) for m in (re.search(r"/hpctrain\(\+(0x[0-9a-f]+)\)", x) for x in lines)
+               if m]
+    if not offsets or not shutil.which("addr2line"):
+        return lines
+    p = subprocess.run(["addr2line", "-f", "-C", "-e", binary] + offsets, capture_output=True,
+                       text=True)
+    return lines + p.stdout.splitlines()[::2]
+
+
+def case_step_allocates_nothing():
+    """Between the end of one training step (its control all-reduce) and the end of the
+    next, the training thread of every rank makes no heap allocation (malloc, calloc,
+    realloc, the aligned ones; operator new comes through them), in steps that save a
+    checkpoint as in the others: hpctrain's ring and MPI_Allreduce, parameter averaging, 16-bit
+    precisions with loss scaling and skipped steps, micro-batches, clipping, streamed and
+    augmented data, recurrent layers, balance auto. Not counted: the steps that end an epoch
+    (metrics rows, rebalancing), other threads (readers, the checkpoint writer), and
+    allocations made inside the MPI library or its transports (MPICH's all-reduce, reduce
+    and gather allocate their own buffers). The shim must see the epoch ends' allocations,
+    so that a shim that counts nothing cannot pass."""
+    shim = os.path.join(ARGS.build, "test-shims", "libht_alloc_shim.so")
+    check(os.path.exists(shim), f"{shim} was not built")
+    for name, config, ranks, sets in _RUNS:
+        fresh(name)
+        base = os.path.join(ARGS.build, "e2e-runs", name + "-alloc")
+        for old in glob.glob(base + ".*"):
+            os.remove(old)
+        rc, out, _ = train(name, ranks, ["device=cpu", f"data.train={ARGS.data}/test.h5",
+                                         "data.val=", "data.test=", "train.epochs=2"] + sets,
+                           config=config, env={"LD_PRELOAD": shim, "HT_ALLOC_REPORT": base})
+        check(rc == 0, f"{name}: exit {rc}")
+        m = re.search(r"(\d+) steps/epoch", out)
+        check(m is not None, f"{name}: no 'steps/epoch' in the output")
+        per_epoch = int(m.group(1))
+        reports = sorted(glob.glob(base + ".*"))
+        check(len(reports) == ranks, f"{name}: {len(reports)} allocation reports for {ranks} "
+              "ranks")
+        if any("checkpoint.every_steps" in s for s in sets):
+            check(len(checkpoints(name)) >= 1, f"{name}: no checkpoint was written")
+        epoch_ends = 0
+        for path in reports:
+            steps, intervals, stacks = _report(path)
+            check(steps == 2 * per_epoch, f"{name}: {path} saw {steps} steps, expected "
+                  f"{2 * per_epoch}")
+            ours = {i: a - mpi for i, (a, mpi) in intervals.items() if a > mpi}
+            epoch_ends += sum(1 for i in ours if i % per_epoch == 0)
+            bad = {i: n for i, n in ours.items() if i % per_epoch != 0}
+            if bad:
+                lines = []
+                for interval, frames in stacks:
+                    lines += [f"stack of an allocation in interval {interval}:"]
+                    lines += _symbolised(frames)
+                fail(f"{name}: {path}: the training thread allocated between steps "
+                     f"(interval: allocations) {bad}\n" + "\n".join(lines))
+            print(f"{name}: {path}: {steps} steps, no allocation within a step "
+                  f"({sum(a for a, _ in intervals.values())} at epoch ends and in MPI)")
+        check(epoch_ends > 0, f"{name}: the shim counted no allocation at any epoch's end "
+              "(writing metrics.csv allocates): it is not counting")
