@@ -48,6 +48,8 @@ Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options
   const int64_t end_seq = sampler_.batches_per_epoch() * options.epochs;
   PrefetchQueue::FillFn fill_fn = [this](int64_t seq, BatchBuffer& b) { fill(seq, b); };
   if (options.on_request) {
+    // kDropRead requests read and as many live (a consumer asks a few batches ahead).
+    requests_.reserve(2 * kDropRead);
     fill_fn = [this](int64_t k, BatchBuffer& b) {
       const int64_t seq = requested(k);
       b.size = 0;
@@ -80,9 +82,10 @@ void Loader::request(int64_t seq) {
   {
     std::lock_guard<std::mutex> lock(request_mutex_);
     // A popped slot was filled, so its reader has read its request: drop those in batches
-    // of 64, in place (the few live requests move to the front; no allocation).
+    // of kDropRead, in place (the few live requests move to the front; no allocation
+    // within the room the constructor reserved).
     const int64_t read = popped_ - first_request_;
-    if (read >= 64) {
+    if (read >= kDropRead) {
       requests_.erase(requests_.begin(), requests_.begin() + read);
       first_request_ = popped_;
     }

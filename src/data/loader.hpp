@@ -128,7 +128,8 @@ class Loader {
   std::mutex request_mutex_;
   std::condition_variable request_cv_;
   // on_request: the batches of slots first_request_ ... (GUARDED_BY request_mutex_); those
-  // of popped slots are dropped now and then, so it does not grow with the run.
+  // of popped slots are dropped kDropRead at a time, so it does not grow with the run.
+  static constexpr int64_t kDropRead = 64;
   std::vector<int64_t> requests_;
   int64_t first_request_ = 0;             // GUARDED_BY request_mutex_
   int64_t popped_ = 0;                    // slots popped; the consumer thread's

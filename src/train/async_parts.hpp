@@ -2,7 +2,6 @@
 // what a worker and a server keep between the calls of a segment.
 #pragma once
 
-#include <deque>
 #include <vector>
 
 #include "train/async_sgd.hpp"
@@ -49,13 +48,16 @@ struct AsyncSgd::Worker {
   Loader* loader_ = nullptr;
   int64_t begin_ = 0, end_ = 0;
   bool deterministic_;
-  std::deque<int64_t> tickets_;  // batches handed to this worker, requested from the loader
-  bool open_ = false;            // more batches may come
-  int64_t dealt_ = 0;            // deterministic: this worker's batches handed out
-  int64_t current_ = -1;         // the batch being trained
-  int64_t steps_ = 0;            // batches trained in the segment
-  int64_t pending_ = 0;          // batches summed in acc_, not yet pushed
-  int64_t flags_ = 0;            // kStopSeen / kCheckpointSeen for the next message
+  // Batches handed to this worker, requested from the loader, oldest first: at most
+  // kTicketsAhead, in memory reserved once (a deque allocated every 64 steps).
+  static constexpr size_t kTicketsAhead = 2;
+  std::vector<int64_t> tickets_;
+  bool open_ = false;     // more batches may come
+  int64_t dealt_ = 0;     // deterministic: this worker's batches handed out
+  int64_t current_ = -1;  // the batch being trained
+  int64_t steps_ = 0;     // batches trained in the segment
+  int64_t pending_ = 0;   // batches summed in acc_, not yet pushed
+  int64_t flags_ = 0;     // kStopSeen / kCheckpointSeen for the next message
   bool noted_stop_ = false, noted_checkpoint_ = false;
   std::vector<float> acc_, grads_;             // host: summed gradients; staged gradients (device)
   std::vector<async_wire::Message> out_, in_;  // per server

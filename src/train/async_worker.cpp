@@ -19,6 +19,7 @@ AsyncSgd::Worker::Worker(const AsyncContext& context)
   const size_t n = ctx.model.param_count();
   acc_.assign(n, 0.0f);
   if (!ctx.backend.host_accessible()) grads_.assign(n, 0.0f);
+  tickets_.reserve(kTicketsAhead);
   for (int s = 0; s < l.servers; ++s) {
     out_.emplace_back(l.slices[s].count);
     in_.emplace_back(l.slices[s].count);
@@ -42,9 +43,8 @@ void AsyncSgd::Worker::begin(int64_t begin, int64_t end, Loader& loader) {
   // One access epoch on the counter for the whole segment: a claim is one atomic and a
   // flush.
   if (!deterministic_) HT_CHECK_MPI(MPI_Win_lock_all(MPI_MODE_NOCHECK, counter_win));
-  // Two batches ahead, so that the loader reads the next while this one trains.
-  take_ticket();
-  take_ticket();
+  // Batches ahead, so that the loader reads the next while this one trains.
+  for (size_t i = 0; i < kTicketsAhead; ++i) take_ticket();
 }
 
 void AsyncSgd::Worker::take_ticket() {
@@ -77,7 +77,7 @@ std::optional<int64_t> AsyncSgd::Worker::next_batch() {
   take_ticket();
   if (tickets_.empty()) return std::nullopt;
   current_ = tickets_.front();
-  tickets_.pop_front();
+  tickets_.erase(tickets_.begin());
   return current_;
 }
 
@@ -217,7 +217,8 @@ bool AsyncSgd::Worker::batch_done() {
 void AsyncSgd::Worker::give_up_tickets() {
   open_ = false;
   // Their batches are in the loader's order already: read past them.
-  for (; !tickets_.empty(); tickets_.pop_front()) loader_->next();
+  for (size_t i = 0; i < tickets_.size(); ++i) loader_->next();
+  tickets_.clear();
 }
 
 void AsyncSgd::Worker::end() {

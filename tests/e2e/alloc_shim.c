@@ -40,6 +40,7 @@ static int depth[kStacks];
 static long stack_interval[kStacks];
 static int stacks;
 static int control_known;
+static int by_isend;
 static MPI_Request control;
 static __thread int thread_kind __attribute__((tls_model("initial-exec")));  // 1 main, 2 other
 static __thread int in_backtrace __attribute__((tls_model("initial-exec")));
@@ -125,14 +126,26 @@ int MPI_Allreduce_init(const void* send, void* recv, int count, MPI_Datatype typ
   return rc;
 }
 
+// HT_ALLOC_STEP=isend: each MPI_Isend ends a step instead (strategy async, whose worker
+// sends its gradients to each server once per step and whose servers send each reply).
+int MPI_Isend(const void* data, int count, MPI_Datatype type, int to, int tag, MPI_Comm comm,
+              MPI_Request* request) {
+  static int (*real)(const void*, int, MPI_Datatype, int, int, MPI_Comm, MPI_Request*);
+  if (!real) *(void**)&real = dlsym(RTLD_NEXT, "MPI_Isend");
+  if (by_isend) ++steps;
+  return real(data, count, type, to, tag, comm, request);
+}
+
 int MPI_Start(MPI_Request* request) {
   static int (*real)(MPI_Request*);
   if (!real) *(void**)&real = dlsym(RTLD_NEXT, "MPI_Start");
-  if (control_known && *request == control) ++steps;
+  if (!by_isend && control_known && *request == control) ++steps;
   return real(request);
 }
 
 __attribute__((constructor)) static void start(void) {
+  const char* step = getenv("HT_ALLOC_STEP");
+  by_isend = step && strcmp(step, "isend") == 0;
   void* warm[2];
   in_backtrace = 1;
   backtrace(warm, 2);  // loads libgcc_s now, not inside a step

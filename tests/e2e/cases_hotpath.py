@@ -1,6 +1,7 @@
 """End-to-end cases of the training step's hot path: nothing in a step allocates on the
 training thread (docs/architecture.md), checkpoint steps included, counted by an
-LD_PRELOAD shim (alloc_shim.c) in real runs of several strategies, models and options.
+LD_PRELOAD shim (alloc_shim.c) in real runs of every strategy and several models and
+options.
 """
 import glob
 import os
@@ -10,8 +11,9 @@ import subprocess
 
 from harness import ARGS, check, checkpoints, fail, fresh, train
 
-# name, config, ranks, settings. Every run trains 2 epochs of test.h5 (10,000 rows) on the
-# CPU, without validation or test sets.
+# name, config, ranks, settings. Every run trains EPOCHS epochs of test.h5 (10,000 rows) on
+# the CPU, without validation or test sets; its steps end with the control all-reduce.
+EPOCHS = 2
 _RUNS = [
     # hpctrain's ring; checkpoints every 5 steps, copied by the training thread (small).
     ("ring_checkpoints", "configs/fashion_mnist_mlp.yaml", 2,
@@ -34,6 +36,11 @@ _RUNS = [
     ("lstm_bf16_balance", "configs/fashion_mnist_lstm.yaml", 2,
      ["precision=bf16", "distributed.balance=auto"]),
 ]
+# Strategy async (2 workers, 2 parameter servers): a step ends with each MPI_Isend (a
+# worker's push to each server, a server's reply); an epoch ends a segment, whose
+# collectives allocate, at no fixed count of sends.
+_ASYNC = ("async_two_servers", "configs/fashion_mnist_mlp.yaml", 4,
+          ["distributed.strategy=async", "distributed.parameter_servers=2"])
 
 
 def _report(path):
@@ -65,6 +72,43 @@ def _symbolised(lines):
     return lines + p.stdout.splitlines()[::2]
 
 
+def _counted_run(name, config, ranks, sets, step="control"):
+    """Trains with the shim; returns (steps per epoch, [(report path, steps, intervals,
+    stacks)]), one report per rank."""
+    shim = os.path.join(ARGS.build, "test-shims", "libht_alloc_shim.so")
+    check(os.path.exists(shim), f"{shim} was not built")
+    fresh(name)
+    base = os.path.join(ARGS.build, "e2e-runs", name + "-alloc")
+    for old in glob.glob(base + ".*"):
+        os.remove(old)
+    rc, out, _ = train(name, ranks, ["device=cpu", f"data.train={ARGS.data}/test.h5", "data.val=",
+                                     "data.test=", f"train.epochs={EPOCHS}"] + sets,
+                       config=config, env={"LD_PRELOAD": shim, "HT_ALLOC_REPORT": base,
+                                           "HT_ALLOC_STEP": step})
+    check(rc == 0, f"{name}: exit {rc}")
+    m = re.search(r"(\d+) steps/epoch", out)
+    check(m is not None, f"{name}: no 'steps/epoch' in the output")
+    reports = sorted(glob.glob(base + ".*"))
+    check(len(reports) == ranks, f"{name}: {len(reports)} allocation reports for {ranks} ranks")
+    if any("checkpoint.every_steps" in s for s in sets):
+        check(len(checkpoints(name)) >= 1, f"{name}: no checkpoint was written")
+    return int(m.group(1)), [(path,) + _report(path) for path in reports]
+
+
+def _ours(intervals):
+    """{interval: allocations outside MPI} of the intervals that have any."""
+    return {i: a - mpi for i, (a, mpi) in intervals.items() if a > mpi}
+
+
+def _fail_with_stacks(name, path, bad, stacks):
+    lines = []
+    for interval, frames in stacks:
+        if interval in bad:
+            lines += [f"stack of an allocation in interval {interval}:"] + _symbolised(frames)
+    fail(f"{name}: {path}: the training thread allocated between steps (interval: "
+         f"allocations) {bad}\n" + "\n".join(lines))
+
+
 def case_step_allocates_nothing():
     """Between the end of one training step (its control all-reduce) and the end of the
     next, the training thread of every rank makes no heap allocation (malloc, calloc,
@@ -75,42 +119,33 @@ def case_step_allocates_nothing():
     (metrics rows, rebalancing), other threads (readers, the checkpoint writer), and
     allocations made inside the MPI library or its transports (MPICH's all-reduce, reduce
     and gather allocate their own buffers). The shim must see the epoch ends' allocations,
-    so that a shim that counts nothing cannot pass."""
-    shim = os.path.join(ARGS.build, "test-shims", "libht_alloc_shim.so")
-    check(os.path.exists(shim), f"{shim} was not built")
+    so that a shim that counts nothing cannot pass. Strategy async: no more intervals
+    that allocate than segments (one per epoch here), where a deque of tickets allocated
+    every 64 steps and the loader's request list grew for its first 64."""
     for name, config, ranks, sets in _RUNS:
-        fresh(name)
-        base = os.path.join(ARGS.build, "e2e-runs", name + "-alloc")
-        for old in glob.glob(base + ".*"):
-            os.remove(old)
-        rc, out, _ = train(name, ranks, ["device=cpu", f"data.train={ARGS.data}/test.h5",
-                                         "data.val=", "data.test=", "train.epochs=2"] + sets,
-                           config=config, env={"LD_PRELOAD": shim, "HT_ALLOC_REPORT": base})
-        check(rc == 0, f"{name}: exit {rc}")
-        m = re.search(r"(\d+) steps/epoch", out)
-        check(m is not None, f"{name}: no 'steps/epoch' in the output")
-        per_epoch = int(m.group(1))
-        reports = sorted(glob.glob(base + ".*"))
-        check(len(reports) == ranks, f"{name}: {len(reports)} allocation reports for {ranks} "
-              "ranks")
-        if any("checkpoint.every_steps" in s for s in sets):
-            check(len(checkpoints(name)) >= 1, f"{name}: no checkpoint was written")
+        per_epoch, reports = _counted_run(name, config, ranks, sets)
         epoch_ends = 0
-        for path in reports:
-            steps, intervals, stacks = _report(path)
-            check(steps == 2 * per_epoch, f"{name}: {path} saw {steps} steps, expected "
-                  f"{2 * per_epoch}")
-            ours = {i: a - mpi for i, (a, mpi) in intervals.items() if a > mpi}
+        for path, steps, intervals, stacks in reports:
+            check(steps == EPOCHS * per_epoch, f"{name}: {path} saw {steps} steps, expected "
+                  f"{EPOCHS * per_epoch}")
+            ours = _ours(intervals)
             epoch_ends += sum(1 for i in ours if i % per_epoch == 0)
             bad = {i: n for i, n in ours.items() if i % per_epoch != 0}
             if bad:
-                lines = []
-                for interval, frames in stacks:
-                    lines += [f"stack of an allocation in interval {interval}:"]
-                    lines += _symbolised(frames)
-                fail(f"{name}: {path}: the training thread allocated between steps "
-                     f"(interval: allocations) {bad}\n" + "\n".join(lines))
+                _fail_with_stacks(name, path, bad, stacks)
             print(f"{name}: {path}: {steps} steps, no allocation within a step "
                   f"({sum(a for a, _ in intervals.values())} at epoch ends and in MPI)")
         check(epoch_ends > 0, f"{name}: the shim counted no allocation at any epoch's end "
               "(writing metrics.csv allocates): it is not counting")
+
+    name, config, ranks, sets = _ASYNC
+    per_epoch, reports = _counted_run(name, config, ranks, sets, step="isend")
+    for path, steps, intervals, stacks in reports:
+        check(steps >= EPOCHS * per_epoch // 2, f"{name}: {path} saw {steps} sends")
+        ours = _ours(intervals)
+        check(ours, f"{name}: {path}: no allocation at any segment's end: the shim is not "
+              "counting")
+        if len(ours) > EPOCHS:
+            _fail_with_stacks(name, path, ours, stacks)
+        print(f"{name}: {path}: {steps} sends, allocations only in {len(ours)} intervals "
+              f"(at most one per segment, {EPOCHS})")
