@@ -164,14 +164,26 @@ def case_async_two_servers():
     """A checkpoint of 2 workers and 1 server resumes on 2 workers and 2 servers (the servers'
     slices and optimizer state come from the one stored copy); each server applies pushes
     and reports its load; the summary compares bytes moved with all-reduce and reports no
-    step phases (asked for, but workers do not step together); it learns."""
+    step phases (asked for, but workers do not step together); it learns: each server's
+    slice of the parameters moves after the resume (the checkpoint alone already scores
+    above the accuracy threshold)."""
     sets = small() + ASYNC + ["distributed.pull_every=2", "optimizer.name=adamw",
                               "optimizer.lr=0.002", "checkpoint.at_epoch_end=true",
                               f"data.test={ARGS.data}/val.h5"]
     fresh("async_2s")
     expect_ok("async_2s", 3, sets + ["train.epochs=1"])
+    with h5py.File(checkpoints("async_2s")[-1], "r") as f:
+        before = f["/arrays/model/params"][:]
     s = expect_ok("async_2s", 4, sets + ["distributed.parameter_servers=2",
                                           "train.step_timing=true"])
+    with h5py.File(checkpoints("async_2s")[-1], "r") as f:
+        after = f["/arrays/model/params"][:]
+    # The two servers hold the first and the second half of the arena (equal in bytes).
+    n = len(after)
+    for part, lo, hi in (("first", 0, n * 2 // 5), ("second", n * 3 // 5, n)):
+        moved = float(abs(after[lo:hi] - before[lo:hi]).max())
+        check(moved > 1e-4, f"the {part} server's slice did not move after the resume "
+              f"(largest change {moved:.3g})")
     check(s["resumed_from"] == 156, f"resumed from {s['resumed_from']}, not epoch 1's end")
     check(s["step_phases_s"] is None and s["step_phase_fractions"] is None
           and s["cpu_load_per_rank"] is None,

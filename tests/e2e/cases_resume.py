@@ -163,9 +163,13 @@ def case_corrupt_checkpoints():
 
 
 def case_resume_other_world_sizes():
-    """A 2-rank run's checkpoint resumed on 1 and on 3 ranks reaches the target."""
+    """A 2-rank run's checkpoint resumed on 1 and on 3 ranks trains on (its parameters move,
+    with a learning rate above 0 in epochs 3 to 5: the checkpoint alone already scores above
+    the target) and reaches the target."""
     fresh("ws2")
     expect_ok("ws2", 2, ["train.epochs=2", "checkpoint.every_steps=200"])
+    first = 20000  # of the parameters (the first layer's)
+    resumed = h5_values(checkpoints("ws2")[-1], "/arrays/model/params", 0, first)
     for ranks in (1, 3):
         name = f"ws2_to_{ranks}"
         fresh(name)
@@ -175,6 +179,13 @@ def case_resume_other_world_sizes():
         check(s["world_size"] == ranks and s["resumed_from"] == 858, f"{name}: {s}")
         check(s["epochs_completed"] == 5, f"{name}: epochs {s['epochs_completed']}")
         check(s["test_accuracy"] >= 0.85, f"{name}: test accuracy {s['test_accuracy']} < 0.85")
+        rows = metrics_rows(name)
+        check([int(r["epoch"]) for r in rows] == [3, 4, 5] and
+              all(float(r["lr"]) > 0 for r in rows[:2]), f"{name}: metrics rows {rows}")
+        final = h5_values(checkpoints(name)[-1], "/arrays/model/params", 0, first)
+        moved = max(abs(x - y) for x, y in zip(resumed, final))
+        check(moved > 1e-3, f"{name}: the parameters did not move after the resume "
+              f"(largest change {moved:.3g})")
 
 
 def case_retention_after_resume():
