@@ -387,13 +387,16 @@ int Trainer::run() {
                        " of epoch " + std::to_string(global_step_ / steps_per_epoch_ + 1));
   }
 
-  log_info("hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
-           " thread(s), backend " + backend_->name() + ", " +
-           std::to_string(model_->param_count()) + " parameters, " +
-           std::to_string(steps_per_epoch_) + " steps/epoch, " +
-           (async_layout_ ? "batch " + std::to_string(update_batch()) + " per worker, " +
-                                std::to_string(async_layout_->servers) + " parameter server(s)"
-                          : "global batch " + std::to_string(update_batch())));
+  const std::string backend = backend_->name();  // and the CPU staging as a GPU (for tests)
+  log_info(
+      "hpctrain: " + std::to_string(world_size_) + " rank(s) x " + std::to_string(threads_) +
+      " thread(s), backend " + backend +
+      (backend == "cpu" && !backend_->host_accessible() ? " (memory staged as on a GPU)" : "") +
+      ", " + std::to_string(model_->param_count()) + " parameters, " +
+      std::to_string(steps_per_epoch_) + " steps/epoch, " +
+      (async_layout_ ? "batch " + std::to_string(update_batch()) + " per worker, " +
+                           std::to_string(async_layout_->servers) + " parameter server(s)"
+                     : "global batch " + std::to_string(update_batch())));
 
   // 2. Epochs (energy sampled around them, where this run trains any).
   double total_train = 0, total_val = 0, total_wait = 0, total_comm = 0, total_cpu = 0;

@@ -10,8 +10,8 @@ import struct
 import subprocess
 
 from harness import (
-    ARGS, DET, check, checkpoints, expect_ok, fresh, h5_values, hpctrain, kill_and_resume,
-    metrics_rows, newest_step, one_error_line, run_dir, summary, train)
+    ARGS, DET, check, checkpoints, expect_ok, expect_staged, fresh, h5_values, hpctrain,
+    kill_and_resume, metrics_rows, newest_step, one_error_line, run_dir, summary, train)
 
 
 RESNET = "configs/fashion_mnist_resnet18.yaml"
@@ -64,7 +64,6 @@ def case_staged_memory_matches():
     normalised as the backend decodes them), and a ResNet with BatchNorm state. The staged
     runs time their step phases (train.step_timing), which must leave the parameters
     alone."""
-    staged = {"HPCTRAIN_STAGE_CPU": "1"}
     mlp = ["run.deterministic=true", "train.epochs=1", f"data.train={ARGS.data}/test.h5",
            "checkpoint.every_steps=20"]
     for label, ranks, sets, config in [
@@ -80,8 +79,8 @@ def case_staged_memory_matches():
         fresh(f"staged_{label}")
         a = expect_ok(f"plain_{label}", ranks, sets, config=config)
         # The staged run also times its step phases: the marks must not change the result.
-        b = expect_ok(f"staged_{label}", ranks, sets + ["train.step_timing=true"],
-                      config=config, env=staged)
+        b = expect_staged(f"staged_{label}", ranks, sets + ["train.step_timing=true"],
+                          config=config)
         check(a["params_sha256"] == b["params_sha256"], f"{label}: staged run differs")
         check(a["test_accuracy"] == b["test_accuracy"], f"{label}: staged accuracy differs")
         phases = b["step_phases_s"]
@@ -196,7 +195,7 @@ def case_mixed_precision():
     fresh("bf16_plain")
     fresh("bf16_staged")
     a = expect_ok("bf16_plain", 2, mlp)
-    b = expect_ok("bf16_staged", 2, mlp, env={"HPCTRAIN_STAGE_CPU": "1"})
+    b = expect_staged("bf16_staged", 2, mlp)
     check(a["params_sha256"] == b["params_sha256"], "bf16: the staged run's parameters differ")
 
     fp16 = DET + ["precision=fp16", "train.loss_scale.initial=1e12",

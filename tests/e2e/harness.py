@@ -115,6 +115,16 @@ def expect_ok(name, ranks, sets, **kw):
     return summary(name)
 
 
+def expect_staged(name, ranks, sets, **kw):
+    """expect_ok of a run with HPCTRAIN_STAGE_CPU=1, which must say that it took the path of
+    device memory (a run that silently did not would compare the in-place path with itself)."""
+    rc, out, _ = train(name, ranks, sets, env={"HPCTRAIN_STAGE_CPU": "1", **kw.pop("env", {})},
+                       **kw)
+    check(rc == 0, f"{name}: exit code {rc}")
+    check("(memory staged as on a GPU)" in out, f"{name}: the run did not stage its memory")
+    return summary(name)
+
+
 def one_error_line(err, *needles):
     lines = [l for l in err.splitlines() if "error" in l.lower()]
     check(len(lines) == 1, f"expected one error line, got {len(lines)}: {lines}")
