@@ -287,7 +287,9 @@ def case_signal_during_startup():
     marker = os.path.join(run_dir("early_signal"), "STOPPED")
     check(p.returncode in (0, 75) and os.path.exists(marker),
           f"exit {p.returncode} after an early SIGUSR1 and no STOPPED marker")
-    check(newest_step("early_signal") >= 1, "no checkpoint of the stop")
+    # At its first step (the epoch has 429): a few steps of slack for a slow poll.
+    check(1 <= newest_step("early_signal") <= 5,
+          f"the stop's checkpoint is at step {newest_step('early_signal')}, not the first")
 
 
 def case_damaged_data_hang_is_bounded():
