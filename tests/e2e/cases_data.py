@@ -1,6 +1,6 @@
 """End-to-end cases of data files taken together: shards that keep the statistics of the
 file they were cut from, validation files whose labels name other classes than the
-training file's, and file names that look like globs.
+training file's, file names that look like globs, and each rank training its own part.
 """
 import os
 import shutil
@@ -51,3 +51,30 @@ def case_data_files_agree():
     one_error_line(err, val, "data.val label 3 is 'class4'", "data.train's label 3 is 'class3'")
     check(not os.path.exists(os.path.join(run_dir("data_val"), "summary.json")),
           "the refused run wrote a summary")
+
+
+def case_ranks_train_their_shards():
+    """Each rank trains its own part of the file: a file whose first half is class 0 (black
+    images) and second half class 1 (white) trains, on 3 ranks (parts of 171, 171 and 170
+    rows, one part across the classes) and on 2, a model that tells the two apart on a test
+    file of both (accuracy 1). Ranks that all read one part, or the same rows, see a single
+    class and score 0.5."""
+    import h5py
+    import numpy as np
+    d = os.path.join(ARGS.build, "e2e-runs", "shards_data")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, rows in (("train.h5", 512), ("test.h5", 100)):
+        labels = (np.arange(rows) >= rows // 2).astype(np.int32)
+        with h5py.File(os.path.join(d, name), "w") as f:
+            f["images"] = np.repeat(labels.astype(np.uint8) * 255, 16).reshape(rows, 1, 4, 4)
+            f["labels"] = labels
+    for ranks in (3, 2):
+        name = f"shards_{ranks}"
+        fresh(name)
+        s = expect_ok(name, ranks, [f"data.train={d}/train.h5", "data.val=",
+                                    f"data.test={d}/test.h5", "train.batch_size=16",
+                                    "train.epochs=3", "model.hidden=[8]",
+                                    "checkpoint.every_seconds=0"])
+        check(s["test_accuracy"] == 1.0, f"{ranks} ranks: test accuracy {s['test_accuracy']} "
+              "on a file whose halves are one class each (0.5: the ranks read the same part)")
