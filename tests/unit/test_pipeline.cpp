@@ -1,17 +1,22 @@
-// Sharding, batch plans, sampling and the prefetch queue: ordering, coverage, and errors.
+// Sharding, batch plans, sampling, the prefetch queue and the loader's order over epochs:
+// ordering, coverage, and errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
 #include "core/error.hpp"
+#include "data-tools/dataset_writer.hpp"
 #include "data/batch_plan.hpp"
+#include "data/dataset_file.hpp"
+#include "data/loader.hpp"
 #include "data/prefetch_queue.hpp"
 #include "data/sampler.hpp"
 
@@ -112,6 +117,57 @@ TEST(Sampler, ShuffleIsAPermutationSeededByEpochAndRank) {
   std::vector<int64_t> iota(100);
   std::iota(iota.begin(), iota.end(), 0);
   EXPECT_EQ(sorted, iota);
+}
+
+// Through the Loader itself (its reader threads, in memory and streamed): each epoch takes
+// every row of the rank's shard once, and in another order than the epoch before.
+TEST(Loader, EachEpochIsANewPermutationOfTheShard) {
+  const std::string path =
+      (std::filesystem::path(::testing::TempDir()) / "ht_pipeline_epochs.h5").string();
+  const int64_t n = 64;
+  std::vector<uint8_t> images(n);
+  std::vector<int32_t> labels(n, 0);
+  std::iota(images.begin(), images.end(), uint8_t{0});  // a row's pixel is its index
+  DatasetWriterOptions w;
+  w.type = SampleType::kU8;
+  w.c = w.h = w.w = 1;
+  w.num_classes = 2;
+  w.chunk_samples = 8;
+  {
+    DatasetWriter writer(path, w);
+    writer.append(n, images.data(), labels.data());
+    writer.close();
+  }
+  const DatasetFile file(path);
+  const Shard shard{10, 30};
+  for (const size_t cache : {size_t{1} << 30, size_t{0}}) {
+    LoaderOptions o;
+    o.batch = 6;
+    o.epochs = 3;
+    o.shuffle = true;
+    o.seed = 5;
+    o.raw = true;  // the stored bytes: the rows' indices
+    o.threads = 2;
+    o.cache_bytes = cache;
+    Loader loader(file, shard, o);
+    ASSERT_EQ(loader.batches_per_epoch(), 5);
+    std::vector<std::vector<int64_t>> epochs(3);
+    for (std::vector<int64_t>& rows : epochs) {
+      for (int64_t b = 0; b < loader.batches_per_epoch(); ++b) {
+        const BatchBuffer& x = loader.next();
+        const auto* stored = reinterpret_cast<const uint8_t*>(x.images.data());
+        rows.insert(rows.end(), stored, stored + x.size);
+      }
+      std::vector<int64_t> sorted = rows;
+      std::sort(sorted.begin(), sorted.end());
+      std::vector<int64_t> want(30);
+      std::iota(want.begin(), want.end(), 10);
+      EXPECT_EQ(sorted, want) << "an epoch is not the shard's rows once each (cache " << cache
+                              << ")";
+    }
+    EXPECT_NE(epochs[0], epochs[1]) << "epoch 2 repeats epoch 1's order (cache " << cache << ")";
+    EXPECT_NE(epochs[1], epochs[2]) << "epoch 3 repeats epoch 2's order (cache " << cache << ")";
+  }
 }
 
 TEST(Sampler, NoShuffleIsIdentityAndLastBatchPartial) {
