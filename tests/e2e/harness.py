@@ -212,7 +212,10 @@ def end_sessions():
 def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2):
     """Starts a run on `ranks` ranks, kill -9s the rank should_kill(name) names when it
     names one, then resumes with --resume auto until it finishes; returns the final
-    summary."""
+    summary. The resumed run must have trained the steps after the checkpoint and no more
+    (samples_per_second x time_train_s; not under async, whose workers count batches):
+    a resume that started over from step 0 would give the same parameters in
+    deterministic mode."""
     fresh(name)
     p = session(train_cmd(name, ranks, sets, config))
     victim = None
@@ -235,7 +238,16 @@ def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.y
     check(f"(step {committed}," in out and ("resuming at step" in out or
                                           "resuming after the last epoch" in out),
           f"{name}: did not resume from step {committed}")
-    return summary(name)
+    s = summary(name)
+    m = re.search(r"(\d+) steps/epoch", out)
+    if s["strategy"] != "async":
+        check(m is not None, f"{name}: no 'steps/epoch' in the resumed run's output")
+        left = s["epochs_completed"] * int(m.group(1)) - committed
+        trained = s["samples_per_second"] * s["time_train_s"]
+        check(abs(trained - left * s["global_batch"]) < 1,
+              f"{name}: the resumed run trained {trained:.1f} samples, not the {left} steps "
+              f"of {s['global_batch']} after step {committed}")
+    return s
 
 
 def h5_values(path, dataset, start, count):
