@@ -1,7 +1,6 @@
 """End-to-end cases of checkpoints: kill -9 and signals in the middle of a run, corrupt
 checkpoints, other world sizes, refusals, a hung rank, Adam's state.
 """
-import glob
 import os
 import random
 import shutil
@@ -17,7 +16,9 @@ from harness import (
 
 def case_kill9_resume_bit_identical():
     """kill -9 of a rank at random steps, and once while a checkpoint is being
-    written, then --resume auto: the final parameters equal an uninterrupted run's."""
+    written (held in its fsync, so the kill cannot come after its commit), then --resume
+    auto: the final parameters equal an uninterrupted run's, and the killed write's
+    temporary file is gone."""
     want = uninterrupted_sha("det_full_kill9")
     rng = random.Random(1234)
     total = 4 * 429
@@ -29,12 +30,20 @@ def case_kill9_resume_bit_identical():
         check(s["params_sha256"] == want, f"kill at ~step {target}: parameters differ")
         check(s["resumed_from"] is not None, "resumed_from not recorded")
 
+    # Rank 0 writes checkpoints: killed while the one of step 105 is half written, held in
+    # its file's fsync (fsync_shim.c), after the manifest recorded it.
+    held = "ckpt-000000000105.h5.tmp"
+
     def during_write(n):
-        # Rank 0 writes checkpoints: kill it while a later one is half written.
-        tmp = glob.glob(os.path.join(run_dir(n), "checkpoints", "*.tmp"))
-        return 0 if tmp and newest_step(n) >= 100 else None
-    s = kill_and_resume("kill9_write", DET + ["checkpoint.every_steps=5"], during_write)
+        return 0 if os.path.exists(os.path.join(run_dir(n), "checkpoints", held)) else None
+    shim = os.path.join(ARGS.build, "test-shims", "libht_fsync_shim.so")
+    s = kill_and_resume("kill9_write", DET + ["checkpoint.every_steps=5"], during_write,
+                        env={"LD_PRELOAD": shim, "HT_STALL_FSYNC_FILE": held})
+    check(s["resumed_from"] == 100, f"resumed from step {s['resumed_from']}, not 100 (the "
+          "newest checkpoint committed before the one killed in its write)")
     check(s["params_sha256"] == want, "kill during a checkpoint write: parameters differ")
+    check(not os.path.exists(os.path.join(run_dir("kill9_write"), "checkpoints", held)),
+          f"the resumed run left the killed write's {held}")
 
 
 def case_adam():

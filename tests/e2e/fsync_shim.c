@@ -2,7 +2,8 @@
 // names, so that the e2e tests reach hpctrain's fsync failure paths (where NFS and Lustre
 // first report a full disk or quota, or a failing server). HT_FAIL_FSYNC_DIR=DIR fails each
 // fsync of the directory DIR (an absolute path); HT_FAIL_FSYNC_FILE=TEXT fails each fsync
-// of a regular file whose absolute path contains TEXT.
+// of a regular file whose absolute path contains TEXT. HT_STALL_FSYNC_FILE=TEXT: such an
+// fsync never returns (a process killed there is killed in the middle of that write).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -13,9 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int refused(int fd) {
-  const char* dir = getenv("HT_FAIL_FSYNC_DIR");
-  const char* file = getenv("HT_FAIL_FSYNC_FILE");
+static int names(int fd, const char* dir, const char* file) {
   if (!dir && !file) return 0;
   char link[64];
   char path[PATH_MAX];
@@ -31,7 +30,10 @@ static int refused(int fd) {
 int fsync(int fd) {
   static int (*real)(int);
   if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-  if (refused(fd)) {
+  if (names(fd, NULL, getenv("HT_STALL_FSYNC_FILE"))) {
+    for (;;) pause();
+  }
+  if (names(fd, getenv("HT_FAIL_FSYNC_DIR"), getenv("HT_FAIL_FSYNC_FILE"))) {
     errno = EIO;
     return -1;
   }

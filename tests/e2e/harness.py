@@ -209,15 +209,17 @@ def end_sessions():
             pass
 
 
-def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2):
+def kill_and_resume(name, sets, should_kill, config="configs/fashion_mnist_mlp.yaml", ranks=2,
+                    env=None):
     """Starts a run on `ranks` ranks, kill -9s the rank should_kill(name) names when it
     names one, then resumes with --resume auto until it finishes; returns the final
-    summary. The resumed run must have trained the steps after the checkpoint and no more
+    summary; `env` adds environment variables to the killed run. The resumed run must
+    have trained the steps after the checkpoint and no more
     (samples_per_second x time_train_s; not under async, whose workers count batches):
     a resume that started over from step 0 would give the same parameters in
     deterministic mode."""
     fresh(name)
-    p = session(train_cmd(name, ranks, sets, config))
+    p = session(train_cmd(name, ranks, sets, config), env=dict(os.environ, **(env or {})))
     victim = None
     deadline = time.time() + 300
     while p.poll() is None and time.time() < deadline:
