@@ -9,7 +9,7 @@ import re
 import shutil
 import subprocess
 
-from harness import ARGS, check, checkpoints, fail, fresh, train
+from harness import ARGS, check, checkpoints, fail, fresh, summary, train
 
 # name, config, ranks, settings. Every run trains EPOCHS epochs of test.h5 (10,000 rows) on
 # the CPU, without validation or test sets; its steps end with the control all-reduce.
@@ -36,6 +36,13 @@ _RUNS = [
     ("lstm_bf16_balance", "configs/fashion_mnist_lstm.yaml", 2,
      ["precision=bf16", "distributed.balance=auto"]),
 ]
+# A GPU's path on the CPU: memory staged as on a GPU (uploads, decoding, staged collectives
+# and checkpoints) and the step recorded once, as a CUDA graph is, and replayed. The first
+# RECORDED intervals record (two eager steps, then the recording) and may allocate.
+RECORDED = 3
+_GPU_PATH = ("staged_recorded_fp16", "configs/fashion_mnist_cnn.yaml", 2,
+             ["cpu_ranks=[0,1]", "train.cuda_graph=on", "precision=fp16",
+              "checkpoint.every_steps=5", "checkpoint.keep=1"])
 # Strategy async (2 workers, 2 parameter servers): a step ends with each MPI_Isend (a
 # worker's push to each server, a server's reply); an epoch ends a segment, whose
 # collectives allocate, at no fixed count of sends.
@@ -72,20 +79,22 @@ def _symbolised(lines):
     return lines + p.stdout.splitlines()[::2]
 
 
-def _counted_run(name, config, ranks, sets, step="control"):
-    """Trains with the shim; returns (steps per epoch, [(report path, steps, intervals,
-    stacks)]), one report per rank."""
+def _counted_run(name, config, ranks, sets, step="control", env=None):
+    """Trains with the shim on the CPU (`sets` say how); returns (steps per epoch, [(report
+    path, steps, intervals, stacks)]), one report per rank."""
     shim = os.path.join(ARGS.build, "test-shims", "libht_alloc_shim.so")
     check(os.path.exists(shim), f"{shim} was not built")
     fresh(name)
     base = os.path.join(ARGS.build, "e2e-runs", name + "-alloc")
     for old in glob.glob(base + ".*"):
         os.remove(old)
-    rc, out, _ = train(name, ranks, ["device=cpu", f"data.train={ARGS.data}/test.h5", "data.val=",
+    rc, out, _ = train(name, ranks, [f"data.train={ARGS.data}/test.h5", "data.val=",
                                      "data.test=", f"train.epochs={EPOCHS}"] + sets,
                        config=config, env={"LD_PRELOAD": shim, "HT_ALLOC_REPORT": base,
-                                           "HT_ALLOC_STEP": step})
+                                           "HT_ALLOC_STEP": step, **(env or {})})
     check(rc == 0, f"{name}: exit {rc}")
+    check(not (env or {}).get("HPCTRAIN_STAGE_CPU") or "(memory staged as on a GPU)" in out,
+          f"{name}: the run did not stage its memory")
     m = re.search(r"(\d+) steps/epoch", out)
     check(m is not None, f"{name}: no 'steps/epoch' in the output")
     reports = sorted(glob.glob(base + ".*"))
@@ -115,7 +124,9 @@ def case_step_allocates_nothing():
     realloc, the aligned ones; operator new comes through them), in steps that save a
     checkpoint as in the others: hpctrain's ring and MPI_Allreduce, parameter averaging, 16-bit
     precisions with loss scaling and skipped steps, micro-batches, clipping, streamed and
-    augmented data, recurrent layers, balance auto. Not counted: the steps that end an epoch
+    augmented data, recurrent layers, balance auto; and a GPU's path on the CPU (memory
+    staged as on a GPU, the step recorded and replayed as a CUDA graph is) after the steps
+    that record. Not counted: the steps that end an epoch
     (metrics rows, rebalancing), other threads (readers, the checkpoint writer), and
     allocations made inside the MPI library or its transports (MPICH's all-reduce, reduce
     and gather allocate their own buffers). The shim must see the epoch ends' allocations,
@@ -123,15 +134,22 @@ def case_step_allocates_nothing():
     that allocate per segment (one per epoch here; a segment's end may send between its
     allocations), where a deque of tickets allocated every 64 steps and the loader's
     request list grew for its first 64 (10 intervals in 215 sends)."""
-    for name, config, ranks, sets in _RUNS:
-        per_epoch, reports = _counted_run(name, config, ranks, sets)
+    gpu_path = _GPU_PATH + (1 + RECORDED, {"HPCTRAIN_STAGE_CPU": "1", "HPCTRAIN_RECORD_CPU": "1"})
+    for name, config, ranks, sets, first, env in [r + (1, None) for r in _RUNS] + [gpu_path]:
+        if env is None:
+            sets = ["device=cpu"] + sets
+        per_epoch, reports = _counted_run(name, config, ranks, sets, env=env)
+        if env is not None:
+            replayed = summary(name)["cuda_graph_steps"]
+            check(replayed and replayed > EPOCHS * per_epoch - 2 * RECORDED,
+                  f"{name}: {replayed} steps replayed from the recording")
         epoch_ends = 0
         for path, steps, intervals, stacks in reports:
             check(steps == EPOCHS * per_epoch, f"{name}: {path} saw {steps} steps, expected "
                   f"{EPOCHS * per_epoch}")
             ours = _ours(intervals)
             epoch_ends += sum(1 for i in ours if i % per_epoch == 0)
-            bad = {i: n for i, n in ours.items() if i % per_epoch != 0}
+            bad = {i: n for i, n in ours.items() if i % per_epoch != 0 and i >= first}
             if bad:
                 _fail_with_stacks(name, path, bad, stacks)
             print(f"{name}: {path}: {steps} steps, no allocation within a step "
@@ -140,7 +158,7 @@ def case_step_allocates_nothing():
               "(writing metrics.csv allocates): it is not counting")
 
     name, config, ranks, sets = _ASYNC
-    per_epoch, reports = _counted_run(name, config, ranks, sets, step="isend")
+    per_epoch, reports = _counted_run(name, config, ranks, ["device=cpu"] + sets, step="isend")
     for path, steps, intervals, stacks in reports:
         check(steps >= EPOCHS * per_epoch // 2, f"{name}: {path} saw {steps} sends")
         ours = _ours(intervals)
