@@ -11,7 +11,7 @@ import subprocess
 
 from harness import ARGS, check, checkpoints, fail, fresh, summary, train
 
-# name, config, ranks, settings. Every run trains EPOCHS epochs of test.h5 (10,000 rows) on
+# name, config, ranks, settings. Every run trains EPOCHS epochs of val.h5 (5,000 rows) on
 # the CPU, without validation or test sets; its steps end with the control all-reduce.
 EPOCHS = 2
 _RUNS = [
@@ -79,16 +79,16 @@ def _symbolised(lines):
     return lines + p.stdout.splitlines()[::2]
 
 
-def _counted_run(name, config, ranks, sets, step="control", env=None):
-    """Trains with the shim on the CPU (`sets` say how); returns (steps per epoch, [(report
-    path, steps, intervals, stacks)]), one report per rank."""
+def _counted_run(name, config, ranks, sets, step="control", env=None, data="val.h5"):
+    """Trains with the shim on the CPU (`sets` say how) on `data`; returns (steps per epoch,
+    [(report path, steps, intervals, stacks)]), one report per rank."""
     shim = os.path.join(ARGS.build, "test-shims", "libht_alloc_shim.so")
     check(os.path.exists(shim), f"{shim} was not built")
     fresh(name)
     base = os.path.join(ARGS.build, "e2e-runs", name + "-alloc")
     for old in glob.glob(base + ".*"):
         os.remove(old)
-    rc, out, _ = train(name, ranks, [f"data.train={ARGS.data}/test.h5", "data.val=",
+    rc, out, _ = train(name, ranks, [f"data.train={ARGS.data}/{data}", "data.val=",
                                      "data.test=", f"train.epochs={EPOCHS}"] + sets,
                        config=config, env={"LD_PRELOAD": shim, "HT_ALLOC_REPORT": base,
                                            "HT_ALLOC_STEP": step, **(env or {})})
@@ -158,7 +158,9 @@ def case_step_allocates_nothing():
               "(writing metrics.csv allocates): it is not counting")
 
     name, config, ranks, sets = _ASYNC
-    per_epoch, reports = _counted_run(name, config, ranks, ["device=cpu"] + sets, step="isend")
+    # 10,000 rows: enough steps per worker for a deque's 64 (the case's docstring).
+    per_epoch, reports = _counted_run(name, config, ranks, ["device=cpu"] + sets, step="isend",
+                                      data="test.h5")
     for path, steps, intervals, stacks in reports:
         check(steps >= EPOCHS * per_epoch // 2, f"{name}: {path} saw {steps} sends")
         ours = _ours(intervals)
