@@ -161,8 +161,12 @@ def case_step_allocates_nothing():
     # 10,000 rows: enough steps per worker for a deque's 64 (the case's docstring).
     per_epoch, reports = _counted_run(name, config, ranks, ["device=cpu"] + sets, step="isend",
                                       data="test.h5")
+    # Each batch is pushed to both servers; how the batches divide between the workers is
+    # up to their speed.
+    sends = sum(steps for _, steps, _, _ in reports)
+    check(sends >= 2 * EPOCHS * per_epoch, f"{name}: {sends} sends for {EPOCHS * per_epoch} "
+          "batches pushed to 2 servers")
     for path, steps, intervals, stacks in reports:
-        check(steps >= EPOCHS * per_epoch // 2, f"{name}: {path} saw {steps} sends")
         ours = _ours(intervals)
         check(ours, f"{name}: {path}: no allocation at any segment's end: the shim is not "
               "counting")
