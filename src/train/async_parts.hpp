@@ -48,8 +48,9 @@ struct AsyncSgd::Worker {
   Loader* loader_ = nullptr;
   int64_t begin_ = 0, end_ = 0;
   bool deterministic_;
-  // Batches handed to this worker, requested from the loader, oldest first: at most
-  // kTicketsAhead, in memory reserved once (a deque allocated every 64 steps).
+  // Batches handed to this worker, requested from the loader, oldest first: kTicketsAhead
+  // between batches, one more while next_batch() takes the next; in memory reserved once
+  // (a deque allocated every 64 steps).
   static constexpr size_t kTicketsAhead = 2;
   std::vector<int64_t> tickets_;
   bool open_ = false;     // more batches may come

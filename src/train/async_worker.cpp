@@ -19,7 +19,7 @@ AsyncSgd::Worker::Worker(const AsyncContext& context)
   const size_t n = ctx.model.param_count();
   acc_.assign(n, 0.0f);
   if (!ctx.backend.host_accessible()) grads_.assign(n, 0.0f);
-  tickets_.reserve(kTicketsAhead);
+  tickets_.reserve(kTicketsAhead + 1);  // next_batch() takes a ticket before it uses one
   for (int s = 0; s < l.servers; ++s) {
     out_.emplace_back(l.slices[s].count);
     in_.emplace_back(l.slices[s].count);
