@@ -105,19 +105,17 @@ void AsyncCheckpointWriter::worker() {
     if (!pending_) return;  // stopping with nothing left to write
     CheckpointState state = std::move(*pending_);
     pending_.reset();
-    taken_.assign(sources_.begin(), sources_.end());
-    sources_.clear();
-    busy_ = true;
+    busy_ = true;  // from here on submit() waits, so sources_ stays as it is
     lock.unlock();
 
     // 1. Snapshot the live arrays (into recycled memory), then release the trainer.
     const double t0 = now_seconds();
-    for (const SnapshotSource& s : taken_) {
+    for (const SnapshotSource& s : sources_) {
       std::vector<float>& dst = state.array(s.name);
       dst.resize(s.count);
       std::copy_n(s.data, s.count, dst.begin());
     }
-    if (!taken_.empty()) {
+    if (!sources_.empty()) {
       lock.lock();
       snapshot_pending_.store(false, std::memory_order_release);
       cv_.notify_all();

@@ -77,8 +77,9 @@ class AsyncCheckpointWriter {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<CheckpointState> pending_;  // GUARDED_BY mutex_
-  std::vector<SnapshotSource> sources_;     // GUARDED_BY mutex_
-  std::vector<SnapshotSource> taken_;       // the writer thread's copy of sources_ (its own)
+  // Written under mutex_ while the writer is idle (submit() waits for that); the writer reads
+  // it while busy_.
+  std::vector<SnapshotSource> sources_;
   std::atomic<bool> snapshot_pending_{false};
   std::optional<CheckpointState> spare_;  // written already, GUARDED_BY mutex_
   bool busy_ = false;                     // GUARDED_BY mutex_
