@@ -36,7 +36,8 @@ DType activation_type(Precision precision) {
 std::unique_ptr<Backend> make_backend(const Config& config, int threads, int rank, int local_rank) {
   const IntList& cpu = config.cpu_ranks;
   const bool on_cpu = std::find(cpu.begin(), cpu.end(), rank) != cpu.end();
-  const int devices = on_cpu ? 0 : cuda_device_count();
+  // device cpu asks no driver (a CPU rank loads none of NVIDIA's libraries for computing).
+  const int devices = on_cpu || config.device == Device::kCpu ? 0 : cuda_device_count();
   const DType act = activation_type(config.precision);
   if (!on_cpu &&
       (config.device == Device::kCuda || (config.device == Device::kAuto && devices > 0))) {

@@ -225,11 +225,11 @@ std::string summary_to_json(const RunSummary& s) {
   } else {
     o << "{";
     for (size_t i = 0; i < s.slurm.size(); ++i) {
-      const std::string& v = s.slurm[i].second;
-      const bool integer =
-          !v.empty() && v.size() < 18 && v.find_first_not_of("0123456789") == std::string::npos;
-      o << (i > 0 ? ", " : "") << json_string(s.slurm[i].first) << ": "
-        << (integer ? v : json_string(v));
+      const auto& [key, v] = s.slurm[i];
+      const bool name = key == "job_name" || key == "cluster";  // "42" names a job too
+      const bool integer = !name && !v.empty() && v.size() < 18 &&
+                           v.find_first_not_of("0123456789") == std::string::npos;
+      o << (i > 0 ? ", " : "") << json_string(key) << ": " << (integer ? v : json_string(v));
     }
     o << "},\n";
   }

@@ -361,17 +361,19 @@ int Trainer::run() {
     global_step_ = checkpoints_->start_step();
     if (already_complete()) return kExitOk;
     if (meter_) plan_restored_batches();
+    // Every rank's checks first (its data rows included): a start refused on any rank leaves
+    // the earlier run's files as they were.
     code = run_and_agree(comm_->get(), [&] {
-      // Checked first: a refused start leaves the earlier run as it was.
       if (rank_ == 0) checkpoints_->check_directory();
       checkpoints_->reserve_memory();
+      create_loaders(global_step_, /*training=*/true);
+    });
+    if (code != 0) return code;
+    code = run_and_agree(comm_->get(), [&] {
       if (rank_ == 0) {
         std::error_code ec;  // an old STOPPED; an earlier, shorter run's summary
         std::filesystem::remove(stopped_marker(), ec);
         std::filesystem::remove(config_.run.dir + "/summary.json", ec);
-      }
-      create_loaders(global_step_, /*training=*/true);
-      if (rank_ == 0) {
         write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
         std::optional<int> completed;
         if (summary.resumed_from) completed = static_cast<int>(global_step_ / steps_per_epoch_);

@@ -324,6 +324,25 @@ def case_cli():
     check(not os.path.exists(os.path.dirname(missing)), "bench checkpoint made --dir")
 
 
+def case_slurm_ids_in_summary():
+    """summary.json's `slurm` holds the ids Slurm set for the job: the ids as integers, the
+    job and cluster names as strings even when they are digits (a job named "42"). One rank
+    started without mpiexec, as `srun` starts each (mpiexec would read the variables)."""
+    fresh("slurm_ids")
+    env = dict(os.environ, SLURM_JOB_ID="99", SLURM_RESTART_COUNT="1", SLURM_JOB_NAME="42",
+               SLURM_CLUSTER_NAME="7")
+    p = subprocess.run([hpctrain(), "train", "configs/fashion_mnist_mlp.yaml",
+                        f"--set=run.dir={run_dir('slurm_ids')}", "--set=train.epochs=1",
+                        f"--set=data.train={ARGS.data}/val.h5", "--set=data.val=",
+                        "--set=data.test="], capture_output=True, text=True, timeout=120,
+                       env=env)
+    check(p.returncode == 0, f"exit {p.returncode}: {p.stderr}")
+    with open(os.path.join(run_dir("slurm_ids"), "summary.json")) as f:
+        slurm = json.load(f)["slurm"]
+    want = {"job_id": 99, "restart_count": 1, "job_name": "42", "cluster": "7"}
+    check(slurm == want, f"summary.json slurm {slurm}, expected {want}")
+
+
 def case_config_resolved():
     """`hpctrain config CONFIG [--set ...]` prints the config a run would use, and --get one
     key's value (jobs/launch.sh finds run.dir with it): defaults resolved, overrides

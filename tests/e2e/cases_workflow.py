@@ -64,7 +64,17 @@ def case_final_model_every_config():
     """Every shipped training config, with the checkpoint cadence off, ends
     with its final model in the run directory, and `eval RUN_DIR` (on another number of
     ranks) gives the run's test accuracy exactly. `inspect CONFIG --set=k=v` validates
-    each config with the run's keys first (--set=, as train takes it)."""
+    each config with the run's keys first (--set=, as train takes it). Every shipped study
+    file passes `study --dry-run` (each variant's config checked) on data that exists."""
+    studies = sorted(glob.glob("configs/study_*.yaml"))
+    check(len(studies) >= 3, f"expected the shipped study files, found {studies}")
+    for study in studies:
+        name = "final_" + os.path.basename(study)[:-5]
+        fresh(name)
+        p = subprocess.run([hpctrain(), "study", study, "--dry-run", "--out", run_dir(name),
+                            "--set", f"data.train={ARGS.data}/val.h5", "--set", "data.val=",
+                            "--set", "data.test="], capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, f"study {study} --dry-run: exit {p.returncode}: {p.stderr}")
     configs = sorted(c for c in glob.glob("configs/*.yaml")
                      if not os.path.basename(c).startswith("study_"))
     check(len(configs) >= 6, f"expected the shipped configs, found {configs}")
@@ -103,7 +113,8 @@ def case_rerun_finished_and_stopped():
     """A run stopped by SIGUSR1 and resumed to the end leaves its final model, which
     `eval RUN_DIR` and `eval CHECKPOINT` evaluate to the run's test accuracy; the same
     command again exits 0 at once without training or touching metrics.csv; more epochs
-    continue from the final state, each epoch once in metrics.csv; a longer run removes the
+    continue from the final state, each epoch once in metrics.csv; a start refused on
+    another rank than 0 leaves the finished run's files as they were; a longer run removes the
     finished run's summary.json when it starts."""
     name = "rerun"
     fresh(name)
@@ -160,6 +171,28 @@ def case_rerun_finished_and_stopped():
           f"train.epochs=4 after a finished 3-epoch run: exit {rc}")
     epochs = [r["epoch"] for r in metrics_rows(name)]
     check(epochs == ["1", "2", "3", "4"], f"metrics.csv epochs after one more: {epochs}")
+
+    # A start refused on another rank than 0 (a label outside the 10 classes in rank 1's part
+    # of the test file) leaves the finished run's files as they were: it removed the summary
+    # and STOPPED once rank 0's own checks had passed, before rank 1 read its rows.
+    bad = os.path.join(ARGS.build, "e2e-runs", "rerun-bad-test.h5")
+    shutil.copyfile(f"{ARGS.data}/test.h5", bad)
+    with h5py.File(bad, "a") as f:
+        f["labels"][9000] = 10
+    marker = os.path.join(run_dir(name), "STOPPED")
+    with open(marker, "w") as f:
+        f.write("step 1\ncheckpoint x\n")
+    files = {n: open(os.path.join(run_dir(name), n), "rb").read()
+             for n in ("summary.json", "config.yaml", "metrics.csv", "STOPPED")}
+    rc, _, err = train(name, 2, ["train.epochs=5", "run.deterministic=true", "data.val=",
+                                 f"data.test={bad}"])
+    os.remove(bad)
+    check(rc == 2 and "label 10 at row 9000" in err, f"a bad label in rank 1's rows: exit {rc}")
+    for n, before in files.items():
+        path = os.path.join(run_dir(name), n)
+        check(os.path.exists(path) and open(path, "rb").read() == before,
+              f"the refused start changed or removed {n}")
+    os.remove(marker)
 
     # A longer run removes the finished run's summary.json as it starts: stopped after its
     # own final checkpoint, it must not pass for finished when resumed.
