@@ -15,7 +15,10 @@
 namespace hpctrain {
 
 int64_t Trainer::update_batch() const {
-  return async_layout_ ? plan_.batch[0] : plan_.global_batch();
+  // Known from the strategy, not from async_layout_, which set-up makes later than its first
+  // use (the batch checkpoints record).
+  return exchange_strategy(config_.distributed.strategy).decl.lockstep ? plan_.global_batch()
+                                                                       : plan_.batch[0];
 }
 
 double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double t0,

@@ -5,6 +5,7 @@ servers share the parameters, and impossible settings are exit 2 naming the key.
 import hashlib
 import os
 import random
+import shutil
 import signal
 import subprocess
 
@@ -136,6 +137,19 @@ def case_async_signal_stop_resume():
     check(p.returncode == 75, f"exit {p.returncode} after SIGTERM to a worker, expected 75")
     stopped_at = newest_step("async_sig")
     check(156 <= stopped_at < 468, f"no checkpoint of the stop in epochs 2-3 ({stopped_at})")
+    # A step is one worker's batch of 64 (156 per epoch): the checkpoint says so, and a copy
+    # resumed by all-reduce on 2 ranks (78 steps of 128) goes on after the samples trained
+    # (it took 3 x 64, counting the server, and skipped two thirds of the epoch's rest).
+    with h5py.File(checkpoints("async_sig")[-1], "r") as f:
+        check(f.attrs["global_batch"] == 64, f"global_batch {f.attrs['global_batch']}")
+    fresh("async_sig_to_ring")
+    shutil.copytree(os.path.join(run_dir("async_sig"), "checkpoints"),
+                    os.path.join(run_dir("async_sig_to_ring"), "checkpoints"))
+    rc, out, err = train("async_sig_to_ring", 2, small() + ["train.epochs=3"])
+    step = min(-(-(stopped_at % 156) * 64 // 128), 77)  # ceil, and not past the epoch
+    want = f"resuming at step {step} of epoch {stopped_at // 156 + 1}"
+    check(rc == 0 and want in out, f"the async checkpoint resumed by all-reduce: exit {rc}, "
+          f"expected '{want}': {out}")
     s = expect_ok("async_sig", 3, sets)
     check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
     check(s["epochs_completed"] == 3, f"epochs completed {s['epochs_completed']}")
