@@ -87,7 +87,7 @@ constexpr const char* kTrainUsage =
     "                         checkpoint\n"
     "\n"
     "Outputs go to run.dir (default runs/<run.name>): config.yaml, metrics.csv,\n"
-    "summary.json, checkpoints/. SIGUSR1 or SIGTERM: checkpoint, then exit 75.\n"
+    "summary.json, checkpoints/. SIGUSR1, SIGTERM or SIGINT: checkpoint, then exit 75.\n"
     "Exit codes: 0 done, 2 bad config or input, 75 stopped by a signal, 1 other failure.\n";
 
 constexpr const char* kInspectUsage =

@@ -21,6 +21,9 @@ void install_stop_signals() {
   sa.sa_flags = SA_RESTART;  // blocking calls resume; the step loop polls the flag
   sigaction(SIGUSR1, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  // Ctrl-C: the same stop; a second one has the default effect (the user insists).
+  sa.sa_flags = SA_RESTART | SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
 }
 
 int stop_signal() { return g_stop_signal.load(std::memory_order_relaxed); }

@@ -92,8 +92,9 @@ def case_adam():
 
 
 def case_signal_stop_resume():
-    """SIGUSR1 to mpiexec: the ranks checkpoint and exit 75; resuming finishes with
-    the uninterrupted parameters. Then SIGTERM straight to one rank (as Slurm sends
+    """SIGINT (Ctrl-C) to mpiexec, which forwards it: the ranks checkpoint and exit 75;
+    resuming finishes with the uninterrupted parameters (SIGUSR1 to mpiexec: case
+    rerun_finished_and_stopped). Then SIGTERM straight to one rank (as Slurm sends
     at a time limit): the ranks agree, checkpoint and exit 75."""
     want = uninterrupted_sha("det_full_signal")
     fresh("sigstop")
@@ -103,14 +104,14 @@ def case_signal_stop_resume():
     while not os.path.exists(os.path.join(run_dir("sigstop"), "metrics.csv")):
         check(time.time() < deadline and p.poll() is None, "training did not start")
         time.sleep(0.01)
-    p.send_signal(signal.SIGUSR1)
+    p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=120)
     print(out)
     # Every rank exits 75, but MPICH's mpiexec (hydra 4.0.2) sometimes reports 0
     # after forwarding a signal; the STOPPED marker is the reliable record.
     marker = os.path.join(run_dir("sigstop"), "STOPPED")
     check(p.returncode in (0, 75) and os.path.exists(marker),
-          f"exit {p.returncode} after SIGUSR1 and no STOPPED marker")
+          f"exit {p.returncode} after SIGINT and no STOPPED marker")
     check("stopped by a signal" in out, "no stop message")
     stopped_at = newest_step("sigstop")
     check(stopped_at > 0 and stopped_at % 1000 != 0, f"no signal checkpoint ({stopped_at})")
