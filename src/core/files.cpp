@@ -2,6 +2,7 @@
 #include "core/files.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -78,9 +79,12 @@ void commit_file(const std::string& temp_path, const std::string& path) {
 }
 
 void remove_temporary(const std::string& path) {
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    throw Error(path + ": cannot remove a stale temporary file: " + std::strerror(errno));
-  }
+  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return;
+  const int err = errno;
+  struct stat st {};
+  // A read-only file system answers EROFS for a path that is not there too.
+  if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
+  throw Error(path + ": cannot remove a stale temporary file: " + std::strerror(err));
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

@@ -2,9 +2,14 @@
 #include "train/energy.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -187,14 +192,32 @@ EnergySampler::EnergySampler(double interval_s, const std::string& csv_path,
     : interval_s_(interval_s), csv_path_(csv_path), rapl_(powercap_root) {
   // start_ right after the counters' first readings (rapl_ is built after nvml_).
   start_ = last_ = now_seconds();
-  std::ofstream out(csv_path_, std::ios::trunc);
-  if (!out) throw Error(csv_path_ + ": cannot create the power samples file");
-  out << "time_s,device,power_w,energy_j\n";
+  // A symbolic link at the path is replaced, never written through (what it points to is
+  // not this run's); the file is opened once and appended to.
+  struct stat st {};
+  if (::lstat(csv_path_.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) ::unlink(csv_path_.c_str());
+  fd_ = ::open(csv_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    throw Error(csv_path_ + ": cannot create the power samples file: " + std::strerror(errno));
+  }
+  append("time_s,device,power_w,energy_j\n");
   thread_ = std::thread([this] { loop(); });
 }
 
 EnergySampler::~EnergySampler() {
   if (thread_.joinable()) finish();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void EnergySampler::append(const std::string& text) {
+  // Samples are best effort: a failed write (a full disk) loses rows, not the run.
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
 }
 
 void EnergySampler::loop() {
@@ -233,9 +256,7 @@ void EnergySampler::sample_and_write(double now) {
     last_joules_[i] = rows[i].second;
   }
   last_ = now;
-  if (text.empty()) return;
-  std::ofstream out(csv_path_, std::ios::app);
-  out << text;
+  if (!text.empty()) append(text);
 }
 
 EnergyTotals EnergySampler::finish() {

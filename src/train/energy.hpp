@@ -96,9 +96,11 @@ class EnergySampler {
  private:
   void loop();
   void sample_and_write(double now);
+  void append(const std::string& text);
 
   double interval_s_;
   std::string csv_path_;
+  int fd_ = -1;      // csv_path_, written by the sampling thread, then by finish()
   NvmlEnergy nvml_;  // first: nvmlInit is not inside the window the counters measure
   RaplCounters rapl_;
   double start_ = 0, last_ = 0;      // the sampling thread's, then finish()'s

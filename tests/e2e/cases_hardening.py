@@ -148,8 +148,9 @@ def case_nonfinite_skip_step():
 
 
 def case_symlink_and_foreign_files():
-    """A symbolic link planted where a checkpoint's temporary file goes: the file it points
-    to is untouched, and the checkpoint is written as a file of its own. Files in the
+    """A symbolic link planted where a checkpoint's temporary file goes, and one where
+    power.csv goes: the file they point to is untouched, and the checkpoint and the samples
+    are written as files of their own. Files in the
     checkpoint directory that the run did not write (files named like a checkpoint, a
     note that a line of the manifest gives to another run) all survive retention. A run of another run
     directory given that checkpoint.dir afterwards is refused (exit 2): it would resume the
@@ -163,6 +164,8 @@ def case_symlink_and_foreign_files():
         f.write("precious\n")
     link = os.path.join(ckdir, "ckpt-000000000010.h5.tmp")
     os.symlink(victim, link)
+    power = os.path.join(run_dir("symlink"), "power.csv")  # written as samples come
+    os.symlink(victim, power)
     foreign = {"ckpt-000000000003.h5": "not a checkpoint\n", "notes.txt": "mine\n",
                "ckpt-000000000005.h5": "copied in by hand\n"}
     for name, text in foreign.items():
@@ -177,6 +180,7 @@ def case_symlink_and_foreign_files():
     with open(victim) as f:
         check(f.read() == "precious\n", "the link's target was overwritten")
     check(not os.path.lexists(link), "the planted link is still there")
+    check(not os.path.islink(power), "power.csv is still the planted link")
     with open(os.path.join(run_dir("symlink"), "summary.json")) as f:
         written = json.load(f)["checkpoints_written"]
     check(written == 8, f"{written} checkpoints written, expected 8 (steps 10 to 70 and 78)")
