@@ -228,6 +228,20 @@ class PlotsTest(unittest.TestCase):
         out = Path(self.tmp, "elsewhere")
         self.assertEqual(plots.plot_run(str(run), str(out)), [str(out / "curves.png")])
 
+    def test_a_link_where_a_plot_goes_is_replaced_not_written_through(self):
+        run = Path(self.tmp, "run")
+        run.mkdir()
+        write_metrics(run / "metrics.csv", 2)
+        victim = Path(self.tmp, "victim.txt")
+        victim.write_text("precious\n")
+        (run / "plots").mkdir()
+        (run / "plots" / "curves.png").symlink_to(victim)
+        plots.plot_run(str(run))
+        self.assertEqual(victim.read_text(), "precious\n")
+        self.assertFalse((run / "plots" / "curves.png").is_symlink())
+        self.assertEqual((run / "plots" / "curves.png").read_bytes()[:4], b"\x89PNG")
+        self.assertEqual(sorted(os.listdir(run / "plots")), ["curves.png"])
+
     def test_allreduce(self):
         path = make_allreduce(os.path.join(self.tmp, "ar.json"))
         written = plots.plot_allreduce(path)

@@ -167,9 +167,19 @@ def read_study(path):
 
 
 def _save(fig, path):
+    """Writes the figure through a temporary file renamed over `path`: a symbolic link found
+    there is replaced, never written through, and a failed write leaves no half file."""
     fig.tight_layout()
-    fig.savefig(path, dpi=DPI)
-    plt.close(fig)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        fig.savefig(tmp, dpi=DPI, format=os.path.splitext(path)[1][1:] or "png")
+        os.replace(tmp, path)
+    except OSError as e:  # named by the file asked for, not the temporary
+        raise OSError(e.errno, e.strerror, path) from e
+    finally:
+        plt.close(fig)
+        if os.path.lexists(tmp):
+            os.remove(tmp)
     return path
 
 
