@@ -95,6 +95,10 @@ Config load_config_text(const std::string& yaml, const std::string& source,
 // The resolved config as YAML (every key that applies, defaults included); loads back to an
 // equal Config.
 std::string config_to_yaml(const Config& config);
+// The first key whose line differs between two config_to_yaml texts, as "train.epochs: 2
+// against 3" (a's value first; "(none)" where one text has no such line); "" if they agree
+// but for comments.
+std::string config_first_difference(const std::string& a, const std::string& b);
 // The value of the dotted key `path` ("run.dir") in config_to_yaml's text: a scalar's text,
 // a list or section in YAML flow style; nullopt where that text has no such key.
 std::optional<std::string> config_value(const Config& config, const std::string& path);

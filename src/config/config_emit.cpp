@@ -4,9 +4,11 @@
 // loads back to an equal Config.
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "config/config.hpp"
 #include "config/config_schema.hpp"
@@ -59,6 +61,47 @@ std::string config_to_yaml(const Config& c) {
   const void* root = static_cast<const ConfigKeys*>(&c);
   emit_section(out, config_schema::root_section(), root, root);
   return std::string(out.c_str()) + "\n";
+}
+
+std::string config_first_difference(const std::string& a, const std::string& b) {
+  // Each key line of config_to_yaml's block style, as its dotted path and its value.
+  const auto keyed = [](const std::string& text) {
+    std::vector<std::pair<std::string, std::string>> keys;
+    std::vector<std::string> sections;  // by depth (two spaces each)
+    size_t begin = 0;
+    while (begin < text.size()) {
+      size_t end = text.find('\n', begin);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(begin, end - begin);
+      begin = end + 1;
+      const size_t indent = line.find_first_not_of(' ');
+      if (indent == std::string::npos || line[indent] == '#') continue;
+      const size_t colon = line.find(':', indent);
+      const std::string name = line.substr(indent, colon - indent);
+      sections.resize(indent / 2);
+      std::string path;
+      for (const std::string& s : sections) path += s + ".";
+      const std::string value = colon == std::string::npos || colon + 1 >= line.size()
+                                    ? std::string()
+                                    : line.substr(line.find_first_not_of(' ', colon + 1));
+      if (value.empty()) sections.push_back(name);  // a section's line
+      keys.emplace_back(path + name, value);
+    }
+    return keys;
+  };
+  const auto ka = keyed(a), kb = keyed(b);
+  for (size_t i = 0; i < std::max(ka.size(), kb.size()); ++i) {
+    if (i < ka.size() && i < kb.size() && ka[i] == kb[i]) continue;
+    const std::string key = i < ka.size() ? ka[i].first : kb[i].first;
+    const auto value_of = [&](const std::vector<std::pair<std::string, std::string>>& keys) {
+      for (const auto& [k, v] : keys) {
+        if (k == key) return v;
+      }
+      return std::string("(none)");
+    };
+    return key + ": " + value_of(ka) + " against " + value_of(kb);
+  }
+  return "";
 }
 
 std::optional<std::string> config_value(const Config& config, const std::string& path) {

@@ -12,6 +12,7 @@
 
 #include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
+#include "comm/mpi_check.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -69,14 +70,38 @@ int compute_threads(const Config& config, const MpiEnv& env) {
   return std::max(1, cores / env.local_size());
 }
 
+// Collective: every rank runs rank 0's config, or the start is refused (exit 2). Ranks given
+// different ones (an MPMD launch, a config edited while a job starts) would otherwise wait
+// for each other at the first collective one of them does not make.
+int agree_on_config(const Config& config, int rank) {
+  std::string mine = config_to_yaml(config);
+  std::string first = mine;
+  int bytes = static_cast<int>(first.size());
+  HT_CHECK_MPI(MPI_Bcast(&bytes, 1, MPI_INT, 0, MPI_COMM_WORLD));
+  first.resize(static_cast<size_t>(bytes));
+  HT_CHECK_MPI(MPI_Bcast(first.data(), bytes, MPI_CHAR, 0, MPI_COMM_WORLD));
+  return run_and_agree(MPI_COMM_WORLD, [&] {
+    const std::string difference = config_first_difference(mine, first);
+    if (difference.empty()) return;
+    throw UsageError(config.source_file + ": rank " + std::to_string(rank) +
+                     "'s config differs from rank 0's (" + difference +
+                     "): every rank of a job must run the same config");
+  });
+}
+
 }  // namespace
 
 int set_up_trainer(const MpiEnv& env, const std::function<Config()>& load,
                    const std::string& resume, std::unique_ptr<Trainer>& trainer,
                    Trainer::Purpose purpose) {
   set_log_timestamps(true);
-  int code = run_and_agree(MPI_COMM_WORLD,
-                           [&] { trainer = std::make_unique<Trainer>(load(), env, resume); });
+  Config config;
+  int code = run_and_agree(MPI_COMM_WORLD, [&] { config = load(); });
+  if (code != 0) return code;
+  code = agree_on_config(config, env.rank());
+  if (code != 0) return code;
+  code = run_and_agree(MPI_COMM_WORLD,
+                       [&] { trainer = std::make_unique<Trainer>(config, env, resume); });
   if (code != 0) return code;
   trainer->meet();
   return run_and_agree(MPI_COMM_WORLD, [&] { trainer->prepare(purpose); });

@@ -78,6 +78,17 @@ def case_bad_config():
     rc, out, err = train("bad", 2, [], config=path)
     check(rc == 2, f"bad key: exit {rc}, expected 2")
     one_error_line(err, "bad.yaml:6", "optimizer.momentun", "momentum")
+    # Ranks started with different configs (an MPMD launch): refused at start, not a job whose
+    # ranks wait for each other until the watchdog ends it.
+    fresh("mpmd")
+    rank = [hpctrain(), "train", "configs/fashion_mnist_mlp.yaml",
+            f"--set=run.dir={run_dir('mpmd')}", f"--set=data.train={ARGS.data}/val.h5",
+            "--set=data.val=", "--set=data.test="]
+    p = subprocess.run(["mpiexec", "-n", "1"] + rank + ["--set=train.epochs=1", ":", "-n", "2"]
+                       + rank + ["--set=train.epochs=2"], capture_output=True, text=True,
+                       timeout=120)
+    check(p.returncode == 2, f"ranks with different configs: exit {p.returncode}, expected 2")
+    one_error_line(p.stderr, "rank 1's config differs from rank 0's", "train.epochs: 2 against 1")
     rc, out, err = train("bad2", 2, ["train.epochs=many"])
     check(rc == 2, f"bad override: exit {rc}, expected 2")
     one_error_line(err, "train.epochs")

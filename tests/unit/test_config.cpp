@@ -543,4 +543,21 @@ TEST(ConfigSchema, SuggestionNeedsAReasonablyCloseKey) {
 }
 
 }  // namespace
+TEST(ConfigEmit, FirstDifferenceNamesTheKeyAndBothValues) {
+  const Config a = load_config(write_yaml(kMinimal), {}, catalog());
+  const Config b = load_config(write_yaml(kMinimal), {"train.epochs=7"}, catalog());
+  const Config c = load_config(write_yaml(kMinimal), {"data.augment.flip=true"}, catalog());
+  Config elsewhere = a;
+  elsewhere.source_file = "other.yaml";  // the comment line differs only
+  EXPECT_EQ(config_first_difference(config_to_yaml(a), config_to_yaml(elsewhere)), "");
+  EXPECT_EQ(config_first_difference(config_to_yaml(b), config_to_yaml(a)),
+            "train.epochs: 7 against " + std::to_string(a.train.epochs));
+  EXPECT_EQ(config_first_difference(config_to_yaml(a), config_to_yaml(c)),
+            "data.augment.flip: false against true");
+  // A key one text has and the other lacks (an optimizer's own keys).
+  const Config adam = load_config(write_yaml(kMinimal), {"optimizer.name=adam"}, catalog());
+  const std::string d = config_first_difference(config_to_yaml(a), config_to_yaml(adam));
+  EXPECT_EQ(d.rfind("optimizer.", 0), 0u) << d;
+}
+
 }  // namespace hpctrain
