@@ -51,6 +51,8 @@ class TrainingCheckpoints {
   // Collective: hands the prepared checkpoint to every rank and loads it.
   // Returns the checkpoint's step, or nullopt for a fresh start.
   std::optional<int64_t> restore(Communicator& comm);
+  // Rank 0, after prepare_resume: whether restore() loads a checkpoint.
+  bool resuming() const { return resume_.has_value(); }
   // The global step training continues from (0 for a fresh start).
   int64_t start_step() const { return start_step_; }
 

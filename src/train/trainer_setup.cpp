@@ -219,16 +219,18 @@ void Trainer::prepare(Purpose purpose) {
                      "output beta, and nothing before it would train; give each rank a batch "
                      "of at least 2");
   }
+  const std::string init_from_missing = config_.source_file +
+                                        ": model.init_from: " + config_.model.init_from +
+                                        ": no such checkpoint";
+  bool init_from_gone = false;  // refused below unless a resume replaces the parameters
   if (!config_.model.init_from.empty() && rank_ == 0) {
     std::error_code ec;
-    if (!std::filesystem::exists(config_.model.init_from, ec) && !ec) {
-      throw UsageError(config_.source_file + ": model.init_from: " + config_.model.init_from +
-                       ": no such checkpoint");
-    }
+    init_from_gone = !std::filesystem::exists(config_.model.init_from, ec) && !ec;
+    if (init_from_gone && resume_ == "never") throw UsageError(init_from_missing);
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
     const std::string key = config_.source_file + ": model.init_from: ";
     try {
-      log_info(load_initial_params(config_.model.init_from, *model_));
+      if (!init_from_gone) log_info(load_initial_params(config_.model.init_from, *model_));
     } catch (const UsageError& e) {
       throw UsageError(key + e.what());
     } catch (const Error& e) {
@@ -323,6 +325,9 @@ void Trainer::prepare(Purpose purpose) {
     WatchdogScope w(*watchdog_, "start-up (reading the checkpoint to resume from)", 0);
     checkpoints_->prepare_resume(resume_, purpose == Purpose::kTrain);
   }
+  // A run resumed after model.init_from's checkpoint was deleted (pruned by the run that
+  // wrote it) goes on: its parameters come from its own checkpoint.
+  if (init_from_gone && !checkpoints_->resuming()) throw UsageError(init_from_missing);
   choose_step_graphs();
 }
 

@@ -358,7 +358,8 @@ def case_image_folder_trains():
 
 def case_transfer_freeze():
     """model.init_from + model.freeze: the frozen base keeps the source's weights
-    exactly, the head trains."""
+    exactly, the head trains. A missing init_from is exit 2 for a fresh run; a run that
+    resumes from its own checkpoint goes on without it (the source run may have pruned it)."""
     fresh("base")
     expect_ok("base", 2, ["train.epochs=1", "checkpoint.every_steps=1000", "data.val=",
                           "data.test="])
@@ -373,9 +374,21 @@ def case_transfer_freeze():
     head = 784 * 192 + 192  # the classifier starts after dense0
     check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")
     missing = os.path.join(run_dir("tuned"), "nothing.h5")
-    rc, _, err = train("tuned", 2, ["train.epochs=2", f"model.init_from={missing}"])
+    fresh("tuned_missing")
+    rc, _, err = train("tuned_missing", 2, ["train.epochs=2", f"model.init_from={missing}"])
     check(rc == 2, f"model.init_from of a missing file: exit {rc}, expected 2")
     one_error_line(err, f"model.init_from: {missing}: no such checkpoint")
+    rc, _, err = train("tuned_missing", 2, ["train.epochs=2", f"model.init_from={missing}"],
+                       resume="never")
+    check(rc == 2, f"--resume never with a missing model.init_from: exit {rc}, expected 2")
+    tuned = summary("tuned")
+    rc, out, err = train("tuned", 2, ["train.epochs=2", "checkpoint.every_steps=1000",
+                                      "data.val=", f"model.init_from={missing}",
+                                      "model.freeze=[dense0]"])
+    check(rc == 0 and "resuming at step 0 of epoch 2" in out,
+          f"resuming with model.init_from gone: exit {rc}: {err}")
+    check(summary("tuned")["resumed_from"] == 429 and tuned["epochs_completed"] == 1,
+          f"resumed from {summary('tuned')['resumed_from']}")
 
 
 LSTM = "configs/fashion_mnist_lstm.yaml"
