@@ -244,6 +244,11 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
                        ": a second YAML document in the value ('---', or text after '...')");
     }
   }
+  // A section replaced by nothing would fall back to every default of its keys, unasked.
+  if (key_decl != nullptr && key_decl->nested != nullptr && value.IsNull()) {
+    throw UsageError("--set " + key + ": expected a map of keys, got nothing (set one key: --set " +
+                     key + ".KEY=VALUE)");
+  }
   set_in_tree(origins, root, parts, 0, "", value);
   origins.add_override(key);
 }

@@ -178,12 +178,13 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "keys that would be ignored (a key \"only with\" another optimizer, preset, schedule,\n"
       "strategy or precision, set to other than its default) are errors: exit 2 and one line\n"
       "naming the file, the line and the key. A `--set` replaces the file's value, which is\n"
-      "then not checked; a key given twice in one mapping of the file is an error with or\n"
-      "without `--set`. Paths are used as written: `~` is not expanded, so a path starting\n"
-      "with it is an error. The run directory's `config.yaml` holds the resolved config: every\n"
-      "key, defaults included, but those of the optimizers not chosen. A file is one YAML\n"
-      "document (a second `---` is an error); where YAML aliases share a value, `--set`\n"
-      "changes the key it names only.\n";
+      "then not checked (a section's, by a map: `--set 'optimizer={name: adam, lr: 0.01}'`;\n"
+      "by nothing, `--set model=`, it is an error); a key given twice in one mapping of the\n"
+      "file is an error with or without `--set`. Paths are used as written: `~` is not\n"
+      "expanded, so a path starting with it is an error. The run directory's `config.yaml`\n"
+      "holds the resolved config: every key, defaults included, but those of the optimizers\n"
+      "not chosen. A file is one YAML document (a second `---` is an error); where YAML\n"
+      "aliases share a value, `--set` changes the key it names only.\n";
   for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;
     out += "\n## " + t.title + "\n\n" + sentence(t.help) + ".\n\n" + markdown_table(t.rows);

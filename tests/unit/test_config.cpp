@@ -235,6 +235,25 @@ TEST(ConfigReference, ShowsTheLimitsTheLoaderEnforces) {
       "FILE:2: model.hidden[0]: expected an integer <= 2147483647, got 2147483648");
 }
 
+TEST(ConfigOverride, ASectionSetToNothingIsRefused) {
+  // It would have reset every key of the section to its default (a CNN config trained the
+  // default MLP).
+  for (const char* key : {"model", "train", "data.augment"}) {
+    for (const char* value : {"", "~", "null"}) {
+      config_test::expect_error(kMinimal,
+                                std::string("--set ") + key +
+                                    ": expected a map of keys, got nothing (set one key: --set " +
+                                    key + ".KEY=VALUE)",
+                                {std::string(key) + "=" + value});
+    }
+  }
+  // A map replaces the section, as in the file.
+  const Config c =
+      load_config(write_yaml(kMinimal), {"optimizer={name: adam, lr: 0.01}"}, catalog());
+  EXPECT_EQ(c.optimizer.name, "adam");
+  EXPECT_FLOAT_EQ(c.optimizer.lr, 0.01f);
+}
+
 TEST(ConfigOverride, ScalarsReplaceFileValues) {
   const Config c = load_config(write_yaml(kFull),
                                {"train.epochs=3", "optimizer.lr=0.25", "run.deterministic=false",
