@@ -29,6 +29,7 @@
 #include "data-tools/sample_codec.hpp"
 #include "data-tools/synth.hpp"
 #include "data-tools/text_tokens.hpp"
+#include "h5/h5.hpp"
 
 namespace {
 
@@ -490,6 +491,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpctrain::h5_no_cleanup_at_exit();
   hpctrain::install_crash_notes();
   // A closed stdout (a log pipe whose reader died, `| head`) fails the writes to it instead
   // of killing the process with SIGPIPE, half-way into a checkpoint or an output file.

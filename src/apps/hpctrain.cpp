@@ -34,6 +34,7 @@
 #include "core/version.hpp"
 #include "data-tools/inspect_data.hpp"
 #include "data/dataset_files.hpp"
+#include "h5/h5.hpp"
 #include "nn/alloc_error.hpp"
 #include "nn/layer_profile.hpp"
 #include "nn/model_summary.hpp"
@@ -458,6 +459,7 @@ int dispatch(int* argc, char*** argv) {
 }  // namespace hpctrain
 
 int main(int argc, char** argv) {
+  hpctrain::h5_no_cleanup_at_exit();
   hpctrain::install_crash_notes();
   // A closed stdout (a log pipe whose reader died, `| head`) fails the writes to it instead
   // of killing the process with SIGPIPE, half-way into a checkpoint or an output file.

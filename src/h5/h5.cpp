@@ -53,6 +53,8 @@ void throw_h5_error(const char* call, const char* file, int line) {
                 os);
 }
 
+void h5_no_cleanup_at_exit() { H5dont_atexit(); }
+
 void h5_quiet() {
   // Our Error already names the call; HDF5's stack dump would add dozens of lines per
   // failure, and per rank. Setting the same (null) handler again is harmless.

@@ -32,6 +32,13 @@ class H5Error : public Error {
 // Throws H5Error for CALL at file:line.
 [[noreturn]] void throw_h5_error(const char* call, const char* file, int line);
 
+// Keeps HDF5 from closing, at exit, the files still open then. Every file the programs open
+// is closed by its handle, so the only one left is one whose close failed (a full disk at
+// a checkpoint's write), and HDF5 1.10 crashes closing that one again at exit (SIGSEGV in
+// H5F__close_cb instead of the program's exit 1). Call it first in main, before any other
+// HDF5 call.
+void h5_no_cleanup_at_exit();
+
 // Turns off HDF5's automatic error-stack printing (idempotent). A thread-safe HDF5 (Debian's)
 // keeps this setting per thread: every thread that calls HDF5 must call it.
 void h5_quiet();
