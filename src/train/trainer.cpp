@@ -464,10 +464,12 @@ int Trainer::run() {
   }
   if (trains) summary.energy = finish_energy(total_samples);
   // 4. The final state is always checkpointed (for eval, export, model.init_from and
-  //    already_complete()); then the test phase.
+  //    already_complete()) and committed before the test phase: a run killed during its test
+  //    resumes for the test alone.
   if (!diverged && checkpoints_->last_saved_step() != global_step_) {
     save_checkpoint(/*wait=*/false);
   }
+  checkpoints_->finish();
   if (test_loader_ && !diverged) {
     exchange_->sync_for_evaluation(global_step_);
     const double t0 = now_seconds();
@@ -479,7 +481,6 @@ int Trainer::run() {
     std::snprintf(line, sizeof(line), "test loss %.4f acc %.4f", t.loss, t.accuracy);
     log_info(line);
   }
-  checkpoints_->finish();
 
   summary.run_name = config_.run.name;
   summary.backend = backend_->name();

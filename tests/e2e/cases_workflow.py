@@ -216,6 +216,35 @@ def case_rerun_finished_and_stopped():
           f"resuming the 6-epoch run: exit {rc}")
 
 
+def case_final_checkpoint_before_test():
+    """The final checkpoint is committed before the test phase starts, so that a run killed
+    during its test resumes for the test alone: with the final checkpoint's fsync held
+    (fsync_shim.c), no test line comes while it is held (killed there, nothing of the run
+    was committed, and the rerun trains and tests it again)."""
+    name = "final_before_test"
+    fresh(name)
+    held = "ckpt-000000000039.h5.tmp"  # 5,000 rows in batches of 128: 39 steps
+    sets = [f"data.train={ARGS.data}/val.h5", "data.val=", f"data.test={ARGS.data}/test.h5",
+            "train.epochs=1"]
+    env = dict(os.environ, LD_PRELOAD=os.path.join(ARGS.build, "test-shims",
+                                                   "libht_fsync_shim.so"),
+               HT_STALL_FSYNC_FILE=held)
+    p = session(train_cmd(name, 2, sets), env=env)
+    path = os.path.join(run_dir(name), "checkpoints", held)
+    deadline = time.time() + 120
+    while not os.path.exists(path) and p.poll() is None and time.time() < deadline:
+        time.sleep(0.01)
+    check(os.path.exists(path), "the final checkpoint's write did not start")
+    time.sleep(3)  # the test phase of 10,000 rows takes a fraction of that
+    os.killpg(p.pid, signal.SIGKILL)
+    out = p.communicate(timeout=60)[0]
+    print(out)
+    check(" epoch 1/1" in out and "test loss" not in out,
+          "the test phase ran while the final checkpoint was being written")
+    rc, out, _ = train(name, 2, sets)
+    check(rc == 0 and "test loss" in out, f"the rerun: exit {rc}")
+
+
 def case_metrics_once_after_kill():
     """kill -9 after an epoch's row was written but before that epoch's checkpoint:
     the resumed run repeats the epoch, and metrics.csv still has each epoch once. A
