@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -179,21 +180,33 @@ void TrainingCheckpoints::check_directory() const {
   // count of the run's own are there at once (more only while the first new one is written
   // beside more than keep older ones); those already there, which retention replaces, take
   // part of that room: the rest must be free, and at least one checkpoint's size.
+  // A keep larger than what the run can write ("keep them all") asks no room for more: at
+  // most one per step with a time cadence, else the step cadence's, the epochs' and a
+  // final or stop one.
+  const CheckpointConfig& c = config_.checkpoint;
+  const double left = std::max(
+      0.0, static_cast<double>(config_.train.epochs) * static_cast<double>(steps_per_epoch_) -
+               static_cast<double>(start_step_));
+  const double writes =
+      c.every_seconds > 0
+          ? left + 1
+          : (c.every_steps > 0 ? std::floor(left / c.every_steps) : 0) +
+                (c.at_epoch_end ? std::ceil(left / static_cast<double>(steps_per_epoch_)) : 0) + 2;
   const double bytes = floats * sizeof(float);
-  const double count = enabled() ? config_.checkpoint.keep + 1.0 : 2.0;
-  const double need = bytes * count;
   double own = 0;
   int owned = 0;
   for (const CheckpointEntry& e : owned_checkpoints(dir, run_owner(config_))) {
     const uintmax_t size = std::filesystem::file_size(e.path, ec);
     if (!ec) own += static_cast<double>(size), ++owned;
   }
+  const double count = enabled() ? std::min(c.keep + 1.0, owned + writes) : 2.0;
+  const double need = bytes * count;
   const std::filesystem::space_info space = std::filesystem::space(dir, ec);
   if (!ec && static_cast<double>(space.available) < std::max(bytes, need - own)) {
     char line[300];
     std::snprintf(line, sizeof(line),
-                  ": %.1f MiB free, but checkpoint.keep + 1 = %.0f checkpoints of %.1f MiB need "
-                  "%.1f MiB",
+                  ": %.1f MiB free, but the %.0f checkpoints of %.1f MiB this run may hold at "
+                  "once (checkpoint.keep + 1, or fewer if it writes fewer) need %.1f MiB",
                   static_cast<double>(space.available) / (1 << 20), count, bytes / (1 << 20),
                   need / (1 << 20));
     std::string why = key + line;

@@ -138,7 +138,7 @@ def case_full_disk_checkpoints_inner():
                        timeout=600)
     print(q.stdout, q.stderr)
     check(q.returncode == 2, f"no room on the disk: exit {q.returncode}, expected 2")
-    one_error_line(q.stderr, "checkpoint.dir", "MiB free, but checkpoint.keep + 1")
+    one_error_line(q.stderr, "checkpoint.dir", "MiB free, but the 3 checkpoints of")
     check(os.path.exists(os.path.join(run, "summary.json")), "a refused start removed summary.json")
     os.remove(filler)
     st = os.statvfs(disk)

@@ -231,9 +231,16 @@ def case_checkpoint_dir_checked_at_start():
     rc, _, err = train("ckdir", 2, base + [f"run.dir={blocker}/run"])
     check(rc == 2, f"uncreatable run.dir: exit {rc}, expected 2")
     one_error_line(err, "run.dir", "cannot create it")
-    rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000"])
+    # A keep beyond what the run writes asks no room for more (8 checkpoints here, at most);
+    # one within it (a checkpoint a millisecond for 10^8 epochs) does.
+    fresh("ckdir_keep")
+    rc, _, err = train("ckdir_keep", 2, base + ["checkpoint.keep=2000000000",
+                                                "checkpoint.every_steps=10"])
+    check(rc == 0, f"keep 2e9 for a run that writes 8 checkpoints: exit {rc}: {err}")
+    rc, _, err = train("ckdir", 2, base + ["checkpoint.keep=2000000000", "train.epochs=100000000",
+                                           "checkpoint.every_seconds=0.001"])
     check(rc == 2, f"no room for keep + 1 checkpoints: exit {rc}, expected 2")
-    one_error_line(err, "checkpoint.dir", "MiB free, but checkpoint.keep + 1 = 2000000001")
+    one_error_line(err, "checkpoint.dir", "MiB free, but the 2000000001 checkpoints of")
     # A link where the manifest goes failed the first checkpoint (exit 1, mid-training).
     manifest = os.path.join(run_dir("ckdir"), "checkpoints", "hpctrain-checkpoints.txt")
     os.makedirs(os.path.dirname(manifest), exist_ok=True)
