@@ -82,9 +82,10 @@ ModelTarget resolve_model_target(const TargetArgs& args) {
         ckdir = target + "/" + ckdir.substr(inside.size());
       }
     }
-  } else if (is_hdf5(target)) {
-    // Any HDF5 file is taken for a checkpoint, so that a damaged one is reported as such
-    // (read_checkpoint_file names what is wrong), not as a config that is not YAML.
+  } else if (is_hdf5(target) || target.ends_with(".h5")) {
+    // Any HDF5 file, and any .h5 file (one whose first bytes are damaged too), is taken for
+    // a checkpoint, so that a damaged one is reported as such (read_checkpoint_file names
+    // what is wrong), not as a config that is not YAML.
     const CheckpointState stored = read_checkpoint_file(target);
     t.config =
         load_config_text(stored.config_yaml, target + " (its stored config)", overrides, catalog());

@@ -251,6 +251,15 @@ def case_eval_checkpoint():
     check(e["test_accuracy"] == s["test_accuracy"], f"eval {e['test_accuracy']} != run's "
           f"{s['test_accuracy']}")
     check(e["params_sha256"] == s["params_sha256"], "eval loaded other parameters")
+    # A checkpoint whose first bytes are damaged is reported as a corrupt checkpoint, not
+    # read as a YAML config.
+    damaged = os.path.join(run_dir("evalout"), "damaged.h5")
+    shutil.copyfile(ckpt, damaged)
+    with open(damaged, "r+b") as f:
+        f.write(b"XXXX")
+    p = subprocess.run([hpctrain(), "eval", damaged], capture_output=True, text=True)
+    check(p.returncode == 2, f"eval of a damaged checkpoint: exit {p.returncode}")
+    one_error_line(p.stderr, damaged, "checksum does not match (corrupt)")
     # A checkpoint of strategy average holds a copy per rank: eval scores their average, the
     # same model on 1 and on 3 ranks (on 3 each rank took its own copy before); its final
     # checkpoint, whose copies agree, gives the run's parameters exactly (a float average of

@@ -78,6 +78,9 @@ def case_bad_config():
     rc, out, err = train("bad", 2, [], config=path)
     check(rc == 2, f"bad key: exit {rc}, expected 2")
     one_error_line(err, "bad.yaml:6", "optimizer.momentun", "momentum")
+    rc, out, err = train("bad", 1, [], config=f"{ARGS.data}/val.h5")  # a data file
+    check(rc == 2, f"a data file for the config: exit {rc}, expected 2")
+    one_error_line(err, "val.h5: an HDF5 file (data or a checkpoint), not a YAML config")
     # Ranks started with different configs (an MPMD launch): refused at start, not a job whose
     # ranks wait for each other until the watchdog ends it.
     fresh("mpmd")
