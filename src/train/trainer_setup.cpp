@@ -300,7 +300,17 @@ void Trainer::prepare(Purpose purpose) {
       // What a run killed while it committed one of these files left (they are written
       // only by the holder of the lock).
       for (const char* name : {"config.yaml", "metrics.csv", "summary.json", "STOPPED"}) {
-        remove_stale_temporaries(config_.run.dir + "/" + name);
+        const std::string path = config_.run.dir + "/" + name;
+        remove_stale_temporaries(path);
+        // Found now, before anything of an earlier run is changed (a link is replaced).
+        std::error_code ec;
+        const auto type = std::filesystem::symlink_status(path, ec).type();
+        if (!ec && type != std::filesystem::file_type::not_found &&
+            type != std::filesystem::file_type::regular &&
+            type != std::filesystem::file_type::symlink) {
+          throw UsageError(config_.source_file + ": run.dir: " + path +
+                           " is not a file (a directory?); remove it");
+        }
       }
       const std::string& dir = config_.checkpoint.dir;
       make(dir, "checkpoint.dir");

@@ -155,7 +155,7 @@ def case_symlink_and_foreign_files():
     note that a line of the manifest gives to another run) all survive retention. A run of another run
     directory given that checkpoint.dir afterwards is refused (exit 2): it would resume the
     first run's final checkpoint as its own, or write over its files. So is a symbolic link
-    where a run's lock file goes."""
+    where a run's lock file goes, and a directory where its metrics.csv goes."""
     fresh("symlink")
     ckdir = os.path.join(run_dir("symlink"), "checkpoints")
     os.makedirs(ckdir)
@@ -192,6 +192,14 @@ def case_symlink_and_foreign_files():
     for name, text in foreign.items():
         with open(os.path.join(ckdir, name)) as f:
             check(f.read() == text, f"{name} changed")
+    # A directory where one of the run's files goes: refused at start (exit 2 naming it),
+    # before the earlier run's summary is removed.
+    fresh("dir_for_file")
+    os.makedirs(os.path.join(run_dir("dir_for_file"), "metrics.csv"))
+    rc, _, err = train("dir_for_file", 1, [f"data.train={ARGS.data}/val.h5", "data.val=",
+                                           "data.test=", "train.epochs=1"])
+    check(rc == 2, f"metrics.csv a directory: exit {rc}, expected 2")
+    one_error_line(err, "run.dir: ", "metrics.csv is not a file")
     fresh("symlink_other")
     rc, _, err = train("symlink_other", 1, [f"data.train={ARGS.data}/test.h5", "data.val=",
                                             "data.test=", "train.epochs=1",
