@@ -151,7 +151,8 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     dims = parse_input_dims(input);
     if (classes.find_first_not_of("0123456789") != std::string::npos || classes.size() > 6 ||
         std::stoi(classes) < 1) {
-      throw UsageError("inspect: --classes: expected a positive integer, got '" + classes + "'");
+      throw UsageError("inspect: --classes: expected an integer from 1 to 999999, got '" + classes +
+                       "'");
     }
     data.num_classes = std::stoi(classes);
     source = "--input/--classes";
@@ -166,7 +167,8 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
   if (!batch_text.empty()) {
     if (batch_text.find_first_not_of("0123456789") != std::string::npos || batch_text.size() > 6 ||
         std::stoll(batch_text) < 1) {
-      throw UsageError("inspect: --batch: expected a positive integer, got '" + batch_text + "'");
+      throw UsageError("inspect: --batch: expected an integer from 1 to 999999, got '" +
+                       batch_text + "'");
     }
     batch = std::stoll(batch_text);
   }

@@ -236,9 +236,10 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume, bool writes)
   if (resume == "never") {
     const auto existing = list_checkpoints(dir);
     if (!existing.empty()) {
-      throw UsageError(dir + " holds checkpoints of an earlier run (newest: step " +
-                       std::to_string(existing.front().step) +
-                       "); continue it with --resume auto, or remove them");
+      throw UsageError(config_.source_file + ": checkpoint.dir: " + dir +
+                       " holds checkpoints (newest: step " + std::to_string(existing.front().step) +
+                       "), and --resume never starts fresh: continue the run that wrote them "
+                       "with --resume auto, or give this run another checkpoint.dir");
     }
     return;
   }

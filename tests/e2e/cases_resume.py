@@ -242,7 +242,8 @@ def case_resume_refusals():
     one_error_line(err, "cannot resume a different model", "layer dense0")
     rc, _, err = train("refuse", 1, sets, resume="never")
     check(rc == 2, f"--resume never over old checkpoints: exit {rc}, expected 2")
-    one_error_line(err, "--resume auto")
+    one_error_line(err, "fashion_mnist_mlp.yaml: checkpoint.dir: ", "--resume never starts fresh",
+                   "--resume auto")
     # the training data file itself as the checkpoint (open already as data.train)
     data = f"{ARGS.data}/test.h5"
     rc, _, err = train("refuse", 2, sets, resume=data)
