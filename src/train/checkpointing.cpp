@@ -549,7 +549,10 @@ void TrainingCheckpoints::wait_snapshot() {
 }
 
 void TrainingCheckpoints::finish() {
-  if (writer_) writer_->wait();
+  if (!writer_) return;
+  const double t0 = now_seconds();
+  writer_->wait();
+  blocked_seconds_ += now_seconds() - t0;
 }
 
 void TrainingCheckpoints::wait_idle() {
