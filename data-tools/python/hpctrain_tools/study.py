@@ -209,7 +209,8 @@ class Driver:
             f.write(("$ " + shlex.join(cmd) + "\n").encode())
             f.flush()
             # A process group of its own: a terminal's Ctrl-C reaches only this driver,
-            # which passes it on as SIGUSR1 (mpiexec would kill the ranks on SIGINT).
+            # which passes it on to the launcher as SIGUSR1, once; the launcher forwards it
+            # to every rank.
             try:
                 self.child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT,
                                               preexec_fn=die_with_parent, start_new_session=True)
