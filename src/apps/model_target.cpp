@@ -1,14 +1,13 @@
 #include "apps/model_target.hpp"
 
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <system_error>
 
 #include "checkpoint/checkpoint_file.hpp"
 #include "checkpoint/checkpoint_store.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 #include "data/dataset_files.hpp"
 #include "nn/presets.hpp"
 #include "train/catalog.hpp"
@@ -16,17 +15,6 @@
 #include "train/transfer.hpp"
 
 namespace hpctrain {
-namespace {
-
-// Whether `path` starts with the HDF5 signature (at offset 0, where hpctrain's files have it).
-bool is_hdf5(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  char signature[8] = {};
-  return in.read(signature, sizeof(signature)) &&
-         std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof(signature)) == 0;
-}
-
-}  // namespace
 
 bool take_target_arg(const std::vector<std::string>& args, size_t& i, TargetArgs& out,
                      const std::string& command) {
@@ -82,7 +70,7 @@ ModelTarget resolve_model_target(const TargetArgs& args) {
         ckdir = target + "/" + ckdir.substr(inside.size());
       }
     }
-  } else if (is_hdf5(target) || target.ends_with(".h5")) {
+  } else if (is_hdf5_file(target) || target.ends_with(".h5")) {
     // Any HDF5 file, and any .h5 file (one whose first bytes are damaged too), is taken for
     // a checkpoint, so that a damaged one is reported as such (read_checkpoint_file names
     // what is wrong), not as a config that is not YAML.

@@ -20,6 +20,7 @@
 #include "config/config_reader.hpp"
 #include "config/config_schema.hpp"
 #include "core/error.hpp"
+#include "core/files.hpp"
 
 namespace hpctrain {
 namespace {
@@ -76,13 +77,9 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
   if (!text && std::filesystem::is_directory(source, ec)) {
     throw UsageError(source + ": cannot open config file (it is a directory)");
   }
-  if (!text) {  // a data file or a checkpoint given for the config: not "a YAML error"
-    std::ifstream in(source, std::ios::binary);
-    char signature[8] = {};
-    if (in.read(signature, sizeof(signature)) &&
-        std::string_view(signature, sizeof(signature)) == "\x89HDF\r\n\x1a\n") {
-      throw UsageError(source + ": an HDF5 file (data or a checkpoint), not a YAML config");
-    }
+  // A data file or a checkpoint given for the config: not "a YAML error".
+  if (!text && is_hdf5_file(source)) {
+    throw UsageError(source + ": an HDF5 file (data or a checkpoint), not a YAML config");
   }
   YAML::Node root;
   try {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "core/error.hpp"
 
@@ -76,6 +77,13 @@ void commit_file(const std::string& temp_path, const std::string& path) {
   } catch (const Error& e) {
     throw DirectorySyncError(e.what());
   }
+}
+
+bool is_hdf5_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char signature[8] = {};
+  return in.read(signature, sizeof(signature)) &&
+         std::memcmp(signature, "\x89HDF\r\n\x1a\n", sizeof(signature)) == 0;
 }
 
 void remove_temporary(const std::string& path) {

@@ -16,6 +16,10 @@ namespace hpctrain {
 bool make_directories(const std::string& dir, std::error_code& ec);
 void make_directories(const std::string& dir);
 
+// Whether the file at `path` starts with the HDF5 signature (at offset 0, where hpctrain's
+// data files and checkpoints have it); false for one that cannot be read.
+bool is_hdf5_file(const std::string& path);
+
 // Flushes a file's data (or a directory's entries) to disk; throws Error on failure.
 void fsync_file(const std::string& path);
 void fsync_directory(const std::string& dir);

@@ -74,7 +74,7 @@ int compute_threads(const Config& config, const MpiEnv& env) {
 // different ones (an MPMD launch, a config edited while a job starts) would otherwise wait
 // for each other at the first collective one of them does not make.
 int agree_on_config(const Config& config, int rank) {
-  std::string mine = config_to_yaml(config);
+  const std::string mine = config_to_yaml(config);
   std::string first = mine;
   int bytes = static_cast<int>(first.size());
   HT_CHECK_MPI(MPI_Bcast(&bytes, 1, MPI_INT, 0, MPI_COMM_WORLD));
@@ -219,14 +219,10 @@ void Trainer::prepare(Purpose purpose) {
                      "output beta, and nothing before it would train; give each rank a batch "
                      "of at least 2");
   }
-  const std::string init_from_missing = config_.source_file +
-                                        ": model.init_from: " + config_.model.init_from +
-                                        ": no such checkpoint";
   bool init_from_gone = false;  // refused below unless a resume replaces the parameters
   if (!config_.model.init_from.empty() && rank_ == 0) {
     std::error_code ec;
     init_from_gone = !std::filesystem::exists(config_.model.init_from, ec) && !ec;
-    if (init_from_gone && resume_ == "never") throw UsageError(init_from_missing);
     // Rank 0 loads; run() broadcasts rank 0's parameters to everyone.
     const std::string key = config_.source_file + ": model.init_from: ";
     try {
@@ -337,7 +333,10 @@ void Trainer::prepare(Purpose purpose) {
   }
   // A run resumed after model.init_from's checkpoint was deleted (pruned by the run that
   // wrote it) goes on: its parameters come from its own checkpoint.
-  if (init_from_gone && !checkpoints_->resuming()) throw UsageError(init_from_missing);
+  if (init_from_gone && !checkpoints_->resuming()) {
+    throw UsageError(config_.source_file + ": model.init_from: " + config_.model.init_from +
+                     ": no such checkpoint");
+  }
   choose_step_graphs();
 }
 
