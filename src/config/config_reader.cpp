@@ -155,6 +155,13 @@ double read_number(const Origins& origins, const Value& v, const NumberRange& ra
   const char* last = text.data() + text.size();
   double x = 0.0;
   const auto [ptr, ec] = std::from_chars(first, last, x);
+  if (ec == std::errc::result_out_of_range && ptr == last) {
+    // Too large or too small in magnitude for a double (1e400, 1e-400): say so, not "not finite".
+    origins.fail(v.path, v.mark,
+                 "expected a number a double can hold (0, or a magnitude from 4.9e-324 to "
+                 "1.8e308), got " +
+                     got_text(v.node));
+  }
   if (ec != std::errc() || ptr != last || first == last || !std::isfinite(x)) {
     origins.fail(v.path, v.mark, "expected a finite number, got " + describe(v.node));
   }

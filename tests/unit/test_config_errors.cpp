@@ -92,6 +92,13 @@ TEST(ConfigErrors, OutOfRange) {
                "FILE:5: debug.slow_rank.rank: expected an integer, got '+-1'");
   expect_error(head + "optimizer:\n  weight_decay: +-0\n",
                "FILE:4: optimizer.weight_decay: expected a finite number, got '+-0'");
+  // Beyond what a double holds, in either direction, is named as such rather than "not finite".
+  expect_error(head + "optimizer:\n  lr: 1e400\n",
+               "FILE:4: optimizer.lr: expected a number a double can hold (0, or a magnitude from "
+               "4.9e-324 to 1.8e308), got 1e400");
+  expect_error(head + "optimizer:\n  lr: 1e-400\n",
+               "FILE:4: optimizer.lr: expected a number a double can hold (0, or a magnitude from "
+               "4.9e-324 to 1.8e308), got 1e-400");
   expect_error(head + "run:\n  threads: -1\n",
                "FILE:4: run.threads: expected an integer >= 0, got -1");
   expect_error(head + "run:\n  seed: -1\n", "FILE:4: run.seed: expected an integer >= 0, got -1");
