@@ -74,6 +74,7 @@ struct AsyncSgd::Server {
   std::vector<int64_t> histogram;  // staleness of pushes; the last entry: dropped
   ServerStats stats;
   bool stop_seen = false, checkpoint_seen = false;  // deterministic, this segment
+  int64_t newest = 0;  // the newest batch received in the segment: where training is
 
  private:
   // Handles worker w's message; false when it was w's flush.

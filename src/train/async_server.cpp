@@ -111,7 +111,7 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
   const double t0 = now_seconds(), cpu0 = process_cpu_seconds();
   for (int w = 0; w < workers; ++w) post(w);
   std::vector<char> open(static_cast<size_t>(workers), 1);
-  int64_t newest = begin;  // the newest batch received: where training is, for the watchdog
+  newest = begin;
   auto await = [&](int w) {
     WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for a worker", newest);
     async_wire::wait(receives_[w]);

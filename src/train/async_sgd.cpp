@@ -128,7 +128,9 @@ SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
     v[2] = std::max(v[2], server_state_->checkpoint_seen ? 1.0 : 0.0);
   }
   {
-    WatchdogScope w(ctx_.watchdog, "end of an asynchronous segment", begin);
+    // Named if it hangs: where this rank's training got to, not where the segment began.
+    const int64_t reached = worker_ ? worker_->taken_end : server_state_->newest;
+    WatchdogScope w(ctx_.watchdog, "end of an asynchronous segment", std::max(begin, reached));
     ctx_.comm.allreduce_max(v, 3);
     broadcast_slices();
     average_model_state();

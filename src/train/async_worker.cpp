@@ -49,7 +49,8 @@ void AsyncSgd::Worker::begin(int64_t begin, int64_t end, Loader& loader) {
 
 void AsyncSgd::Worker::take_ticket() {
   if (!open_) return;
-  WatchdogScope w(ctx.watchdog, "asynchronous training: taking a batch", begin_);
+  // The step named if it hangs: where this worker's training is, not where the segment began.
+  WatchdogScope w(ctx.watchdog, "asynchronous training: taking a batch", taken_end);
   int64_t batch = -1;
   if (deterministic_) {
     batch = begin_ + ctx.comm.rank() + dealt_ * ctx.layout.workers;
@@ -222,7 +223,7 @@ void AsyncSgd::Worker::give_up_tickets() {
 }
 
 void AsyncSgd::Worker::end() {
-  WatchdogScope w(ctx.watchdog, "asynchronous training: ending a segment", begin_);
+  WatchdogScope w(ctx.watchdog, "asynchronous training: ending a segment", taken_end);
   give_up_tickets();
   if (!deterministic_) HT_CHECK_MPI(MPI_Win_unlock_all(counter_win));
   send(Kind::kFlush, flags_, /*push=*/pending_ > 0, /*with_current=*/false);

@@ -8,12 +8,13 @@ import random
 import shutil
 import signal
 import subprocess
+import time
 
 import h5py
 
-from harness import (ARGS, check, checkpoints, expect_ok, fresh, kill_and_resume,
+from harness import (ARGS, check, checkpoints, expect_ok, fail, fresh, kill_and_resume,
                      metrics_rows, mpi_rank, newest_step, one_error_line, rank_pids, run_dir,
-                     train, train_cmd)
+                     session, train, train_cmd)
 
 ASYNC = ["distributed.strategy=async"]
 
@@ -237,3 +238,42 @@ def case_async_bad_settings():
         f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1",
         "distributed.push_every=40", "distributed.pull_every=40",
         "distributed.timeout_seconds=1", "debug.slow_rank.rank=0", "debug.slow_rank.factor=60"])
+
+
+def case_async_hung_worker():
+    """A worker that stops answering (SIGSTOP) in the second epoch ends the job through the
+    watchdog of a rank waiting at the epoch's end: the other worker has trained the rest of
+    the epoch's batches, the server waits for the stopped worker's last message. The message
+    names where training had got to, not the step the segment (the epoch) began at. The
+    55,000 training images make an epoch of 859 batches, some seconds long."""
+    fresh("async_hung")
+    p = session(train_cmd("async_hung", 3, ASYNC + [
+        f"data.train={ARGS.data}/train.h5", "data.val=", "data.test=", "train.epochs=2",
+        "distributed.timeout_seconds=10", "checkpoint.at_epoch_end=false"]))
+    lines = []
+    for line in p.stdout:  # wait until the first epoch has ended
+        lines.append(line)
+        if " epoch 1/2  train loss" in line:
+            break
+    ranks = {mpi_rank(pid): pid for pid in rank_pids(run_dir("async_hung"))}
+    check(set(ranks) == {0, 1, 2}, f"expected ranks 0 to 2, found {ranks}:\n" + "".join(lines))
+    time.sleep(0.5)
+    os.kill(ranks[1], signal.SIGSTOP)
+    try:
+        out, _ = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        fail("job still running 120 s after a worker hung")
+    finally:
+        for pid in ranks.values():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    out = "".join(lines) + out
+    check(p.returncode != 0, f"exit {p.returncode} with a hung worker")
+    found = [l for l in out.splitlines() if "has not finished after 10 s" in l]
+    check(len(found) >= 1 and "asynchronous" in found[0], f"no watchdog message: {out}")
+    step = int(found[0].split(" at step ")[1].split()[0])
+    # The second epoch is the segment [859, 1718).
+    check(859 < step <= 1718, f"the watchdog names step {step}, not where training got to: "
+          + found[0])
