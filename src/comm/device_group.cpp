@@ -14,6 +14,12 @@ bool ranks_share_a_device(Communicator& comm, const std::string& device_id) {
   return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
 }
 
+int ranks_on_my_device(Communicator& comm, const std::string& device_id) {
+  const std::string mine = host_name() + "/" + device_id;
+  const std::vector<std::string> ids = comm.allgather(mine);
+  return static_cast<int>(std::count(ids.begin(), ids.end(), mine));
+}
+
 void join_device_collectives(Communicator& comm, Backend& backend) {
   std::vector<std::byte> id =
       comm.rank() == 0 ? backend.new_collective_id() : std::vector<std::byte>(kCollectiveIdBytes);

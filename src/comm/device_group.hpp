@@ -13,6 +13,10 @@ namespace hpctrain {
 // True when two ranks of `comm` name the same device_id on the same host. Collective.
 bool ranks_share_a_device(Communicator& comm, const std::string& device_id);
 
+// How many ranks of `comm`, this one included, name device_id on this host: the ranks
+// that share this rank's GPU and its memory. Collective.
+int ranks_on_my_device(Communicator& comm, const std::string& device_id);
+
 // Rank 0 makes the group's id, every rank receives it over MPI and joins. Collective.
 void join_device_collectives(Communicator& comm, Backend& backend);
 

@@ -216,7 +216,8 @@ class Trainer {
   std::unique_ptr<MetricsCsv> metrics_csv_;
   std::unique_ptr<EnergySampler> energy_;  // node-local rank 0, energy.interval_ms > 0
   int local_rank_ = 0;
-  int local_ranks_ = 1;                        // the ranks on this node, who share its memory
+  int local_ranks_ = 1;   // the ranks on this node, who share its memory
+  int device_ranks_ = 1;  // the ranks on this rank's GPU (host and bus id), this one included
   std::unique_ptr<AsyncLayout> async_layout_;  // strategy async
   std::unique_ptr<AsyncSgd> async_;
   std::vector<std::vector<int64_t>> staleness_;  // async: per epoch of this run

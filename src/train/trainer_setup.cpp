@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "backend/cuda_backend.hpp"
 #include "comm/agreement.hpp"
+#include "comm/device_group.hpp"
 #include "comm/mpi_check.hpp"
 #include "comm/mpi_env.hpp"
 #include "core/error.hpp"
@@ -151,6 +151,7 @@ void Trainer::meet() {
   std::vector<double> all(static_cast<size_t>(world_size_));
   comm_->allgather(&mine, 1, all.data());
   for (double d : all) devices_.push_back(d != 0.0 ? "cuda" : "cpu");
+  device_ranks_ = ranks_on_my_device(*comm_, backend_->device_id());
 }
 
 void Trainer::prepare(Purpose purpose) {
@@ -195,10 +196,8 @@ void Trainer::prepare(Purpose purpose) {
     check_memory_fits(config_.source_file, need, std::string(backend_->name()) == "cpu",
                       available_memory(), local_ranks_);
     const int64_t device_free = backend_->device_free_bytes();
-    if (device_free >= 0) {  // a GPU, shared by the node's ranks that compute on GPUs
-      const int gpus = std::max(1, cuda_device_count());
-      check_device_memory_fits(config_.source_file, need.model_bytes, device_free,
-                               (local_ranks_ + gpus - 1) / gpus);
+    if (device_free >= 0) {  // a GPU, shared by the ranks that compute on it
+      check_device_memory_fits(config_.source_file, need.model_bytes, device_free, device_ranks_);
     }
   };
   ModelData data = model_data(shape);

@@ -9,6 +9,7 @@
 #include "backend/cpu_backend.hpp"
 #include "comm/agreement.hpp"
 #include "comm/communicator.hpp"
+#include "comm/device_group.hpp"
 #include "comm/param_average.hpp"
 #include "comm/ring_allreduce.hpp"
 #include "core/error.hpp"
@@ -137,6 +138,18 @@ TEST(Communicator, AllgatherOfStringsOfAnyLength) {
                              (r == 1 ? std::string("\0x", 2) : std::string());
     EXPECT_EQ(all[static_cast<size_t>(r)], want) << "rank " << r;
   }
+}
+
+TEST(DeviceGroup, RanksOnMyDeviceCountsThoseNamingItOnThisHost) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  // One host: ranks naming the same device share it, each counting itself.
+  EXPECT_EQ(ranks_on_my_device(comm, "0000:01:00.0"), world_size());
+  // Even ranks on one device, odd ranks on another (the GPU memory check's divisor).
+  const int evens = (world_size() + 1) / 2;
+  const bool even = world_rank() % 2 == 0;
+  EXPECT_EQ(ranks_on_my_device(comm, even ? "0000:01:00.0" : "0000:02:00.0"),
+            even ? evens : world_size() - evens);
+  EXPECT_EQ(ranks_share_a_device(comm, "0000:0" + std::to_string(world_rank()) + ":00.0"), false);
 }
 
 TEST(ParamAverage, EveryRankGetsTheMean) {
