@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include "core/error.hpp"
@@ -45,7 +46,10 @@ Loader::Loader(const DataSource& file, Shard shard, const LoaderOptions& options
       file.read_rows(shard_.begin, shard_.count, images_.data(), labels_.data());
     }
   }
-  const int64_t end_seq = sampler_.batches_per_epoch() * options.epochs;
+  // On request, a worker asks for the batches it is dealt, and again for those it gave back
+  // when a segment ended early (a checkpoint by time): its slots have no fixed count.
+  const int64_t end_seq = options.on_request ? std::numeric_limits<int64_t>::max()
+                                             : sampler_.batches_per_epoch() * options.epochs;
   PrefetchQueue::FillFn fill_fn = [this](int64_t seq, BatchBuffer& b) { fill(seq, b); };
   if (options.on_request) {
     // kDropRead requests read and as many live (a consumer asks a few batches ahead).
