@@ -2,6 +2,9 @@
 // what a worker and a server keep between the calls of a segment.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "train/async_sgd.hpp"
@@ -17,6 +20,15 @@ inline constexpr int kCheckpointShift = 40;
 inline constexpr int kStopShift = 48;
 inline constexpr int64_t kCheckpointBit = int64_t{1} << kCheckpointShift;
 inline constexpr int64_t kStopBit = int64_t{1} << kStopShift;
+
+// The staleness histogram's bins: one per staleness 0 ... min(max_staleness, kStalenessCap)
+// of the pushes applied (the one at kStalenessCap counts those of that staleness or more),
+// and one of those dropped. Capped so that a large distributed.max_staleness ("never drop")
+// costs no memory and no summary.json entries per possible staleness.
+inline constexpr int64_t kStalenessCap = 64;
+inline size_t staleness_bins(int64_t max_staleness) {
+  return static_cast<size_t>(std::min(max_staleness, kStalenessCap)) + 2;
+}
 }  // namespace async_parts
 
 struct AsyncSgd::Worker {

@@ -16,7 +16,7 @@ using async_wire::Kind;
 
 AsyncSgd::Server::Server(const AsyncContext& context, int index)
     : ctx(context), index_(index), slice_(context.layout.slices[index]) {
-  histogram.assign(static_cast<size_t>(ctx.config.distributed.max_staleness) + 2, 0);
+  histogram.assign(async_parts::staleness_bins(ctx.config.distributed.max_staleness), 0);
   for (int w = 0; w < ctx.layout.workers; ++w) {
     in_.emplace_back(slice_.count);
     out_.emplace_back(slice_.count);
@@ -57,7 +57,7 @@ bool AsyncSgd::Server::apply(const Header& h, const float* grads) {
     ++stats.dropped;
     return false;
   }
-  ++histogram[static_cast<size_t>(staleness)];
+  ++histogram[static_cast<size_t>(std::min(staleness, async_parts::kStalenessCap))];
   ++stats.pushes;
   // Only this slice of the gradient arena is written, and the optimizer reads no other.
   ctx.backend.copy_to_device(ctx.model.grads() + slice_.offset, grads,

@@ -181,7 +181,7 @@ void AsyncSgd::average_model_state() {
 }
 
 std::vector<int64_t> AsyncSgd::take_staleness() {
-  const size_t bins = static_cast<size_t>(ctx_.config.distributed.max_staleness) + 2;
+  const size_t bins = async_parts::staleness_bins(ctx_.config.distributed.max_staleness);
   std::vector<double> sums(bins, 0.0);
   if (server_state_) {
     for (size_t i = 0; i < bins; ++i) sums[i] = static_cast<double>(server_state_->histogram[i]);

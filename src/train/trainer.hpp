@@ -112,8 +112,9 @@ class Trainer {
   // AsyncSgd::finish_segment, with checkpoints between them.
   EpochEnd train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m);
   // A worker's part of the segment [begin, end); returns the seconds spent pushing and
-  // pulling.
-  double work_async_segment(int64_t begin, int64_t end, int epoch, double t0, Progress& progress);
+  // pulling. The progress line counts from batch `first`, trained from time t0.
+  double work_async_segment(int64_t begin, int64_t end, int epoch, int64_t first, double t0,
+                            Progress& progress);
   // Collective, after the last epoch: summary.json's "async".
   AsyncReport async_report(double samples) const;
   // Node-local rank 0 starts sampling energy (energy.interval_ms > 0).

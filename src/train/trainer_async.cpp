@@ -21,7 +21,7 @@ int64_t Trainer::update_batch() const {
                                                                        : plan_.batch[0];
 }
 
-double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double t0,
+double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, int64_t first, double t0,
                                    Progress& progress) {
   const SlowRank slow(config_.debug.slow_rank, rank_);
   const int64_t epoch_begin = static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
@@ -43,11 +43,12 @@ double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, double
     if (stop_signal() != 0) async_->note_stop();
     if (rank_ == 0 && checkpoints_->due_by_time(t)) async_->note_checkpoint_due();
     if (progress.due(t)) {
-      // The batches handed out so far: this worker's estimate of everyone's progress.
+      // The batches handed out so far: this worker's estimate of everyone's progress, since
+      // the epoch's first batch in this run (at t0), over the segments before this one too.
       LossStats s;
       backend_->copy_to_host(&s, stats_.data(), sizeof(s));
       const int64_t step = *batch - epoch_begin + 1;
-      const int64_t done = *batch + 1 - begin;
+      const int64_t done = *batch + 1 - first;
       const double elapsed = now_seconds() - t0;
       const double left = static_cast<double>(steps_per_epoch_ - step +
                                               static_cast<int64_t>(config_.train.epochs - epoch) *
@@ -73,6 +74,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
   double exchange_s = 0;
   EpochEnd end = EpochEnd::kCompleted;
   global_step_ = epoch_begin + first_step;
+  const int64_t first = global_step_;  // the epoch's first batch in this run, at t0
   while (global_step_ < epoch_end) {
     const int64_t begin = global_step_;
     const int64_t every = config_.checkpoint.every_steps;
@@ -84,7 +86,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     if (async_->is_server()) {
       async_->serve(begin, segment_end);
     } else {
-      exchange_s += work_async_segment(begin, segment_end, epoch, t0, progress);
+      exchange_s += work_async_segment(begin, segment_end, epoch, first, t0, progress);
     }
     const SegmentEnd e = async_->finish_segment(begin, stop_signal() != 0);
     global_step_ = e.cursor;

@@ -247,11 +247,17 @@ def case_async_bad_settings():
         one_error_line(err, key)
     # Not bad: a worker that messages every 40 steps, each longer than timeout_seconds / 40
     # (slowed), is no hung peer: the server's watchdog allows 40 timeouts between messages.
+    # Nor is the largest max_staleness, "never drop" (its histogram once had a bin per
+    # possible staleness: 16 GiB): staleness 0 to 63, 64 or more, and dropped.
     fresh("async_rare")
-    expect_ok("async_rare", 2, ASYNC + [
+    s = expect_ok("async_rare", 2, ASYNC + [
         f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1",
         "distributed.push_every=40", "distributed.pull_every=40",
+        "distributed.max_staleness=2147483647",
         "distributed.timeout_seconds=1", "debug.slow_rank.rank=0", "debug.slow_rank.factor=60"])
+    hist = s["async"]["staleness_per_epoch"]
+    check(len(hist) == 1 and len(hist[0]) == 66 and hist[0][0] == sum(hist[0]) > 0,
+          f"one worker's pushes by staleness: {hist}")
 
 
 def case_async_hung_worker():
@@ -291,3 +297,23 @@ def case_async_hung_worker():
     # The second epoch is the segment [859, 1718).
     check(859 < step <= 1718, f"the watchdog names step {step}, not where training got to: "
           + found[0])
+
+
+def case_async_progress_counts_the_epoch():
+    """The progress line's samples/s counts the epoch's batches since its start, over the
+    segments that checkpoints by step end (it once counted the current segment's batches
+    over the whole epoch's time, a rate falling with each segment)."""
+    fresh("async_progress")
+    rc, out, err = train("async_progress", 3, small() + ASYNC + [
+        "checkpoint.every_steps=20", "checkpoint.keep=1", "train.progress_seconds=0.02"])
+    check(rc == 0, f"exit {rc}: {err}")
+    rates = {row["epoch"]: float(row["samples_per_second"])
+             for row in metrics_rows("async_progress")}
+    lines = [l for l in out.splitlines() if "samples/s  eta" in l]
+    late = [l for l in lines if int(l.split(" step ")[1].split("/")[0]) > 60]
+    check(late, f"no progress line after step 60: {lines}")
+    for line in late:
+        epoch = line.split(" epoch ")[1].split("/")[0]
+        rate = float(line.split("samples/s")[0].split()[-1])
+        check(rates[epoch] / 3 < rate < rates[epoch] * 3,
+              f"progress at {rate:.0f} samples/s in an epoch of {rates[epoch]:.0f}: {line}")
