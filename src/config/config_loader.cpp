@@ -360,14 +360,14 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
   if (async) {
     const Section train = top.section("train");
     const std::string why = "distributed.strategy " + config.distributed.strategy +
-                            " hands each worker whole batches as it goes";
+                            " hands each worker whole batches of train.batch_size as it goes";
     if (config.train.accumulate_steps > 1) {
       const auto v = train.find("accumulate_steps");
       origins.fail(v->path, v->mark, "must be 1: " + why + " (distributed.push_every sums them)");
     }
     if (config.train.batch_size_is != "per_rank") {
       const auto v = train.find("batch_size_is");
-      origins.fail(v->path, v->mark, "must be per_rank: " + why + " of train.batch_size");
+      origins.fail(v->path, v->mark, "must be per_rank: " + why);
     }
     if (config.distributed.balance != "equal") {
       const auto v = top.section("distributed").find("balance");

@@ -50,8 +50,8 @@ AsyncLayout async_layout(const std::string& config_file, int world_size, int ser
                          size_t param_count) {
   if (servers >= world_size) {
     throw UsageError(config_file + ": distributed.parameter_servers: " + std::to_string(servers) +
-                     " leaves no worker among the " + std::to_string(world_size) +
-                     " ranks of this job (it must be below the number of ranks)");
+                     " leaves no worker: this job has " + std::to_string(world_size) +
+                     " rank(s), and the servers must be fewer");
   }
   AsyncLayout layout;
   layout.workers = world_size - servers;

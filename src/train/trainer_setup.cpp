@@ -351,6 +351,8 @@ int Trainer::optimizer_slots() const {
 
 double Trainer::data_bytes(int64_t max_batch, bool async) const {
   const double cache = static_cast<double>(config_.data.cache_mb) * 1024.0 * 1024.0;
+  // An async parameter server (the last ranks) reads no training rows (make_train_loader).
+  const bool trains = !async || rank_ < world_size_ - config_.distributed.parameter_servers;
   // This rank's rows of a file, as its loader will take them (make_train_loader,
   // create_loaders).
   const auto cached = [&](const DataSource* file, bool training) {
@@ -374,12 +376,12 @@ double Trainer::data_bytes(int64_t max_batch, bool async) const {
   const auto queue = [&](int64_t batch) {
     return static_cast<double>(batch) * sample_bytes * (config_.data.prefetch_depth + 1.0);
   };
-  double buffers = queue(max_batch) + static_cast<double>(max_batch) * sample_bytes;
+  double buffers = trains ? queue(max_batch) + static_cast<double>(max_batch) * sample_bytes : 0.0;
   for (const DataSource* file : {val_file_.get(), test_file_.get()}) {
     if (file != nullptr) buffers += queue(eval_batch(max_batch, *file));
   }
-  return buffers + cached(train_file_.get(), true) + cached(val_file_.get(), false) +
-         cached(test_file_.get(), false);
+  return buffers + (trains ? cached(train_file_.get(), true) : 0.0) +
+         cached(val_file_.get(), false) + cached(test_file_.get(), false);
 }
 
 int64_t Trainer::eval_batch(int64_t batch, const DataSource& file) const {

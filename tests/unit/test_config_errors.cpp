@@ -162,14 +162,15 @@ TEST(ConfigErrors, ListElementsReportTheirOwnLine) {
 // refused, each naming its line; its own keys only go with it.
 TEST(ConfigErrors, AsyncRefusesLockstepBatchKeys) {
   const std::string head = "data:\n  train: t.h5\ndistributed:\n  strategy: async\n";
-  const std::string why = "distributed.strategy async hands each worker whole batches as it go";
-  expect_error(head + "train:\n  accumulate_steps: 2\n",
-               "FILE:6: train.accumulate_steps: must be 1: " + why +
-                   "es (distributed.push_every sums them)");
+  const std::string why =
+      "distributed.strategy async hands each worker whole batches of train.batch_size as it goes";
+  expect_error(
+      head + "train:\n  accumulate_steps: 2\n",
+      "FILE:6: train.accumulate_steps: must be 1: " + why + " (distributed.push_every sums them)");
   expect_error(head + "train:\n  batch_size_is: global\n",
-               "FILE:6: train.batch_size_is: must be per_rank: " + why + "es of train.batch_size");
+               "FILE:6: train.batch_size_is: must be per_rank: " + why);
   expect_error(head + "  balance: auto\n", "FILE:5: distributed.balance: must be equal: " + why +
-                                               "es, so a slower one takes fewer");
+                                               ", so a slower one takes fewer");
   expect_error(head + "optimizer:\n  clip_grad_norm: 1.0\n",
                "FILE:6: optimizer.clip_grad_norm: must be 0: under distributed.strategy async no "
                "rank sees the summed gradient of a step to clip");
