@@ -213,6 +213,7 @@ stage_e2e() {
   ln -sf mpiexec.hydra "$KIT/bin/mpiexec"
   ln -sf "$KIT/bin/hpctrain" "$WORK/hpctrain"
   ln -sf "$KIT/bin/hpctrain-data" "$WORK/hpctrain-data"
+  ln -sfn "$KIT/test-shims" "$WORK/test-shims"  # LD_PRELOAD of kill9_resume_bit_identical
   for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
     signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical \
     hybrid_cpu_and_gpu_ranks}; do

@@ -4,7 +4,8 @@
 # its CUDA backend module (KIT/lib/hpctrain, where the programs in KIT/bin look), MPICH's
 # launcher, the Debian shared libraries they load (all but glibc, libstdc++
 # and CUDA's, which the GPU machine has), xz-compressed, the Fashion-MNIST files (xz) and the
-# build's share/hpctrain (the Python tools of hpctrain study).
+# build's share/hpctrain (the Python tools of hpctrain study), and the build's test shims
+# (KIT/test-shims: e2e cases preload them to hold or fail an fsync).
 set -euo pipefail
 BUILD=${BUILD:-build}
 KIT=${KIT:-.dev}
@@ -29,6 +30,7 @@ rm -f "$KIT"/fmnist/*
 for f in /usr/share/datasets/fashion-mnist/*.gz; do  # xz: 4 MB less than gzip
   zcat "$f" | xz -T0 -9 >"$KIT/fmnist/$(basename "$f" .gz).xz"
 done
-rm -rf "$KIT/share"
+rm -rf "$KIT/share" "$KIT/test-shims"
 cp -r "$BUILD/share" "$KIT/share"
+cp -r "$BUILD/test-shims" "$KIT/test-shims"
 du -sh "$KIT"
