@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -458,6 +459,14 @@ TEST_F(CudaVsCpu, AsyncCollectivesRunOnOneRank) {
     gpu_->scale(d, n, 0.5f);  // after the wait
   }
   expect_close(down(d, n), a, kElementwise, "async all-reduce");
+}
+
+// Device memory running out is std::bad_alloc, as on the CPU backend (a model's builder
+// turns it into exit 2 naming the buffer), and leaves no error behind for the next call.
+TEST_F(CudaVsCpu, OutOfDeviceMemoryIsBadAlloc) {
+  EXPECT_THROW(gpu_->alloc_bytes(size_t{1} << 50), std::bad_alloc);  // 1 PiB
+  const auto a = random_vector(1000, 2);
+  expect_close(down(up(a), a.size()), a, 0.0, "an allocation after running out");
 }
 
 // precision tf32: matrix products and convolutions within TF32's rounding of the CPU's

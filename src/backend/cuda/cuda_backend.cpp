@@ -119,8 +119,7 @@ class CudaBackend final : public Backend {
   }
 
   void* alloc_bytes(size_t bytes) override {
-    void* p = nullptr;
-    HT_CUDA(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+    void* p = cuda::device_malloc(bytes == 0 ? 1 : bytes, __FILE__, __LINE__);
     HT_CUDA(cudaMemsetAsync(p, 0, bytes, stream_));
     HT_CUDA(cudaStreamSynchronize(stream_));
     return p;

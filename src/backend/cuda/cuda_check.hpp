@@ -9,6 +9,8 @@
 #include <nccl.h>
 #endif
 
+#include <cstddef>
+#include <new>
 #include <string>
 
 #include "core/error.hpp"
@@ -34,6 +36,20 @@ inline void check(ncclResult_t r, const char* call, const char* file, int line) 
   if (r != ncclSuccess) fail(call, ncclGetErrorString(r), file, line);
 }
 #endif
+
+// cudaMalloc of `bytes`, whose running out of memory is std::bad_alloc, as on the CPU
+// backend (a model's builder turns it into exit 2 naming the buffer); other errors throw as
+// HT_CUDA does. That error is not sticky: taking it leaves none for the next call.
+inline void* device_malloc(size_t bytes, const char* file, int line) {
+  void* p = nullptr;
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw std::bad_alloc();
+  }
+  check(e, "cudaMalloc", file, line);
+  return p;
+}
 
 // With sync_each_call (CudaBackendOptions): waits for `stream` and reports an error of
 // the operation just enqueued by the operation's name, so that an asynchronous error

@@ -62,7 +62,7 @@ inline void set_tensor(const TensorDesc& d, cudnnDataType_t type, int n, int c, 
 struct Scratch {
   Scratch(size_t bytes, cudaStream_t fill_on) {
     if (bytes == 0) return;
-    HT_CUDA(cudaMalloc(&p, bytes));
+    p = device_malloc(bytes, __FILE__, __LINE__);  // out of memory: std::bad_alloc
     if (fill_on != nullptr) HT_CUDA(cudaMemsetAsync(p, 0x3c, bytes, fill_on));
   }
   ~Scratch() { cudaFree(p); }
