@@ -1,7 +1,8 @@
 """Tests of hpctrain_tools.plots: every figure of a run, a study and an all-reduce benchmark
 is a PNG of a readable size, the figures without data (no energy, no power, no validation,
 no model) are still written, and bad input is exit code 2 naming the file. Also: power is
-averaged over a window from energy_j, and bars that spread over decades go on a log axis.
+averaged over a window from energy_j, bars that spread over decades go on a log axis, the
+model's lines are against the baseline's strategy, and titles say what is drawn.
 
 Run: /usr/bin/python3 -m unittest tests/tools/test_plots.py -v (needs matplotlib)."""
 
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import unittest
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "data-tools" / "python"))
 
@@ -407,6 +409,55 @@ class PlotsTest(unittest.TestCase):
         fig = plot_study._scaling_model_figure(doc, self.tmp)
         self.assertLess(fig.axes[0].get_xlim()[1], 16)
         plot_common.plt.close(fig)
+
+    def test_model_lines_share_the_reference_of_the_measured_points(self):
+        # Baseline cpu-2, which ran allreduce without overlap: every model line is divided
+        # by that pair's prediction at 2 ranks (each line was by its own, so a better pair
+        # started at 100% too and a worse one could end above the measured points' scale).
+        doc = study_doc(self.tmp)
+        doc["baselines"] = ["cpu-2"]
+        base = doc["variants"][1]
+        for v in doc["variants"]:
+            t = base["time_s"]["mean"] / v["time_s"]["mean"]
+            v["speedup"]["cpu-2"] = {"total": t, "train": t}
+            v["efficiency"] = v["efficiency_train"] = t * 2 / v["devices"]
+        doc["model"]["measured_vs_predicted"][0].update(predicted_speedup=1.9,
+                                                        predicted_efficiency=0.95)
+        preds = {(p["strategy"], p["overlap"], p["ranks"]): p["efficiency"]
+                 for p in doc["model"]["predictions"]}
+        ref = preds[("allreduce", False, 2)]
+        for draw in (plot_study._scaling_figure, plot_study._scaling_model_figure):
+            fig = draw(doc, self.tmp)
+            lines = {ln.get_label(): dict(zip(ln.get_xdata(), ln.get_ydata()))
+                     for ln in fig.axes[-1].get_lines()}
+            self.assertAlmostEqual(lines["model: allreduce, not overlapped"][2], 1.0)
+            self.assertAlmostEqual(lines["model: allreduce, overlapped"][2],
+                                   preds[("allreduce", True, 2)] / ref)
+            self.assertAlmostEqual(lines["model: average"][4], preds[("average", False, 4)] / ref)
+            plot_common.plt.close(fig)
+
+    def test_a_model_without_predictions_says_so(self):
+        doc = study_doc(self.tmp)
+        doc["model"] = {"predictions": [], "measured_vs_predicted": [],
+                        "note": "no multi-rank variant measured: no network to extrapolate with"}
+        fig = plot_study._scaling_model_figure(doc, self.tmp)
+        self.assertEqual(fig.axes[0].get_title(), "study_test: no predictions:\nno multi-rank "
+                         "variant measured: no network to extrapolate with")
+        plot_common.plt.close(fig)
+
+    def test_a_merged_allreduce_file_says_each_point_is_the_faster_run(self):
+        path = make_allreduce(os.path.join(self.tmp, "ar.json"), ("ring",))
+        doc = json.loads(Path(path).read_text())
+        titles = []
+        with mock.patch.object(plots, "_save",
+                               lambda fig, out: titles.append(fig.axes[0].get_title()) or out):
+            plots.plot_allreduce(path)
+            Path(path).write_text(json.dumps(dict(doc, runs=2)))
+            plots.plot_allreduce(path)
+        self.assertEqual(titles, [
+            "all-reduce bus bandwidth on 4 ranks, median of 9 repetitions",
+            "all-reduce bus bandwidth on 4 ranks, faster of 2 runs (each a median of 9 "
+            "repetitions)"])
 
     def test_bars_that_spread_over_decades_go_on_a_log_axis(self):
         # 200x: the small bars would be a pixel high on a linear axis.

@@ -1,7 +1,9 @@
 """Unit tests of the alpha-beta scaling model behind `hpctrain study` and `hpctrain
 scaling`: its formulas, the fit, the interpolation between measured sizes, the strategies,
-and bad input to `hpctrain scaling` (exit 2, one line naming the option)."""
+and bad input to `hpctrain scaling` (exit 2, one line naming the option), whose --json
+stays valid JSON."""
 
+import json
 import sys
 import unittest
 from pathlib import Path
@@ -71,6 +73,18 @@ class Model(unittest.TestCase):
             scaling.main(["--step-ms", "0", "--params", "1", "--alpha-us", "1",
                           "--bandwidth-gbs", "1"])
 
+    def test_json_stays_json_when_a_figure_is_beyond_a_double(self):
+        # 1e-320 GB/s is finite, but a second per byte of it is not: null, not Infinity.
+        rc, out, err = run_main(scaling.main, ["--step-ms", "10", "--params", "1e6",
+                                               "--alpha-us", "1", "--bandwidth-gbs", "1e-320",
+                                               "--ranks", "2", "--json"])
+        self.assertEqual((rc, err), (0, ""))
+
+        def refuse(constant):
+            raise ValueError(f"not JSON: {constant}")
+        doc = json.loads(out, parse_constant=refuse)
+        self.assertIsNone(doc["predictions"][1]["step_s"])  # allreduce without overlap
+
     def test_ranks(self):
         self.assertEqual(scaling.parse_ranks("2-16"), [2, 4, 8, 16])
         self.assertEqual(scaling.parse_ranks("1-4"), [2, 4])
@@ -95,6 +109,13 @@ class Model(unittest.TestCase):
             self.assertEqual((rc, out), (2, ""), f"{option} {value}")
             self.assertEqual(len(err.splitlines()), 1, err)
             self.assertIn(option, err)
+        # A product beyond a double: refused, not printed as Infinity (not JSON).
+        rc, out, err = run_main(scaling.main, ["--step-ms", "10", "--params", "1e308",
+                                               "--bytes-per-param", "10", "--alpha-us", "1",
+                                               "--bandwidth-gbs", "10", "--json"])
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn("--bytes-per-param", err)
         rc, out, err = run_main(scaling.main, ["--step-ms", "10"])
         self.assertEqual(rc, 2)
         self.assertEqual(len(err.splitlines()), 1, err)

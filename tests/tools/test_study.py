@@ -1,8 +1,10 @@
-"""Unit tests of the study's arithmetic and study file: reading run directories,
-mean/min/max over repeats, speedup, efficiency and EDP normalisation, the scaling model's
-calibration from a study's runs, and the study file's defaults and its bad input (exit 2,
-one line naming the key): duplicate keys, values of the wrong type. test_study_driver.py
-tests the driver of `hpctrain study`."""
+"""Unit tests of the study's arithmetic and study file: reading run directories (a file
+that cannot be read named once, null step phases, the energy's reason, a repeat of
+another rank count refused), mean/min/max over repeats, speedup, efficiency and EDP
+normalisation, the scaling model's calibration from a study's runs and the nodes it
+predicts for (model.slots_per_node), and the study file's defaults and its bad input
+(exit 2, one line naming the key): duplicate keys, values of the wrong type, a seed out of
+range for the last repeat. test_study_driver.py tests the driver of `hpctrain study`."""
 
 import json
 import os
@@ -76,8 +78,53 @@ class Aggregation(unittest.TestCase):
 
     def test_missing_summary_names_the_file(self):
         os.makedirs(os.path.join(self.root, "empty"))
-        with self.assertRaisesRegex(aggregate.RunError, "summary.json"):
+        with self.assertRaisesRegex(aggregate.RunError, "summary.json") as e:
             aggregate.read_run(os.path.join(self.root, "empty"))
+        path = os.path.join(self.root, "empty", "summary.json")
+        self.assertEqual(str(e.exception), f"{path}: No such file or directory")
+        # Named once (the OSError's message named it again), as is an empty metrics.csv.
+        d = make_run(self.root, "no-epochs", [])
+        with self.assertRaises(aggregate.RunError) as e:
+            aggregate.read_run(d)
+        self.assertEqual(str(e.exception), f"{os.path.join(d, 'metrics.csv')}: no epochs")
+        os.remove(os.path.join(d, "metrics.csv"))
+        with self.assertRaises(aggregate.RunError) as e:
+            aggregate.read_run(d)
+        self.assertEqual(str(e.exception),
+                         f"{os.path.join(d, 'metrics.csv')}: No such file or directory")
+
+    def test_a_repeat_of_another_rank_count_is_not_the_variants(self):
+        runs = [aggregate.read_run(make_run(self.root, "r0", [(1, 1.0, 0.1, 0.7)],
+                                            world_size=2))]
+        with self.assertRaises(aggregate.RunError) as e:
+            aggregate.summarise_variant({"name": "cpu-4", "ranks": 4, "devices": 4}, runs)
+        self.assertEqual(str(e.exception), f"{os.path.join(self.root, 'r0', 'summary.json')}: "
+                                           "world_size 2, but variant cpu-4 runs 4 ranks")
+        v = aggregate.summarise_variant({"name": "cpu-2", "ranks": 2, "devices": 2}, runs)
+        self.assertEqual(v["repeats_done"], 1)
+
+    def test_a_null_step_phase_is_unavailable(self):
+        runs = [aggregate.read_run(make_run(
+            self.root, f"r{i}", [(1, 1.0, 0.1, 0.7)],
+            step_phase_fractions={"forward": fwd, "backward": bwd}))
+            for i, (fwd, bwd) in enumerate([(0.3, None), (0.5, 0.4)])]
+        v = aggregate.summarise_variant({"name": "v", "ranks": 1, "devices": 1}, runs)
+        self.assertAlmostEqual(v["step_phase_fractions"]["forward"], 0.4)
+        self.assertAlmostEqual(v["step_phase_fractions"]["backward"], 0.4)
+        v = aggregate.summarise_variant({"name": "v", "ranks": 1, "devices": 1}, runs[:1])
+        self.assertIsNone(v["step_phase_fractions"]["backward"])
+
+    def test_energy_reason_of_a_repeat_resumed_for_its_test_phase_alone(self):
+        # Resumed after its last epoch: summary.json's energy is null with sampling on.
+        for interval, why in ((100, "resumed for its test phase alone"),
+                              (0, "energy sampling off (energy.interval_ms: 0)")):
+            d = make_run(self.root, f"r{interval}", [(1, 1.0, 0.1, 0.7)], energy=None,
+                         edp=None, resumed_from=40)
+            with open(os.path.join(d, "config.yaml"), "w") as f:
+                f.write(f"energy: {{interval_ms: {interval}}}\n")
+            r = aggregate.read_run(d)
+            self.assertIsNone(r["energy_j"])
+            self.assertTrue(r["energy_reason"].startswith(why), r["energy_reason"])
 
     def test_stats_and_per_epoch_bands(self):
         self.assertEqual(aggregate.stats([3.0, None, 1.0, 2.0]),
@@ -93,7 +140,7 @@ class Aggregation(unittest.TestCase):
 
     def variant(self, name, devices, times, energies):
         runs = [aggregate.read_run(make_run(self.root, f"{name}{i}", [(1, t, 0.0, 0.8)],
-                                            test_s=0.0, energy_j=j))
+                                            test_s=0.0, energy_j=j, world_size=devices))
                 for i, (t, j) in enumerate(zip(times, energies))]
         return aggregate.summarise_variant({"name": name, "ranks": devices,
                                             "devices": devices}, runs)
@@ -123,7 +170,8 @@ class Aggregation(unittest.TestCase):
                                   for n in (1 << 12, 1 << 16, 1 << 20)]}, f)
         asked = []
         driver = mock.Mock(study={"model": {"network": "measured", "max_ranks": 8,
-                                            "ranks_per_node": None, "average_every": 8,
+                                            "ranks_per_node": None, "slots_per_node": None,
+                                            "average_every": 8,
                                             "servers": 1}},
                            bench=lambda *a: asked.append(a) or bench)
         model = study.build_model(driver, variants, raw, cuda_devices=2)
@@ -133,6 +181,23 @@ class Aggregation(unittest.TestCase):
         self.assertEqual([m["variant"] for m in model["measured_vs_predicted"]], ["gpu-2"])
         self.assertEqual(model["ranks_per_node"], 2)  # 2 GPUs a node, one rank each
         self.assertEqual(sorted({p["ranks"] for p in model["predictions"]}), [2, 4, 8])
+        # The predictions' nodes: model.slots_per_node's where given (a cluster's 64
+        # cores), else this node's; the measured variants' predictions stay this node's.
+        cpu = [[self.run_of(f"c{r}", "cpu", r, 100.0 * r)] for r in (1, 2)]
+        cvars = [aggregate.summarise_variant({"name": f"cpu-{r}", "ranks": r, "devices": r},
+                                             runs) for r, runs in zip((1, 2), cpu)]
+        for slots, given_rpn, rpn, load in ((None, None, 2, 1), (64, None, 64, 1),
+                                            (16, 64, 64, 4)):
+            driver.study["model"].update(slots_per_node=slots, ranks_per_node=given_rpn,
+                                         max_ranks=64)
+            with mock.patch.dict(os.environ, {"SLURM_CPUS_ON_NODE": "2"}):
+                model = study.build_model(driver, cvars, cpu, cuda_devices=0)
+            self.assertEqual((model["slots_per_node"], model["ranks_per_node"]),
+                             (slots or 2, rpn))
+            self.assertEqual(model["compute"]["slots_per_node"], 2)
+            at64 = next(p for p in model["predictions"] if p["ranks"] == 64)
+            self.assertAlmostEqual(at64["compute_s"], load * 64 / 100.0)  # rpn ranks a node
+        driver.study["model"].update(slots_per_node=None, max_ranks=8)
         # Without multi-rank variants, the first one-rank variant, as before.
         model = study.build_model(driver, variants[:2], raw[:2], cuda_devices=2)
         self.assertEqual(model["calibration"], "cpu")
@@ -250,6 +315,31 @@ class StudyFile(unittest.TestCase):
                 f.write("config: train.yaml\nvariants: [{name: a}]\nmodel:\n")
             self.assertEqual(studyfile.load(path)["model"]["network"], "measured")
 
+    def test_every_repeats_seed_must_be_in_range(self):
+        head = "config: train.yaml\nvariants: [{name: a}]\nrepeats: 2\n"
+        self.assertEqual(self.load_error(head + "seed: 18446744073709551615\n"),
+                         ": seed: expected seed + repeats - 1 <= 18446744073709551615 (repeat "
+                         "k runs with run.seed = seed + k), got 18446744073709551615 with "
+                         "repeats 2")
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "train.yaml").write_text("run: {name: x}\n")
+            Path(tmp, "s.yaml").write_text(head + "seed: 18446744073709551614\n")
+            self.assertEqual(studyfile.load(os.path.join(tmp, "s.yaml"))["seed"], 2 ** 64 - 2)
+
+    def test_model_slots_per_node(self):
+        head = "config: train.yaml\nvariants: [{name: a}]\n"
+        for value in ("0", "true", "1.5", "x"):
+            err = self.load_error(head + f"model: {{slots_per_node: {value}}}\n")
+            self.assertTrue(err.startswith(": model.slots_per_node: expected an integer >= 1, "
+                                           "got "), err)
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "train.yaml").write_text("run: {name: x}\n")
+            path = os.path.join(tmp, "s.yaml")
+            Path(path).write_text(head)
+            self.assertIsNone(studyfile.load(path)["model"]["slots_per_node"])
+            Path(path).write_text(head + "model: {slots_per_node: 64}\n")
+            self.assertEqual(studyfile.load(path)["model"]["slots_per_node"], 64)
+
     def load_error(self, text):
         """The one error line of loading `text` as s.yaml, without the file name."""
         with tempfile.TemporaryDirectory() as tmp:
@@ -303,12 +393,21 @@ class StudyFile(unittest.TestCase):
              ": model.network.name: expected a string, got [\"x\"]"),
             ("config: [a]\nvariants: [{name: a}]\n",
              ": config: expected the training config file, got [\"a\"]"),
+            (head + "variants: {name: a}\n",
+             ": variants: expected a non-empty list of variants, got {\"name\": \"a\"}"),
+            (head + "variants: []\n", ": variants: expected a non-empty list of variants, got []"),
+            (head + "variants: null\n",
+             ": variants: expected a non-empty list of variants, got null"),
+            (head, ": variants: required, a list of variants"),
+            (head + "variants: [a]\n", ": variants[0]: expected a mapping, got \"a\""),
         ]
         for text, expected in cases:
             err = self.load_error(text)
             self.assertTrue(err.startswith(expected), f"{text}: {err}")
             for word in ("None", "True", "False", "'3'"):
                 self.assertNotIn(word, err)
+        err = self.load_error("config: .\nvariants: [{name: a}]\n")
+        self.assertTrue(err.startswith(": config: ") and err.endswith("/.: is a directory"), err)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """Unit tests of the driver of `hpctrain study`, with a stand-in hpctrain: what it refuses
 before it runs anything (exit 2, one line naming the key or option: training keys that
 `hpctrain inspect` refuses, an --out that cannot be a directory, a run made by another
-command or from other contents of the training config, an allocation smaller than a
-variant), a report with no finished run, plots that fail (exit 1), --dry-run printing the
-very commands that run, and how signals stop it."""
+command, rank count or from other contents of the training config, --report-only too, an
+allocation smaller than a variant), a report with no finished run, a finished repeat that
+cannot be read (left out of the report), plots that fail (exit 1), no all-reduce
+measurement without a one-rank variant, --dry-run printing the very commands that run,
+and how signals stop it."""
 
 import contextlib
 import io
@@ -195,6 +197,87 @@ class StudyChecks(unittest.TestCase):
             self.assertEqual(err, f"error: --out {self.out}: runs/a/r0 finished when "
                                   f"{self.config} held other contents; use another --out, or "
                                   "remove that run directory to run it again with this one\n")
+
+    def finished_run(self, study_text, sets, repeat=0, world_size=1, command=True):
+        """A finished repeat of the study's first variant, as `hpctrain study --set
+        SETS...` made it (command: its marker keeps the command and the config's digest)."""
+        with open(self.path, "w") as f:
+            f.write(study_text)
+        s = studyfile.load(self.path)
+        v = s["variants"][0]
+        d = make_run(os.path.join(self.out, "runs", v["name"]), f"r{repeat}",
+                     [(1, 1.0, 0.1, 0.7)], world_size=world_size)
+        m = {"variant": v["name"], "repeat": repeat, "attempts": 1, "exit_code": 0}
+        if command:
+            m.update(command=shlex.join(study.train_command(s, self.hpctrain, v, repeat, d,
+                                                            sets)),
+                     config_sha256=study.config_sha256(self.config))
+        with open(os.path.join(d, study.MARKER), "w") as f:
+            json.dump(m, f)
+        return d
+
+    def test_a_run_of_another_rank_count_is_neither_kept_nor_reported(self):
+        # The rank count was left out of the words compared: a run of 2 ranks was kept,
+        # and reported, as the variant's run of 4.
+        text = "config: train.yaml\nrepeats: 1\nlauncher: mpiexec\nvariants: [{name: a%s}]\n"
+        self.finished_run(text % ", ranks: 2", [], world_size=2)
+        rc, out, err = self.study(text % ", ranks: 2", "--dry-run")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("done: mpiexec -n 2 "), out)
+        for argv in (["--dry-run"], ["--report-only", "--no-plots"], []):
+            rc, out, err = self.study(text % ", ranks: 4", *argv)
+            self.assertEqual((rc, out), (2, ""), err)
+            self.assertTrue(err.startswith(f"error: --out {self.out}: runs/a/r0 finished with "
+                                           "another command (mpiexec -n 2 "), err)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "study.json")))
+
+    def test_report_only_checks_the_command_that_made_the_runs(self):
+        text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"
+        self.finished_run(text, ["train.epochs=1"])
+        for argv in ([], ["--set", "train.epochs=3"]):
+            rc, out, err = self.study(text, "--report-only", "--no-plots", *argv)
+            self.assertEqual((rc, out), (2, ""), err)
+            self.assertTrue(err.startswith(f"error: --out {self.out}: runs/a/r0 finished "
+                                           "with another command ("), err)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "study.json")))
+        rc, out, err = self.study(text, "--report-only", "--no-plots", "--set", "train.epochs=1")
+        self.assertEqual((rc, err), (0, ""))
+        self.assertTrue(os.path.exists(os.path.join(self.out, "study.json")))
+        with open(self.config, "a") as f:
+            f.write("train: {epochs: 7}\n")
+        rc, out, err = self.study(text, "--report-only", "--no-plots", "--set", "train.epochs=1")
+        self.assertEqual((rc, out), (2, ""), err)
+        self.assertIn(f"runs/a/r0 finished when {self.config} held other contents", err)
+        with open(self.log) as f:  # and it skips the inspect check, as study.md says
+            self.assertEqual([c for c in f if c.startswith("inspect ")], [])
+
+    def test_a_finished_repeat_that_cannot_be_read_is_left_out_of_the_report(self):
+        text = "config: train.yaml\nrepeats: 2\nvariants: [{name: a}]\n"
+        self.finished_run(text, [], 0, command=False)
+        broken = self.finished_run(text, [], 1, command=False)
+        os.remove(os.path.join(broken, "summary.json"))
+        rc, out, err = self.study(text, "--report-only", "--no-plots")
+        self.assertEqual((rc, err), (0, ""))
+        path = os.path.join(broken, "summary.json")
+        self.assertEqual([x for x in out.splitlines() if "left out" in x],
+                         [f"study: left out of the report: a repeat 2: {path}: No such file or "
+                          "directory"])
+        with open(os.path.join(self.out, "study.json")) as f:
+            self.assertEqual(json.load(f)["variants"][0]["repeats_done"], 1)
+
+    def test_no_all_reduce_measurement_without_a_one_rank_variant(self):
+        # Without a one-rank variant there is no model to use it: it only took time.
+        for variants, expected in (("[{name: b, ranks: 2}]", []),
+                                   ("[{name: b, ranks: 2}, {name: a}]", [("cpu", "ring", 2)])):
+            self.out = os.path.join(self.dir, f"out{len(expected)}")
+            text = f"config: train.yaml\nrepeats: 1\nvariants: {variants}\n"
+            self.finished_run(text, [], world_size=2)
+            driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+            asked = []
+            with mock.patch.object(study.Driver, "bench_run",
+                                   lambda _driver, *a: asked.append(a[:3])):
+                driver.bench_after_variant(driver.study["variants"][0])
+            self.assertEqual(asked, expected, variants)
 
     def test_a_signal_during_the_checks_stops_before_anything_runs(self):
         text = "config: train.yaml\nrepeats: 1\nvariants: [{name: a}]\n"

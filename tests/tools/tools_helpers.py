@@ -10,8 +10,10 @@ HEADER = ("epoch,train_loss,train_accuracy,val_loss,val_accuracy,lr,time_train_s
           "samples_per_second,data_wait_s,comm_s\n")
 
 
-def make_run(root, name, epochs, test_s=0.5, energy_j=100.0, sps=1000.0, batch=64):
-    """A run directory: metrics.csv rows (epoch, train_s, val_s, val_acc) and summary.json."""
+def make_run(root, name, epochs, test_s=0.5, energy_j=100.0, sps=1000.0, batch=64,
+             **summary):
+    """A run directory: metrics.csv rows (epoch, train_s, val_s, val_acc) and summary.json
+    (with the `summary` keys replaced: world_size=2, resumed_from=40)."""
     d = os.path.join(root, name)
     os.makedirs(d)
     with open(os.path.join(d, "metrics.csv"), "w") as f:
@@ -24,7 +26,7 @@ def make_run(root, name, epochs, test_s=0.5, energy_j=100.0, sps=1000.0, batch=6
          "threads_per_rank": 1, "global_batch": batch, "param_count": 1000,
          "samples_per_second": sps, "time_test_s": test_s, "test_accuracy": 0.8,
          "energy": energy, "edp": energy_j * 2.0 if energy_j else None,
-         "step_phase_fractions": None, "step_phases_s": None}
+         "step_phase_fractions": None, "step_phases_s": None, **summary}
     with open(os.path.join(d, "summary.json"), "w") as f:
         json.dump(s, f)
     return d

@@ -20,37 +20,48 @@ def read_metrics(path):
             for row in csv.DictReader(f):
                 rows[int(row["epoch"])] = {k: (float(v) if v not in ("", None) else None)
                                            for k, v in row.items() if k != "epoch"}
-    except (OSError, KeyError, ValueError) as e:
+    except OSError as e:  # its message names the file again
+        raise RunError(f"{path}: {e.strerror}") from e
+    except KeyError as e:
+        raise RunError(f"{path}: no column {e}") from e
+    except ValueError as e:
         raise RunError(f"{path}: {e}") from e
     return dict(sorted(rows.items()))
 
 
-def run_layout(run_dir):
-    """distributed.every and distributed.parameter_servers from the run's resolved
-    config.yaml (every key is there); (None, None) when it cannot be read."""
+def run_config(run_dir):
+    """distributed.every, distributed.parameter_servers and energy.interval_ms from the
+    run's resolved config.yaml (every key is there); None for each that cannot be read."""
     try:
         import yaml
         with open(os.path.join(run_dir, "config.yaml")) as f:
-            d = (yaml.safe_load(f) or {}).get("distributed") or {}
-        return d.get("every"), d.get("parameter_servers")
+            c = yaml.safe_load(f) or {}
+        d, e = c.get("distributed") or {}, c.get("energy") or {}
+        return d.get("every"), d.get("parameter_servers"), e.get("interval_ms")
     except (OSError, ImportError, ValueError, AttributeError):
-        return None, None
+        return None, None, None
 
 
 def read_run(run_dir):
     """One repeat: its summary.json and metrics.csv reduced to the figures a study needs.
 
-    Phase times come from metrics.csv (every epoch, whichever process trained it) and the
-    test time from summary.json, so a resumed repeat still counts all its epochs. Energy
-    covers only the process that wrote summary.json: it is left out of resumed repeats
-    (summary.json's resumed_from). A figure that is null (hpctrain writes non-finite ones as
-    null) or not finite counts as missing, never as 0."""
+    Phase times come from metrics.csv (each epoch's row, whichever process trained it) and
+    the test time from summary.json. An epoch interrupted and resumed has the row of the
+    process that finished it, which covers only the steps after the resume
+    (docs/contracts.md): the steps before it are not counted. Energy covers only the
+    process that wrote summary.json: it is left out of resumed repeats (summary.json's
+    resumed_from). A figure that is null (hpctrain writes non-finite ones as null) or not
+    finite counts as missing, never as 0."""
     spath = os.path.join(run_dir, "summary.json")
     try:
         with open(spath) as f:
             s = json.load(f)
-    except (OSError, ValueError) as e:
-        raise RunError(f"{spath}: {e}") from e
+    except OSError as e:  # its message names the file again
+        raise RunError(f"{spath}: {e.strerror}") from e
+    except ValueError as e:
+        raise RunError(f"{spath}: not JSON ({e})") from e
+    if not isinstance(s, dict):
+        raise RunError(f"{spath}: expected a JSON object")
     epochs = read_metrics(os.path.join(run_dir, "metrics.csv"))
     if not epochs:
         raise RunError(f"{os.path.join(run_dir, 'metrics.csv')}: no epochs")
@@ -60,10 +71,14 @@ def read_run(run_dir):
     test_s = finite(s.get("time_test_s")) or 0.0  # null: no test set
     sps = finite(s.get("samples_per_second"))
     energy = s.get("energy") or None
+    every, servers, interval_ms = run_config(run_dir)
     reason = None
     total_j = energy.get("total_j") if energy else None
-    if energy is None:
+    # A run resumed for its test phase alone trained no epoch: no energy, with sampling on.
+    if energy is None and (interval_ms == 0 or not resumed):
         reason = "energy sampling off (energy.interval_ms: 0)"
+    elif energy is None:
+        reason = "resumed for its test phase alone: no energy of its epochs"
     elif total_j is None:
         reason = "; ".join(sorted({energy[k] for k in ("cpu_reason", "dram_reason",
                                                         "gpu_reason") if energy.get(k)}))
@@ -74,7 +89,6 @@ def read_run(run_dir):
     sources = [k for k in ENERGY_SOURCES if energy and finite(energy.get(f"{k}_j")) is not None]
     unread = {k: (energy or {}).get(f"{k}_reason") or "not read"
               for k in ENERGY_SOURCES if k not in sources}
-    every, servers = run_layout(run_dir)
     return {
         "dir": run_dir,
         "average_every": every,
@@ -140,11 +154,20 @@ def per_epoch(runs, key):
 
 
 def summarise_variant(variant, runs):
-    """The figures of one variant over its finished repeats (before speedups)."""
-    fractions = [r["step_phase_fractions"] for r in runs if r["step_phase_fractions"]]
+    """The figures of one variant over its finished repeats (before speedups). RunError
+    for a repeat that ran another number of ranks than the variant (summary.json's
+    world_size): its figures are not the variant's."""
+    for r in runs:
+        if r["world_size"] is not None and r["world_size"] != variant["ranks"]:
+            raise RunError(f"{os.path.join(r['dir'], 'summary.json')}: world_size "
+                           f"{r['world_size']}, but variant {variant['name']} runs "
+                           f"{variant['ranks']} ranks")
+    fractions = [r["step_phase_fractions"] for r in runs
+                 if isinstance(r["step_phase_fractions"], dict)]
     phase = None
-    if fractions:
-        phase = {k: sum(f[k] for f in fractions) / len(fractions) for k in fractions[0]}
+    if fractions:  # a null phase is unavailable: left out of its mean, like other figures
+        phase = {k: (stats(f.get(k) for f in fractions) or {}).get("mean")
+                 for k in fractions[0]}
     reasons = [r["energy_reason"] for r in runs if r["energy_reason"]]
     measured = next((r for r in runs if r["energy_j"] is not None), None)
     first = runs[0]

@@ -190,22 +190,34 @@ def _measured(doc):
     return rows, base_devices
 
 
-def _model_lines(ax, model, key, max_ranks=None, base=1):
+def _baseline_pair(doc):
+    """The (strategy, overlap) pair of the model that the first baseline ran (overlap: the
+    NCCL all-reduce, as the model's calibration has it); None without the baseline."""
+    by_name = {v["name"]: v for v in doc["variants"]}
+    b = by_name.get((doc.get("baselines") or [None])[0])
+    if b is None:
+        return None
+    strategy = b.get("strategy") or "allreduce"
+    return strategy, strategy == "allreduce" and b.get("algorithm") == "nccl"
+
+
+def _model_lines(ax, model, key, max_ranks=None, base=1, ref=None):
     """The model's `key` (speedup or efficiency) against ranks, one line per (strategy,
     overlap) pair, ranks up to max_ranks. The model's figures are against one rank; with a
-    baseline of `base` ranks each line is divided by its value there (S(n)/S(base), and
-    E(n)/E(base) for the efficiency, which is that over n/base), and a line without a
-    prediction at `base` is left out."""
+    baseline of `base` ranks that ran the pair `ref`, every line is divided by ref's value
+    there, as the measured points are by the baseline's (S(n)/S_ref(base), and
+    E(n)/E_ref(base) for the efficiency, which is that over n/base); without a prediction
+    for ref at `base` no line is drawn."""
     pairs = {}
     for p in (model or {}).get("predictions", []):
         if max_ranks is None or p["ranks"] <= max_ranks:
             pairs.setdefault((p["strategy"], bool(p["overlap"])), []).append(
                 (p["ranks"], p[key]))
+    at_base = 1.0 if base == 1 else dict(pairs.get(ref, [])).get(base)
+    if not at_base:
+        return
     order = list(MODEL_STYLES)
     for pair in sorted(pairs, key=lambda k: order.index(k) if k in order else len(order)):
-        at_base = 1.0 if base == 1 else dict(pairs[pair]).get(base)
-        if not at_base:
-            continue
         label, style, color = MODEL_STYLES.get(pair, (f"model: {pair[0]}", "-", "0.5"))
         ax.plot(*zip(*[(n, v / at_base) for n, v in sorted(pairs[pair])]), linestyle=style,
                 color=color, linewidth=1.5, label=label)
@@ -275,13 +287,14 @@ def _scaling_figure(doc, _study_dir):
     right = 2 * largest if model else largest
     ideal_x = np.array(sorted({base_devices, right} | {r["devices"] for r in rows}))
     ax_s.plot(ideal_x, ideal_x / base_devices, label="ideal", **IDEAL)
-    _model_lines(ax_s, model, "speedup", right, base_devices)
+    ref = _baseline_pair(doc)
+    _model_lines(ax_s, model, "speedup", right, base_devices, ref)
     _layout_points(ax_s, model, "predicted_speedup", rows, base, base_devices)
     _measured_points(ax_s, rows, colors, "speedup")
     ax_s.set_ylabel(f"speedup over {base} (x)")
     ax_s.set_title("speedup")
     ax_e.axhline(1.0, **IDEAL)
-    _model_lines(ax_e, model, "efficiency", right, base_devices)
+    _model_lines(ax_e, model, "efficiency", right, base_devices, ref)
     _layout_points(ax_e, model, "predicted_efficiency", rows, base, base_devices)
     _measured_points(ax_e, rows, colors, "efficiency")
     ax_e.set_ylabel("parallel efficiency (speedup / ideal)")
@@ -299,20 +312,25 @@ def _scaling_figure(doc, _study_dir):
 
 
 def _scaling_model_figure(doc, _study_dir):
-    rows, _ = _measured(doc)
+    rows, base_devices = _measured(doc)
     model = doc.get("model")
     colors = _colors([v["name"] for v in doc["variants"]])
     fig, ax = plt.subplots(figsize=ONE_PANEL_LEGEND)
     ax.axhline(1.0, label="ideal", **IDEAL)
-    _model_lines(ax, model, "efficiency")
+    _model_lines(ax, model, "efficiency", base=base_devices, ref=_baseline_pair(doc))
     _measured_points(ax, rows, colors, "efficiency", train=False)
     ranks = [p["ranks"] for p in (model or {}).get("predictions", [])]
     ranks += [r["devices"] for r in rows]
     _log2_axis(ax, min(ranks + [2]), max(ranks + [2]))  # predictions reach max_ranks
     ax.set_xlabel("ranks (measured points: devices)")
     ax.set_ylabel("parallel efficiency (speedup / ideal)")
-    ax.set_ylim(0, max([1.1] + [r["efficiency"][2] * 1.05 for r in rows]))
-    what = "predicted parallel efficiency" if model else "no scaling model in study.json"
+    ax.set_ylim(0, max(1.1, ax.dataLim.ymax * 1.05))  # every point and line shows
+    if (model or {}).get("predictions"):
+        what = "predicted parallel efficiency"
+    elif model:  # calibrated, but nothing to extrapolate with: the note says why
+        what = "no predictions" + (f":\n{model['note']}" if model.get("note") else "")
+    else:
+        what = "no scaling model in study.json"
     ax.set_title(_title(doc, what))
     ax.grid(alpha=0.3)
     _legend_right(ax, ax.get_legend_handles_labels()[0] + _marker_handles(rows, colors, False))

@@ -108,9 +108,12 @@ def plot_allreduce(json_path, out_path=None):
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    reps = doc.get("reps")
+    reps, runs = doc.get("reps"), doc.get("runs")
+    median = f"median of {reps} repetitions" if reps else ""
+    if runs and runs > 1:  # a study's merged file: each size's faster run
+        median = f"faster of {runs} runs" + (f" (each a {median})" if median else "")
     ax.set_title(f"all-reduce bus bandwidth on {doc.get('ranks', '?')} ranks"
-                 + (f", median of {reps} repetitions" if reps else ""))
+                 + (f", {median}" if median else ""))
     ax.grid(alpha=0.3, which="both")
     if len(lines) > 1:
         ax.legend(title="algorithm")

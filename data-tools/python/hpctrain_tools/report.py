@@ -3,8 +3,9 @@ study.md (the tables a person reads, with the plots)."""
 
 import csv
 import json
-import math
 import os
+
+from hpctrain_tools.scaling import finite_or_null
 
 CSV_COLUMNS = [
     "variant", "ranks", "devices", "backend", "strategy", "repeats",
@@ -173,8 +174,8 @@ def model_markdown(model):
     if model["predictions"]:
         n = model["network"]
         out += ["", f"Predicted on {n['name']} (alpha {n['alpha_us']:.2f} us, "
-                f"{n['bandwidth_GBps']:.2f} GB/s), {model['ranks_per_node']} ranks per node: "
-                "efficiency (ms per step)", "",
+                f"{n['bandwidth_GBps']:.2f} GB/s), {model['ranks_per_node']} ranks per node "
+                f"of {model['slots_per_node']} compute slots: efficiency (ms per step)", "",
                 "| ranks | allreduce | allreduce, overlapped | average every "
                 f"{model['average_every']} | async, {model['servers']} server(s) |",
                 "|---:|---:|---:|---:|---:|"]
@@ -192,17 +193,6 @@ def model_markdown(model):
     return out
 
 
-def _finite_or_null(x):
-    """`x` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite_or_null(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite_or_null(v) for v in x]
-    return x
-
-
 def write(out_dir, doc):
     """study.json, study.csv and study.md, each replaced whole."""
     def put(name, text):
@@ -211,7 +201,7 @@ def write(out_dir, doc):
             f.write(text)
         os.replace(tmp, os.path.join(out_dir, name))
 
-    put("study.json", json.dumps(_finite_or_null(doc), indent=1, allow_nan=False) + "\n")
+    put("study.json", json.dumps(finite_or_null(doc), indent=1, allow_nan=False) + "\n")
     base = doc["baselines"][0] if doc["baselines"] else None
     tmp = os.path.join(out_dir, "study.csv.tmp")
     with open(tmp, "w", newline="") as f:

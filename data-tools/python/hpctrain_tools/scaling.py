@@ -233,6 +233,17 @@ def option_error(args):
     return None
 
 
+def finite_or_null(x):
+    """`x` with every non-finite float replaced by None (JSON has no NaN or Infinity)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: finite_or_null(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite_or_null(v) for v in x]
+    return x
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An argument parser whose errors are one line on stderr and exit code 2."""
 
@@ -271,6 +282,9 @@ def main(argv):
     bad = option_error(a)
     if bad:
         ap.error(bad)
+    if not math.isfinite(a.params * a.bytes_per_param):
+        ap.error(f"--bytes-per-param: --params x --bytes-per-param is beyond a double "
+                 f"({a.params!r} x {a.bytes_per_param!r})")
     try:
         ranks = parse_ranks(a.ranks)
     except ValueError as e:
@@ -280,9 +294,9 @@ def main(argv):
     net = Network(a.network, a.alpha_us * 1e-6, 1e-9 / a.bandwidth_gbs)
     rows = prediction_table(comp, net, ranks, a.ranks_per_node,
                             Layout(a.average_every, a.servers))
-    if a.json:
-        print(json.dumps({"compute": comp.as_dict(), "network": net.as_dict(),
-                          "predictions": rows}, indent=1))
+    if a.json:  # a figure beyond a double (from extreme options) is null: valid JSON
+        print(json.dumps(finite_or_null({"compute": comp.as_dict(), "network": net.as_dict(),
+                                         "predictions": rows}), indent=1, allow_nan=False))
     else:
         print(f"network {net.name}: alpha {a.alpha_us:g} us, {a.bandwidth_gbs:g} GB/s; "
               f"one rank {a.step_ms:g} ms per step, {comp.param_bytes / 1e6:.1f} MB of gradients")

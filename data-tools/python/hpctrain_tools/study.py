@@ -92,9 +92,10 @@ def inspect_error(hpctrain, config, sets):
 
 def check_configs(driver):
     """Checks each variant's training config with the --set list its first run will get,
-    before anything runs. Raises StudyError (exit 2) naming the study file and the variant,
-    or --set where the command line's values alone make it fail; RuntimeError (exit 1) when
-    hpctrain inspect fails otherwise."""
+    before anything runs (the later repeats differ in run.dir, run.name and run.seed,
+    whose range the study file's check covers). Raises StudyError (exit 2) naming the
+    study file and the variant, or --set where the command line's values alone make it
+    fail; RuntimeError (exit 1) when hpctrain inspect fails otherwise."""
     study = driver.study
     # Under srun the allocation must hold the largest variant (its step failed only when
     # its turn came, after every run before it).
@@ -128,14 +129,17 @@ def check_configs(driver):
 
 
 def training_words(cmd):
-    """The words of a run's command from `train` on, without its run.dir and run.name: what
-    must not change for the run to be kept or resumed (the launcher, the binary's path and
-    where the study directory lies may)."""
+    """The launcher's `-n R` and the words of a run's command from `train` on, without its
+    run.dir and run.name: what must not change for the run to be kept or resumed (the
+    launcher, the binary's path and where the study directory lies may)."""
+    out = []
     for i in range(len(cmd) - 1):
         if cmd[i] == "train" and cmd[i + 2:i + 4] == ["--resume", "auto"]:
+            # Before the binary (cmd[i - 1]): the launcher, whose last -n is the ranks.
+            n = [j for j in range(i - 2) if cmd[j] == "-n"]
+            out = cmd[n[-1]:n[-1] + 2] if n else []
             cmd = cmd[i:]
             break
-    out = []
     for w in cmd:
         if out and out[-1] == "--set" and w.startswith(("run.dir=", "run.name=")):
             out.pop()
@@ -336,20 +340,27 @@ class Driver:
         return path
 
     def bench_after_variant(self, variant):
-        """The first benchmark run for a multi-rank variant whose repeats have all finished."""
-        if variant["ranks"] < 2:
+        """The first benchmark run for a multi-rank variant whose repeats have all finished,
+        where the study has a one-rank variant (without one there is no model to use it)."""
+        if variant["ranks"] < 2 or all(v["ranks"] > 1 for v in self.study["variants"]):
             return
         d = self.run_dir(variant, self.study["repeats"] - 1)
         m = self.marker(d)
         if not m or m.get("exit_code") != 0:
             return
-        r = aggregate.read_run(d)
+        try:
+            r = aggregate.read_run(d)
+        except aggregate.RunError:
+            return  # the report leaves it out and says so; bench() at the end measures
         self.bench_run(r["backend"], bench_algorithm(r["algorithm"]), variant["ranks"],
                        bench_bytes(r["param_count"]), 0)
 
 
 def read_runs(driver):
-    """The finished repeats of every variant, read from their run directories."""
+    """The finished repeats of every variant, read from their run directories. A finished
+    repeat that cannot be read (its summary.json or metrics.csv removed or damaged since)
+    is left out of the report, with a line naming the file: one bad repeat does not cost
+    the report of all the others, whose repeat counts show what is missing."""
     out = []
     for v in driver.study["variants"]:
         runs = []
@@ -357,7 +368,10 @@ def read_runs(driver):
             d = driver.run_dir(v, r)
             m = driver.marker(d)
             if m and m.get("exit_code") == 0:
-                runs.append(aggregate.read_run(d))
+                try:
+                    runs.append(aggregate.read_run(d))
+                except aggregate.RunError as e:
+                    log(f"left out of the report: {v['name']} repeat {r + 1}: {e}")
         out.append((v, runs))
     return out
 
@@ -409,11 +423,10 @@ def shown_path(path):
     return path if rel.startswith("..") else rel
 
 
-def write_outputs(driver, plots):
-    """Aggregates the finished runs and writes study.json, study.csv, study.md (and plots).
-    Returns None, or the error line of plots that failed."""
+def write_outputs(driver, plots, pairs):
+    """Aggregates the finished runs (read_runs' `pairs`) and writes study.json, study.csv,
+    study.md (and plots). Returns None, or the error line of plots that failed."""
     study = driver.study
-    pairs = read_runs(driver)
     variants, raw = [], []
     for v, runs in pairs:
         if runs:
@@ -469,7 +482,7 @@ def main(argv):
                     help="write the table, model and plots from the finished runs; run nothing")
     ap.add_argument("--no-plots", action="store_true", help="write no PNG files")
     a = ap.parse_args(argv)
-    jobs = []
+    pairs = None
     try:
         study = studyfile.load(a.study)
         for s in a.set:
@@ -486,20 +499,23 @@ def main(argv):
                 signal.signal(sig, driver.on_signal)
         # hpctrain started this driver with them blocked: one sent before now waited.
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
-        if a.report_only and not a.dry_run:
-            if not any(runs for _, runs in read_runs(driver)):
+        jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
+        report_only = a.report_only and not a.dry_run
+        if not report_only:
+            check_configs(driver)
+        # --report-only too: the report's headers (config, --set) are this command's.
+        check_commands(driver, jobs, shown_out)
+        if report_only:
+            pairs = read_runs(driver)
+            if not any(runs for _, runs in pairs):
                 raise studyfile.StudyError(f"--out {shown_out}: no run of the study has "
                                            "finished there; nothing to report")
-        else:
-            check_configs(driver)
-            jobs = [(v, r) for v in study["variants"] for r in range(study["repeats"])]
-            check_commands(driver, jobs, shown_out)
         if not a.dry_run:
             check_out(out, shown_out, make=True)
     except studyfile.StudyError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    except (RuntimeError, aggregate.RunError) as e:
+    except RuntimeError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILURE
     if a.dry_run:
@@ -519,7 +535,8 @@ def main(argv):
                 ran = driver.train(v, r, i, len(jobs), cooldown=ran) or ran
                 if r == study["repeats"] - 1:
                     driver.bench_after_variant(v)
-        failed = write_outputs(driver, plots=not a.no_plots)
+        failed = write_outputs(driver, not a.no_plots,
+                               read_runs(driver) if pairs is None else pairs)
         if failed:
             print(f"error: {failed}; study.md, study.csv and study.json are written "
                   f"(`hpctrain plot study {shown_out}` draws the plots again)", file=sys.stderr)

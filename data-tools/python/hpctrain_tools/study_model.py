@@ -20,7 +20,7 @@ def bench_bytes(param_count):
 
 
 def node_slots(backend, cuda_devices):
-    """Compute slots of one node: GPUs for the CUDA backend, else CPU cores."""
+    """Compute slots of this node: GPUs for the CUDA backend, else CPU cores."""
     if backend == "cuda":
         return max(1, cuda_devices)
     cpus = os.environ.get("SLURM_CPUS_ON_NODE")
@@ -108,11 +108,16 @@ def build_model(driver, variants, raw, cuda_devices):
     else:
         net = scaling.Network(given["name"], given["alpha_us"] * 1e-6,
                               1e-9 / given["bandwidth_gbs"])
-    rpn = mcfg["ranks_per_node"] or max(1, int(slots // max(1, per_rank)))
+    # The predicted allocation's nodes: model.slots_per_node's, else this node's.
+    pslots = mcfg["slots_per_node"] or slots
+    rpn = mcfg["ranks_per_node"] or max(1, int(pslots // max(1, per_rank)))
     layout = scaling.Layout(average_every=mcfg["average_every"], servers=mcfg["servers"])
-    preds = scaling.prediction_table(comp, net, scaling.powers_of_two(2, mcfg["max_ranks"]),
-                                     rpn, layout)
+    preds = scaling.prediction_table(scaling.Compute(**dict(comp.__dict__,
+                                                            slots_per_node=pslots)),
+                                     net, scaling.powers_of_two(2, mcfg["max_ranks"]), rpn,
+                                     layout)
     return {"calibration": cv["name"], "compute": comp.as_dict(), "network": net.as_dict(),
-            "ranks_per_node": rpn, "average_every": layout.average_every,
+            "ranks_per_node": rpn, "slots_per_node": pslots,
+            "average_every": layout.average_every,
             "servers": layout.servers, "measured_vs_predicted": measured,
             "predictions": preds}

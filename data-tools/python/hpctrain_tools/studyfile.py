@@ -12,7 +12,9 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"config", "repeats", "cooldown_seconds", "seed", "baselines", "set", "launcher",
             "variants", "model"}
 VARIANT_KEYS = {"name", "ranks", "devices", "device", "strategy", "precision", "set"}
-MODEL_KEYS = {"ranks_per_node", "max_ranks", "network", "average_every", "servers"}
+MODEL_KEYS = {"ranks_per_node", "slots_per_node", "max_ranks", "network", "average_every",
+              "servers"}
+SEED_MAX = 2 ** 64 - 1  # run.seed's range
 NETWORK_KEYS = {"name", "alpha_us", "bandwidth_gbs"}
 
 
@@ -143,6 +145,8 @@ def load(path):
         raise StudyError(f"{path}: config: expected the training config file, "
                          f"got {shown(doc['config'])}")
     config = os.path.join(os.path.dirname(os.path.abspath(path)), doc["config"])
+    if os.path.isdir(config):
+        raise StudyError(f"{path}: config: {config}: is a directory")
     if not os.path.isfile(config):
         raise StudyError(f"{path}: config: {config}: no such file")
     study = {
@@ -157,14 +161,23 @@ def load(path):
         "launcher": _choice(path, "launcher", doc.get("launcher", "auto"),
                             ["auto", "mpiexec", "srun"]),
     }
-    variants = doc.get("variants")
-    if not isinstance(variants, list) or not variants:
+    # Every repeat's run.seed must be in range, not only the first one's, which the
+    # check of the training configs sees.
+    if study["seed"] + study["repeats"] - 1 > SEED_MAX:
+        raise StudyError(f"{path}: seed: expected seed + repeats - 1 <= {SEED_MAX} (repeat k "
+                         f"runs with run.seed = seed + k), got {shown(study['seed'])} with "
+                         f"repeats {study['repeats']}")
+    variants = doc.get("variants", MISSING)
+    if variants is MISSING:
         raise StudyError(f"{path}: variants: required, a list of variants")
+    if not isinstance(variants, list) or not variants:
+        raise StudyError(f"{path}: variants: expected a non-empty list of variants, "
+                         f"got {shown(variants)}")
     out, names = [], set()
     for i, v in enumerate(variants):
         where = f"variants[{i}]."
         if not isinstance(v, dict):
-            raise StudyError(f"{path}: variants[{i}]: expected a mapping")
+            raise StudyError(f"{path}: variants[{i}]: expected a mapping, got {shown(v)}")
         _unknown(path, where, v, VARIANT_KEYS)
         name = v.get("name", MISSING)
         if name is MISSING:
@@ -228,6 +241,8 @@ def load(path):
     study["model"] = {
         "ranks_per_node": (_int(path, "model.ranks_per_node", model["ranks_per_node"], 1)
                            if "ranks_per_node" in model else None),
+        "slots_per_node": (_int(path, "model.slots_per_node", model["slots_per_node"], 1)
+                           if "slots_per_node" in model else None),
         "max_ranks": _int(path, "model.max_ranks", model.get("max_ranks", 4096), 2),
         "average_every": _int(path, "model.average_every", model.get("average_every", 8), 1),
         "servers": _int(path, "model.servers", model.get("servers", 1), 1),
