@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 
@@ -95,8 +97,14 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
   const H5Handle fapl = h5_large_attribute_access();  // class names
   // No times in the headers: the same options give the same file (synth, split, shard...).
   const H5Handle fcpl = h5_untimed_creation();
-  file_ = H5Handle(HT_CHECK_H5(H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())),
-                   H5Fclose);
+  errno = 0;
+  const hid_t created = H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get());
+  if (created < 0) {        // a directory gone or not writable since the checks, /proc, a full disk
+    const int err = errno;  // left by HDF5's open()
+    throw Error(path_ + ": cannot write: cannot create " + temp_path_ +
+                (err != 0 ? std::string(": ") + std::strerror(err) : std::string()));
+  }
+  file_ = H5Handle(created, H5Fclose);
   try {
     create_datasets();
     write_attributes();
@@ -220,7 +228,9 @@ void check_output_file(const std::string& path) {
   }
   const std::filesystem::path parent = std::filesystem::absolute(path).parent_path();
   if (!std::filesystem::is_directory(parent, ec)) {
-    throw UsageError(path + ": directory " + parent.string() + " does not exist");
+    throw UsageError(path + (std::filesystem::exists(parent, ec)
+                                 ? ": " + parent.string() + " is not a directory"
+                                 : ": directory " + parent.string() + " does not exist"));
   }
   if (::access(parent.c_str(), W_OK) != 0) {
     throw UsageError(path + ": directory " + parent.string() + " is not writable");

@@ -177,7 +177,9 @@ void check_split_directory(const std::string& out) {
     parent = parent.parent_path();
   }
   if (!fs::is_directory(parent, ec)) {
-    throw UsageError(out + ": directory " + parent.string() + " does not exist");
+    throw UsageError(out + (fs::exists(parent, ec)
+                                ? ": " + parent.string() + " is not a directory"
+                                : ": directory " + parent.string() + " does not exist"));
   }
   if (::access(parent.c_str(), W_OK) != 0) {
     throw UsageError(out + ": directory " + parent.string() + " is not writable");

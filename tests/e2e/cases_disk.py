@@ -259,7 +259,9 @@ def case_data_writers_keep_inputs():
             (["stats", os.path.join(work, "a.h5"), os.path.join(work, "a.h5.tmp")],
              "a.h5.tmp: is the name of the copy"),
             (["synth", "--out", os.path.join(work, "adir"), "--n", "4", "--shape", "1x2x2",
-              "--classes", "2"], "adir: is a directory")):
+              "--classes", "2"], "adir: is a directory"),
+            (["synth", "--out", os.path.join(work, "a.h5", "x.h5"), "--n", "4", "--shape",
+              "1x2x2", "--classes", "2"], "a.h5 is not a directory")):
         p = subprocess.run([tool] + args, capture_output=True, text=True, timeout=60)
         print(p.stderr, file=sys.stderr)
         lines = p.stderr.strip().splitlines()
@@ -269,6 +271,14 @@ def case_data_writers_keep_inputs():
         check(sizes() == before, f"{args[0]} changed the files: {sizes()} != {before}")
     check(os.listdir(os.path.join(work, "adir")) == [] and
           not os.path.exists(os.path.join(work, "adir.tmp")), "synth wrote into or beside adir")
+    # A file that cannot be created where the checks saw a writable directory (/proc): exit
+    # 1, one line naming it and why (it was HDF5's call, with no file name).
+    p = subprocess.run([tool, "synth", "--out", "/proc/x.h5", "--n", "4", "--shape", "1x2x2",
+                        "--classes", "2"], capture_output=True, text=True, timeout=60)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 1 and len(lines) == 1 and
+          "/proc/x.h5: cannot write: cannot create /proc/x.h5.tmp: " in lines[0],
+          f"synth into /proc: exit {p.returncode}, {lines}")
 
 
 def case_fsync_failures():
