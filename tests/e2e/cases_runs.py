@@ -243,6 +243,14 @@ def case_cli():
                        capture_output=True, text=True)
     check(c.returncode == 2 and "--batch goes with --time" in c.stderr,
           "inspect --batch without --time: " + c.stderr)
+    # Out of range: one line giving the range.
+    for opt, before in (("--classes", []), ("--batch", ["--classes", "10", "--time"])):
+        for value in ("0", "99999999999"):
+            c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_mlp.yaml",
+                                "--input", "1x28x28"] + before + [opt, value],
+                               capture_output=True, text=True)
+            check(c.returncode == 2, f"inspect {opt} {value}: exit {c.returncode}")
+            one_error_line(c.stderr, f"{opt}: expected an integer from 1 to 999999, got '{value}'")
     # config --list: a line per key, with the layer types' keys and the strategies.
     c = subprocess.run([hpctrain(), "config", "--list"], capture_output=True, text=True)
     check(c.returncode == 0 and "\ntrain.epochs " in c.stdout
