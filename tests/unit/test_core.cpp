@@ -1,6 +1,9 @@
 // Core utilities: SHA-256 against FIPS 180-4 vectors, the portable Rng, atomic writes.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -182,6 +185,44 @@ TEST(Files, MakeDirectoriesCreatesEveryMissingLevelOrSaysWhy) {
               std::string::npos)
         << e.what();
   }
+}
+
+// On a read-only file system unlink() answers EROFS for a path that is not there too: no
+// temporary to remove is no error there, one that is there still is. In a child with a
+// mount namespace of its own (skipped where the process may not make one).
+TEST(Files, NoTemporaryToRemoveOnAReadOnlyFileSystemIsNoError) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "/ht_files_readonly";
+  fs::remove_all(dir);
+  make_directories(dir);
+  std::ofstream(dir + "/there.tmp") << "x";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(dir.c_str(), dir.c_str(), nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, dir.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) {
+      ::_exit(77);
+    }
+    try {
+      remove_temporary(dir + "/missing.tmp");
+    } catch (...) {
+      ::_exit(1);
+    }
+    try {
+      remove_temporary(dir + "/there.tmp");
+    } catch (const Error& e) {
+      ::_exit(std::string(e.what()).find("Read-only file system") != std::string::npos ? 0 : 3);
+    }
+    ::_exit(2);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no mount namespace here (unshare, mount)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: a missing temporary was an error; 2: a present one "
+                                       "was removed; 3: its error did not say why";
 }
 
 // A writer killed between creating PATH.tmp.<pid> and renaming it leaves that file; the
