@@ -111,9 +111,9 @@ void AsyncSgd::note_checkpoint_due() {
 void AsyncSgd::end_work() { worker_->end(); }
 void AsyncSgd::serve(int64_t begin, int64_t end) { server_state_->serve(begin, end); }
 
-SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
-  // [0] the first batch not trained, [1] stop, [2] checkpoint by time.
-  double v[3] = {static_cast<double>(begin), stop ? 1.0 : 0.0, 0};
+SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop, bool diverged) {
+  // [0] the first batch not trained, [1] stop, [2] checkpoint by time, [3] diverged.
+  double v[4] = {static_cast<double>(begin), stop ? 1.0 : 0.0, 0, diverged ? 1.0 : 0.0};
   if (worker_) v[0] = static_cast<double>(std::max(begin, worker_->taken_end));
   if (server_ == 0 && counter_ != nullptr) {
     HT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, counter_win_));
@@ -131,7 +131,7 @@ SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
     // Named if it hangs: where this rank's training got to, not where the segment began.
     const int64_t reached = worker_ ? worker_->taken_end : server_state_->newest;
     WatchdogScope w(ctx_.watchdog, "end of an asynchronous segment", std::max(begin, reached));
-    ctx_.comm.allreduce_max(v, 3);
+    ctx_.comm.allreduce_max(v, 4);
     broadcast_slices();
     average_model_state();
   }
@@ -139,6 +139,7 @@ SegmentEnd AsyncSgd::finish_segment(int64_t begin, bool stop) {
   e.cursor = static_cast<int64_t>(v[0]);
   e.stop = v[1] > 0;
   e.checkpoint = v[2] > 0;
+  e.diverged = v[3] > 0;
   return e;
 }
 

@@ -76,6 +76,7 @@ struct SegmentEnd {
   int64_t cursor = 0;       // the first batch not trained
   bool stop = false;        // a rank got a stop signal
   bool checkpoint = false;  // rank 0's clock asked for a checkpoint
+  bool diverged = false;    // a worker's loss in the epoch so far is not finite
 };
 
 struct AsyncContext {
@@ -122,8 +123,9 @@ class AsyncSgd {
 
   // Collective, after begin_work..end_work or serve: every rank gets the servers'
   // parameters and optimizer state and the workers' averaged model state. `stop`: this
-  // rank got a stop signal (a server's, or a worker's after its part ended).
-  SegmentEnd finish_segment(int64_t begin, bool stop);
+  // rank got a stop signal (a server's, or a worker's after its part ended); `diverged`:
+  // this worker's loss is not finite.
+  SegmentEnd finish_segment(int64_t begin, bool stop, bool diverged);
 
   // Collective: the staleness histogram of the pushes since the last call, summed over the
   // servers (entry s: pushes s updates old; the last: dropped), then reset.

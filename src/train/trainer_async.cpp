@@ -88,9 +88,16 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     } else {
       exchange_s += work_async_segment(begin, segment_end, epoch, first, t0, progress);
     }
-    const SegmentEnd e = async_->finish_segment(begin, stop_signal() != 0);
+    // A loss that is not finite ends the run at the segment's end (workers do not step
+    // together: no per-step check), before a checkpoint of its parameters.
+    const SegmentEnd e =
+        async_->finish_segment(begin, stop_signal() != 0, backend_->loss_nonfinite(stats_.data()));
     global_step_ = e.cursor;
     const bool last = global_step_ == epoch_end;  // as in train_epoch: the row first
+    if (e.diverged) {
+      end = EpochEnd::kDiverged;
+      break;
+    }
     if (e.stop) {
       end = last ? EpochEnd::kStopAfter : EpochEnd::kStopped;
       break;

@@ -80,6 +80,17 @@ def case_diverging_lr_stops():
     names = [os.path.basename(c) for c in checkpoints("diverge")]
     check(names == ["ckpt-000000000001.h5"], f"checkpoints: {names}")
     shutil.rmtree(run_dir("diverge"), ignore_errors=True)
+    # Strategy async has no per-step check: the run ends at the end of the segment (here
+    # the first checkpoint by steps), not after an epoch of non-finite parameters whose
+    # every checkpoint was refused with a warning.
+    fresh("diverge_async")
+    rc, out, err = train("diverge_async", 3, sets[:-2] + [
+        "checkpoint.every_steps=20", "train.epochs=3", "distributed.strategy=async"])
+    check(rc == 1, f"diverging async run: exit {rc}, expected 1")
+    one_error_line(err, "training diverged", "not finite by step 20 (epoch 1)")
+    check("not written" not in err and not checkpoints("diverge_async"),
+          f"async: checkpoints {checkpoints('diverge_async')}, {err}")
+    shutil.rmtree(run_dir("diverge_async"), ignore_errors=True)
 
 
 def case_nonfinite_skip_step():
