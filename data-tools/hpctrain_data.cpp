@@ -155,10 +155,11 @@ constexpr const char* kTextUsage =
     "  --out OUT          the file to write; with a fraction, the directory for\n"
     "                     OUT/train.h5 and val.h5, test.h5 (those with a fraction above\n"
     "                     0), which share the vocabulary\n"
-    "  --seq-len T        steps per window (at least 1)\n"
+    "  --seq-len T        steps per window (at least 2)\n"
     "  --level L          char (default): UTF-8 characters; word: runs of letters, digits,\n"
-    "                     apostrophes and non-ASCII characters, each other character on\n"
-    "                     its own, newlines kept, other white space separating\n"
+    "                     apostrophes and non-ASCII characters, each other ASCII\n"
+    "                     character on its own, newlines kept, other white space\n"
+    "                     separating\n"
     "  --vocab-size V     <unk> (id 0) for the tokens outside the V - 1 most frequent\n"
     "                     (default: every token, no <unk>)\n"
     "  --val-fraction F   the share of windows for val.h5, --test-fraction for test.h5;\n"
@@ -445,7 +446,8 @@ int cmd_text(const std::vector<std::string>& argv) {
   if (o.files.empty())
     throw UsageError("text: expected text FILES (see hpctrain-data text --help)");
   o.out = require(args, "text", "out");
-  o.seq_len = int_option(args, "seq-len", 0, 1, 1 << 20);
+  // At least 2: a window of one token and its next reads as a classification file.
+  o.seq_len = int_option(args, "seq-len", 0, 2, 1 << 20);
   if (o.seq_len == 0) require(args, "text", "seq-len");
   o.level = option_or(args, "level", "char");
   o.vocab_size = int_option(args, "vocab-size", 0, 2, 1 << 24);

@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kUnknown = "<unk>";
+constexpr size_t kMaxVocabulary = size_t{1} << 24;  // the readers' limit (docs/formats.md)
 
 // Bytes of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one: no
 // overlong form, no UTF-16 surrogate (U+D800-DFFF), nothing above U+10FFFF, no NUL (an
@@ -268,6 +269,11 @@ TextReport convert_text(const TextOptions& o) {
       return counts[a] != counts[b] ? counts[a] > counts[b] : seen[a] < seen[b];
     });
     order.resize(static_cast<size_t>(o.vocab_size - 1));
+  }
+  if (order.size() + (limited ? 1 : 0) > kMaxVocabulary) {
+    throw UsageError("text: " + std::to_string(order.size()) + " distinct tokens, more than " +
+                     "the 2^24 a vocabulary may hold (ids reach the model as float values): " +
+                     "give --vocab-size");
   }
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return seen[a] < seen[b]; });
   std::vector<std::string> vocabulary;

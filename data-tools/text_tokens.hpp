@@ -2,7 +2,8 @@
 // files are read in the order given and split into tokens: characters (UTF-8 code points)
 // or words; the vocabulary is built over all of them, and the token stream is cut into
 // windows of T + 1 tokens that overlap by one (window i starts at token i T), so every
-// token but the first is a target once. With validation and test fractions the windows are
+// token but the first is a target once (but the last (tokens - 1) mod T, which fill no
+// window). With validation and test fractions the windows are
 // spread over three files that share the vocabulary, interleaved over the whole text.
 #pragma once
 

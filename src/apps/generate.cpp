@@ -10,6 +10,8 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "apps/model_target.hpp"
 #include "backend/cpu_backend.hpp"
@@ -119,6 +121,16 @@ std::vector<int32_t> encode(const std::string& text, const DatasetShape& shape,
   return out;
 }
 
+// Word level: whether a space goes between the text printed last and the next token. None
+// at a line's start or end, before closing punctuation or after an opening bracket, as the
+// text the words were split from had them.
+bool spaced(const std::string& before, const std::string& token) {
+  if (before.empty() || token.empty()) return false;
+  const char last = before.back(), next = token.size() == 1 ? token[0] : 'a';
+  return last != '\n' && last != ' ' && last != '(' && last != '[' && last != '{' &&
+         std::string_view("\n.,;:!?)]}").find(next) == std::string_view::npos;
+}
+
 // Draws from softmax(logits / temperature); temperature 0 takes the arg-max.
 int32_t sample(const float* logits, int64_t n, double temperature, Rng& rng) {
   const int64_t best = std::max_element(logits, logits + n) - logits;
@@ -172,6 +184,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   std::vector<float> logits(static_cast<size_t>(steps * vocab));
   Rng rng(o.seed);
   std::cout << o.prompt;
+  std::string before = o.prompt;  // the text printed last
   for (int64_t k = 0; k < o.length; ++k) {
     const int64_t m = std::min<int64_t>(steps, static_cast<int64_t>(context.size()));
     std::fill(window.begin(), window.end(), 0.0f);
@@ -180,7 +193,10 @@ int cmd_generate(const std::vector<std::string>& args) {
     backend.copy_to_host(logits.data(), out.data, logits.size() * sizeof(float));
     const int32_t next = sample(logits.data() + (m - 1) * vocab, vocab, o.temperature, rng);
     context.push_back(next);
-    std::cout << (words ? " " : "") << shape.vocabulary[static_cast<size_t>(next)];
+    const std::string& token = shape.vocabulary[static_cast<size_t>(next)];
+    if (words && spaced(before, token)) std::cout << ' ';
+    std::cout << token;
+    before = token;
   }
   std::cout << "\n";
   return kExitOk;

@@ -392,9 +392,10 @@ void DatasetFile::open_tokens() {
     read_classes(file_.get(), labels_.get(), path, shape_);
     return;
   }
-  // Language modelling: the model reads columns 0..T-1 and predicts columns 1..T.
-  if (dims[1] < 2) {
-    throw UsageError(path + ": /tokens [N, T + 1] without /labels needs T + 1 >= 2 columns");
+  // Language modelling: the model reads columns 0..T-1 and predicts columns 1..T. T >= 2:
+  // with one target per row it would be taken for a file of labelled sequences.
+  if (dims[1] < 3) {
+    throw UsageError(path + ": /tokens [N, T + 1] without /labels needs T + 1 >= 3 columns");
   }
   shape_.w = static_cast<int64_t>(dims[1]) - 1;
   shape_.labels_per_sample = shape_.w;

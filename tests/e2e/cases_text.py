@@ -152,3 +152,9 @@ def case_char_lm_bad_tokens():
                        text=True, timeout=60)
     check(p.returncode == 2, f"generate with a control character: exit {p.returncode}")
     one_error_line(p.stderr, "'\\x01' is not in the vocabulary")
+    # One target per window (--seq-len 1) would read as a file of labelled sequences.
+    p = subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "text", "docs/formats.md",
+                        "--out", os.path.join(run_dir("char_lm_bad"), "t1.h5"), "--seq-len",
+                        "1"], capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "--seq-len: expected an integer in [2, " in p.stderr,
+          f"text --seq-len 1: exit {p.returncode}, {p.stderr}")

@@ -150,6 +150,24 @@ TEST_F(DatasetFilesTest, FilesThatDoNotBelongTogetherAreRefusedByName) {
       {"missing.h5: no such file"});
 }
 
+// Token files of vocabularies of one size but other tokens (two hpctrain-data text runs)
+// are refused as such, naming the first id that differs; one vocabulary is accepted.
+TEST(CheckLikeTraining, AnotherVocabularyOfTheSameSizeIsNamed) {
+  DatasetShape train;
+  train.c = train.h = 1;
+  train.w = 8;
+  train.type = SampleType::kToken;
+  train.vocab_size = train.num_classes = 3;
+  train.labels_per_sample = 8;
+  train.vocabulary = {"a", "b", "c"};
+  DatasetShape val = train;
+  check_like_training(val, train, "val.h5", "val");
+  val.vocabulary = {"a", "x", "c"};
+  expect_usage_error([&] { check_like_training(val, train, "val.h5", "val"); },
+                     {"val.h5: data.val has another vocabulary than data.train, of the same "
+                      "size (id 1 is 'x' against 'b')"});
+}
+
 TEST_F(DatasetFilesTest, GlobsExpandInByteOrderAndMustMatch) {
   const std::string pattern = (dir_ / "p-*.h5").string();
   EXPECT_EQ(expand_data_paths({pattern}, "cfg: data.train"), ordered());

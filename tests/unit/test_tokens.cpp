@@ -175,7 +175,12 @@ TEST(TokenFile, MalformedFilesAreRefusedWithTheirFile) {
   t.cols = 1;
   t.tokens = {1, 2, 3};
   write_tokens(path, t);
-  expect_usage_error([&] { DatasetFile f(path); }, {path, "needs T + 1 >= 2 columns"});
+  expect_usage_error([&] { DatasetFile f(path); }, {path, "needs T + 1 >= 3 columns"});
+  // One target per row (T = 1) would be taken for labelled sequences.
+  t.cols = 2;
+  t.tokens = {1, 2, 2, 0, 0, 1};
+  write_tokens(path, t);
+  expect_usage_error([&] { DatasetFile f(path); }, {path, "needs T + 1 >= 3 columns"});
   t = next_token_file(3);
   t.labels = {0, 1};
   write_tokens(path, t);
