@@ -19,7 +19,7 @@
 #                   end of the run resumes from the last checkpoint and has nothing to do).
 #   --sbatch OPTS   extra sbatch options for every job (word-split), e.g. --time, -o.
 #   SBATCH_SCRIPT   default jobs/train_single_node.sbatch.
-# The jobs run with HPCTRAIN_REQUEUE=0: a job that stops on the warning signal exits 75
+# A --resume option is given to the first job only. The jobs run with HPCTRAIN_REQUEUE=0: a job that stops on the warning signal exits 75
 # instead of requeuing itself, and the next link of the chain goes on. Prints the job
 # ids, one a line. Submit from the run directory (the batch scripts run there).
 set -euo pipefail
@@ -30,6 +30,8 @@ sbatch_opts=""
 script=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    -n | --dependency | --sbatch)
+      [[ $# -ge 2 ]] || { echo "chain.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;&
     -n) count=$2; shift 2 ;;
     --dependency) dependency=$2; shift 2 ;;
     --sbatch) sbatch_opts=$2; shift 2 ;;
@@ -51,13 +53,28 @@ case "$dependency" in
   *) echo "chain.sh: --dependency: expected afternotok or afterany, got '$dependency'" >&2; exit 2 ;;
 esac
 read -r -a extra <<<"$sbatch_opts"
+# A --resume given is for the first job: the later ones continue from the newest checkpoint
+# (the batch scripts add --resume auto; never would refuse it, a PATH would go back to it).
+later=()
+skip=0
+for a in "$@"; do
+  if ((skip)); then
+    skip=0
+  elif [[ $a == --resume ]]; then
+    skip=1
+  elif [[ $a != --resume=* ]]; then
+    later+=("$a")
+  fi
+done
 
 after=""  # afternotok: every earlier job; afterany: the previous one
 for ((i = 1; i <= count; i++)); do
   dep=()
   [[ -n "$after" ]] && dep=("--dependency=${dependency}${after}" "${dep_opts[@]}")
+  args=("$@")
+  ((i > 1)) && args=("${later[@]}")
   id=$(sbatch --parsable --export=ALL,HPCTRAIN_REQUEUE=0 "${extra[@]}" "${dep[@]}" \
-    "$script" "$@")
+    "$script" "${args[@]}")
   id=${id%%;*}  # --parsable prints "id" or "id;cluster"
   if [[ "$dependency" == afternotok ]]; then after+=":$id"; else after=":$id"; fi
   echo "$id"

@@ -25,18 +25,26 @@
 # SIGUSR1 and SIGTERM sent to this script are forwarded to the launcher as SIGUSR1
 # (srun and hydra's mpiexec pass SIGUSR1 on to every rank; srun answers a SIGTERM of
 # its own by killing the ranks with SIGKILL), so the ranks checkpoint and stop; no
-# restart follows.
+# restart follows. A signal in a run's first 2 s is passed on at 2 s (srun, and a rank
+# still loading its libraries, die of one that comes before their handlers). In a batch
+# job, `exec` this script: Slurm's warning goes to the batch shell, and a shell that runs
+# it as a child dies of it first; requeue on 75 as jobs/train_single_node.sbatch does.
 set -uo pipefail
 # The traps come first: a signal that arrives before a run starts stops the launcher
 # without starting it (exit 75), instead of ending this shell.
-child=""
+child="" child_started=0
 stop_signal=""
+# shellcheck disable=SC2317  # called from the traps
+pass_on() {
+  while ((SECONDS - child_started < 2)); do sleep 0.2; done
+  kill -USR1 "$child" 2>/dev/null
+}
 # shellcheck disable=SC2317  # called from the traps
 forward() {
   trapped=1
   stop_signal=$1
   echo "launch.sh: SIG$1 received: asking the ranks to checkpoint and stop" >&2
-  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
+  [[ -n "$child" ]] && pass_on
 }
 trapped=0
 trap 'forward USR1' USR1
@@ -112,8 +120,11 @@ while :; do
   cmd=("${launch_cmd[@]}" "$hpctrain" train "$config" "${train_args[@]}" --resume "$resume")
   echo "launch.sh: run $((attempt + 1)): ${cmd[*]}" >&2
   # In the background, so that a trapped signal is handled while the run goes on.
+  child_started=$SECONDS
   "${cmd[@]}" &
   child=$!
+  # A signal between starting the run and knowing its pid was not passed on.
+  [[ -n "$stop_signal" ]] && pass_on
   rc=0
   wait "$child" || rc=$?
   # A trap ends a wait early (> 128), the step still running or just ending: wait

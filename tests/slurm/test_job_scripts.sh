@@ -6,11 +6,13 @@
 #   B  the same with the warning coming from Slurm itself (--time=1 --signal=B:USR1@59).
 #   C  train_multi_node.sbatch (on this one node) runs to the end.
 #   D  sweep_array.sbatch: each array task trains its own line in its own run.dir.
-#   E  chain.sh: link 1 stops on the signal (exit 75, no requeue), link 2 resumes and
-#      finishes, links 3 and 4 are cancelled (on link 2 alone, the cancelled link 3 would
-#      have let link 4 start).
+#   E  chain.sh: link 1 stops on the signal (exit 75, no requeue), link 2 resumes (the
+#      --resume never given is the first link's) and finishes, links 3 and 4 are cancelled
+#      (on link 2 alone, the cancelled link 3 would have let link 4 start).
 #   F  a missing config ends the job with exit 2 and no requeue.
 #   G  launch.sh --launcher srun in a batch job restarts a crashed run from its checkpoint.
+#   H  scancel of a running train_single_node.sbatch job: the ranks checkpoint, and the job
+#      ends CANCELLED, not requeued (SIGTERM is scancel's and the time limit's).
 #   bash tests/slurm/test_job_scripts.sh     exit 0 pass, 1 fail, 77 skip
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,11 +59,13 @@ EOF
 jd=$(HPCTRAIN_SWEEP_DIR=$w/sweep STUB_STEPS=10 submit --array=0-2 -o "$w/d-%a.out" \
   jobs/sweep_array.sbatch "$w/sweep.txt")
 mapfile -t je < <(STUB_STEPS=60 jobs/chain.sh -n 4 --sbatch "--cpus-per-task=1 -o $w/e-%j.out" \
-  -- "$w/config.yaml" --set "run.dir=$w/e")
+  -- "$w/config.yaml" --set "run.dir=$w/e" --resume never)
 jf=$(submit -o "$w/f.out" jobs/train_single_node.sbatch "$w/missing.yaml" --set "run.dir=$w/f")
 jg=$(STUB_CRASH_AT_STEP=7 submit --ntasks=2 -o "$w/g.out" --wrap \
   "jobs/launch.sh --launcher srun --max-restarts 2 -- $w/config.yaml --set run.dir=$w/g")
-echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg"
+jh=$(STUB_STEPS=100000 submit -o "$w/h.out" jobs/train_single_node.sbatch "$w/config.yaml" \
+  --set "run.dir=$w/h")
+echo "jobs: A=$ja B=$jb C=$jc D=$jd E=${je[*]} F=$jf G=$jg H=$jh"
 [[ ${#je[@]} == 4 ]] || fail "E: chain.sh printed ${#je[@]} job ids, expected 4"
 
 # A and E: stop them (batch shell only, as --signal=B: does) once a checkpoint exists.
@@ -153,6 +157,20 @@ if [[ "$state" == COMPLETED ]] && grep -q "^launch.sh: restart 1/2" "$w/g.out" &
 else
   fail "G: job $jg ended $state"
   show "$jg" "$w/g.out"
+fi
+
+if slurm_wait 60 test -e "$w/h/checkpoints/step-5"; then
+  scancel "$jh" || fail "H: scancel $jh failed"
+  state=$(slurm_wait_job_state "$jh" "$terminal" 60)
+  if [[ "$state" == CANCELLED && "$(slurm_job_field "$jh" Restarts)" == 0 ]] &&
+    grep -q "not requeuing: SIGTERM" "$w/h.out"; then
+    echo "ok H: scancel ended the job after its checkpoint, without a requeue"
+  else
+    fail "H: job $jh ended $state after $(slurm_job_field "$jh" Restarts) restarts (expected CANCELLED after 0)"
+    show "$jh" "$w/h.out"
+  fi
+else
+  fail "H: no checkpoint after 60 s"
 fi
 
 if ((failures > 0)); then

@@ -85,7 +85,8 @@ timeout 300 mpiexec -n 2 "$hpctrain" train "$config" "${opts[@]}" --set "run.dir
 ref_pid=$!
 
 # 1. Training under way: a checkpoint is committed.
-has_checkpoint() { [[ -n "$(ls -A "$w/slurm/checkpoints" 2>/dev/null)" ]]; }
+# A committed checkpoint, not the lock and the manifest that start-up makes there.
+has_checkpoint() { compgen -G "$w/slurm/checkpoints/ckpt-*.h5" >/dev/null; }
 job_ended() { [[ "$(slurm_job_field "$job" JobState)" =~ ^($terminal)$ ]]; }
 start=$SECONDS
 until has_checkpoint; do
