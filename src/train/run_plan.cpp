@@ -39,6 +39,13 @@ BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& tr
                      std::to_string(plan.shards.back().count) + " samples of " + train_path + ")" +
                      per_epoch);
   }
+  if (automatic && plan.steps_per_epoch < 2) {
+    // Each epoch's first step is not timed (a new loader's): one step leaves none to time.
+    throw UsageError(config.source_file + ": distributed.balance: auto times the steps of an " +
+                     "epoch but its first, and train.batch_size " + std::to_string(plan.batch[0]) +
+                     " leaves one step per epoch (the last of " +
+                     "an equal plan's given up): lower train.batch_size, or balance equal");
+  }
   return plan;
 }
 

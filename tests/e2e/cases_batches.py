@@ -67,6 +67,12 @@ def case_balance_auto_uneven_ranks():
     rc, out, _ = train("balance_auto", 2, sets[:2] + ["train.epochs=3"] + sets[3:],
                        resume="auto")
     check(rc == 0 and "resuming at step 0 of epoch 3" in out, f"resumed run: exit {rc}")
+    # One step per epoch once the last is given up leaves none to time: refused (it never
+    # balanced, saying nothing).
+    rc, _, err = train("balance_bad", 2, [f"data.train={ARGS.data}/test.h5",
+                                          "distributed.balance=auto", "train.batch_size=2500"])
+    check(rc == 2, f"balance auto with one step per epoch: exit {rc}")
+    one_error_line(err, "distributed.balance: auto times", "leaves one step per epoch")
     rc, _, err = train("balance_bad", 2, ["distributed.balance=weights",
                                           "distributed.cuda_weight=12", "device=cpu"])
     check(rc == 2, f"a GPU weight on CPU ranks: exit {rc}")
