@@ -36,9 +36,12 @@ std::string read_line(const std::string& path) {
 
 }  // namespace
 
-uint64_t counter_delta(uint64_t previous, uint64_t current, uint64_t max_range) {
+std::optional<uint64_t> counter_delta(uint64_t previous, uint64_t current, uint64_t max_range) {
   if (current >= previous) return current - previous;
-  return max_range - previous + current + 1;  // wrapped once past max_range to 0
+  if (max_range == 0 || previous > max_range) return std::nullopt;
+  const uint64_t wrapped = max_range - previous + current + 1;  // past max_range to 0, once
+  if (wrapped > max_range / 2) return std::nullopt;
+  return wrapped;
 }
 
 RaplCounters::RaplCounters(const std::string& root) {
@@ -76,11 +79,14 @@ void RaplCounters::sample() {
   for (Domain& d : domains_) {
     uint64_t now = 0;
     if (d.failed) continue;
-    if (!read_u64(d.path + "/energy_uj", now)) {
+    const std::optional<uint64_t> delta = read_u64(d.path + "/energy_uj", now)
+                                              ? counter_delta(d.last, now, d.max_range)
+                                              : std::nullopt;
+    if (!delta) {
       d.failed = true;
       continue;
     }
-    d.joules += 1e-6 * static_cast<double>(counter_delta(d.last, now, d.max_range));
+    d.joules += 1e-6 * static_cast<double>(*delta);
     d.last = now;
   }
 }
@@ -98,7 +104,9 @@ EnergySource RaplCounters::total(const std::string& kind) const {
     if (d.kind != kind) continue;
     if (d.failed) {
       s.joules.reset();
-      s.reason = d.path + "/energy_uj could not be read during the run";
+      s.reason = d.path +
+                 "/energy_uj could not be read during the run, or went back other than by one "
+                 "wrap of its range";
       return s;
     }
     s.joules = s.joules.value_or(0.0) + d.joules;
@@ -157,6 +165,7 @@ NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
               " it lists)";
   }
   joules_.assign(devices_.size(), 0.0);
+  failed_.assign(devices_.size(), 0);
 }
 
 NvmlEnergy::~NvmlEnergy() {
@@ -167,7 +176,11 @@ NvmlEnergy::~NvmlEnergy() {
 void NvmlEnergy::sample() {
   for (size_t i = 0; i < devices_.size(); ++i) {
     unsigned long long mj = 0;
-    if (api_->energy(devices_[i], &mj) != 0) continue;
+    if (failed_[i] != 0) continue;
+    if (api_->energy(devices_[i], &mj) != 0) {
+      failed_[i] = 1;
+      continue;
+    }
     // The counter never wraps (64 bits of millijoules); one that went down restarted from 0
     // (a driver reload, a GPU reset).
     joules_[i] += 1e-3 * static_cast<double>(mj >= last_mj_[i] ? mj - last_mj_[i] : mj);
@@ -182,7 +195,13 @@ EnergySource NvmlEnergy::gpu() const {
     return s;
   }
   double sum = 0;
-  for (double j : joules_) sum += j;
+  for (size_t i = 0; i < joules_.size(); ++i) {
+    if (failed_[i] != 0) {
+      s.reason = "GPU " + std::to_string(i) + "'s energy could not be read during the run";
+      return s;
+    }
+    sum += joules_[i];
+  }
   s.joules = sum;
   return s;
 }
@@ -233,27 +252,34 @@ void EnergySampler::loop() {
 void EnergySampler::sample_and_write(double now) {
   rapl_.sample();
   nvml_.sample();
-  // One row per device: RAPL domains as cpuN / dramN, GPUs as gpuN.
-  std::vector<std::pair<std::string, double>> rows;
+  // One row per device: RAPL domains as cpuN / dramN, GPUs as gpuN; none for one whose
+  // reading failed (its place kept, so that the others' powers stay theirs).
+  struct Row {
+    std::string device;
+    double joules;
+    bool failed;
+  };
+  std::vector<Row> rows;
   int packages = 0, drams = 0;
   for (const RaplCounters::Domain& d : rapl_.domains()) {
     const bool package = d.kind == "package";
-    rows.emplace_back((package ? "cpu" : "dram") + std::to_string(package ? packages++ : drams++),
-                      d.joules);
+    rows.push_back({(package ? "cpu" : "dram") + std::to_string(package ? packages++ : drams++),
+                    d.joules, d.failed});
   }
   for (size_t i = 0; i < nvml_.joules().size(); ++i) {
-    rows.emplace_back("gpu" + std::to_string(i), nvml_.joules()[i]);
+    rows.push_back({"gpu" + std::to_string(i), nvml_.joules()[i], nvml_.failed(i)});
   }
   if (last_joules_.size() != rows.size()) last_joules_.assign(rows.size(), 0.0);
   const double dt = now - last_;
   std::string text;
   char line[160];
   for (size_t i = 0; i < rows.size(); ++i) {
-    const double power = dt > 0 ? (rows[i].second - last_joules_[i]) / dt : 0.0;
-    std::snprintf(line, sizeof(line), "%.3f,%s,%.3f,%.3f\n", now - start_, rows[i].first.c_str(),
-                  power, rows[i].second);
+    if (rows[i].failed) continue;
+    const double power = dt > 0 ? (rows[i].joules - last_joules_[i]) / dt : 0.0;
+    std::snprintf(line, sizeof(line), "%.3f,%s,%.3f,%.3f\n", now - start_, rows[i].device.c_str(),
+                  power, rows[i].joules);
     text += line;
-    last_joules_[i] = rows[i].second;
+    last_joules_[i] = rows[i].joules;
   }
   last_ = now;
   if (!text.empty()) append(text);

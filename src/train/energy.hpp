@@ -18,8 +18,9 @@
 namespace hpctrain {
 
 // The increase of a counter that counts from 0 to max_range and then starts again at 0,
-// between two readings at most one wrap apart.
-uint64_t counter_delta(uint64_t previous, uint64_t current, uint64_t max_range);
+// between two readings at most one wrap apart; none where a decrease cannot be one wrap
+// (no range, or more than half the range in one interval: the counter was reset).
+std::optional<uint64_t> counter_delta(uint64_t previous, uint64_t current, uint64_t max_range);
 
 // A source's energy since sampling started, or why there is none.
 struct EnergySource {
@@ -45,7 +46,7 @@ class RaplCounters {
     std::string kind, path;
     uint64_t max_range = 0, last = 0;
     double joules = 0;
-    bool failed = false;  // a reading failed: the kind has no total
+    bool failed = false;  // a reading failed or went back: the kind has no total
   };
   const std::vector<Domain>& domains() const { return domains_; }
 
@@ -67,6 +68,7 @@ class NvmlEnergy {
   void sample();
   EnergySource gpu() const;
   const std::vector<double>& joules() const { return joules_; }  // per GPU, so far
+  bool failed(size_t gpu) const { return failed_[gpu] != 0; }    // a reading failed
 
  private:
   struct Api;
@@ -75,6 +77,7 @@ class NvmlEnergy {
   std::vector<void*> devices_;
   std::vector<uint64_t> last_mj_;
   std::vector<double> joules_;
+  std::vector<char> failed_;  // per GPU: a reading failed, so the sum would be partial
 };
 
 // What a node used while training; the sum over the nodes is the job's.

@@ -1,6 +1,9 @@
 // Energy sampling around the epochs: one sampler per node (node-local rank 0), summed over
 // the nodes at the end.
 
+#include <filesystem>
+#include <string>
+
 #include "core/host.hpp"
 #include "train/trainer.hpp"
 
@@ -12,6 +15,22 @@ constexpr const char* kPowercapRoot = "/sys/class/powercap";
 }  // namespace
 
 void Trainer::start_energy() {
+  // This run's samples replace an earlier run's (a resume's, or one on other nodes): every
+  // power file is removed before any sampler starts, also where sampling is now off.
+  if (rank_ == 0) {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(config_.run.dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "power.csv" || (name.rfind("power-", 0) == 0 && name.size() > 10 &&
+                                  name.compare(name.size() - 4, 4, ".csv") == 0)) {
+        std::filesystem::remove(e.path(), ec);
+      }
+    }
+  }
+  {
+    WatchdogScope w(*watchdog_, "removing earlier power samples", global_step_);
+    comm_->barrier();
+  }
   if (config_.energy.interval_ms <= 0) return;
   if (local_rank_ == 0) {
     // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.

@@ -294,7 +294,8 @@ void Trainer::prepare(Purpose purpose) {
       run_lock_ = std::make_unique<RunLock>(config_.run.dir, "run.dir", config_.source_file);
       // What a run killed while it committed one of these files left (they are written
       // only by the holder of the lock).
-      for (const char* name : {"config.yaml", "metrics.csv", "summary.json", "STOPPED"}) {
+      for (const char* name :
+           {"config.yaml", "metrics.csv", "summary.json", "STOPPED", "power.csv"}) {
         const std::string path = config_.run.dir + "/" + name;
         remove_stale_temporaries(path);
         // Found now, before anything of an earlier run is changed (a link is replaced).

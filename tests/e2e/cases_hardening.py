@@ -14,8 +14,8 @@ import sys
 import time
 
 from harness import (
-    ARGS, check, checkpoints, fresh, newest_step, one_error_line, rank_pids, run_dir, train,
-    train_cmd)
+    ARGS, check, checkpoints, expect_ok, fresh, newest_step, one_error_line, rank_pids, run_dir,
+    train, train_cmd)
 
 
 def case_nan_pixel():
@@ -204,13 +204,26 @@ def case_symlink_and_foreign_files():
         with open(os.path.join(ckdir, name)) as f:
             check(f.read() == text, f"{name} changed")
     # A directory where one of the run's files goes: refused at start (exit 2 naming it),
-    # before the earlier run's summary is removed.
-    fresh("dir_for_file")
-    os.makedirs(os.path.join(run_dir("dir_for_file"), "metrics.csv"))
-    rc, _, err = train("dir_for_file", 1, [f"data.train={ARGS.data}/val.h5", "data.val=",
-                                           "data.test=", "train.epochs=1"])
-    check(rc == 2, f"metrics.csv a directory: exit {rc}, expected 2")
-    one_error_line(err, "run.dir: ", "metrics.csv is not a file")
+    # before the earlier run's summary is removed (power.csv's was found at the first epoch).
+    for name in ("metrics.csv", "power.csv"):
+        fresh("dir_for_file")
+        os.makedirs(os.path.join(run_dir("dir_for_file"), name))
+        rc, _, err = train("dir_for_file", 1, [f"data.train={ARGS.data}/val.h5", "data.val=",
+                                               "data.test=", "train.epochs=1"])
+        check(rc == 2, f"{name} a directory: exit {rc}, expected 2")
+        one_error_line(err, "run.dir: ", f"{name} is not a file")
+    # The power samples are the training process's: a resume with sampling off leaves none
+    # of the run before it (nor of a node it no longer has).
+    fresh("power_resume")
+    sets = [f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1"]
+    expect_ok("power_resume", 1, sets)
+    stale = os.path.join(run_dir("power_resume"), "power-othernode.csv")
+    with open(stale, "w") as f:
+        f.write("time_s,device,power_w,energy_j\n")
+    check(os.path.exists(os.path.join(run_dir("power_resume"), "power.csv")), "no power.csv")
+    expect_ok("power_resume", 1, sets[:-1] + ["train.epochs=2", "energy.interval_ms=0"])
+    left = [n for n in os.listdir(run_dir("power_resume")) if n.startswith("power")]
+    check(not left, f"power samples of the run before: {left}")
     fresh("symlink_other")
     rc, _, err = train("symlink_other", 1, [f"data.train={ARGS.data}/test.h5", "data.val=",
                                             "data.test=", "train.epochs=1",

@@ -3,10 +3,14 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "train/energy.hpp"
 
@@ -52,17 +56,22 @@ TEST(Energy, CounterDeltaWraps) {
   EXPECT_EQ(counter_delta(90, 5, 100), 16u);  // 90 -> 100, 100 -> 0, 0 -> 5: 10 + 1 + 5
   EXPECT_EQ(counter_delta(100, 0, 100), 1u);
   EXPECT_EQ(counter_delta(7, 7, 100), 0u);
+  // A decrease that cannot be one wrap is a reset, not energy: more than half the range in
+  // one interval (it gave 262 kJ for a counter that went from 5 J to 1 J), or no range.
+  EXPECT_EQ(counter_delta(40, 5, 100), std::nullopt);
+  EXPECT_EQ(counter_delta(5000000, 1000000, 262143328850), std::nullopt);
+  EXPECT_EQ(counter_delta(10, 5, 0), std::nullopt);
 }
 
 TEST(Energy, RaplPackagesAndDramWithAWrap) {
   const fs::path root = fake_powercap("wrap", 900000, 100);
   RaplCounters rapl(root.string());
   ASSERT_EQ(rapl.domains().size(), 2u) << "package and dram; core is not counted";
-  write(root / "intel-rapl:0" / "energy_uj", "400000");  // wrapped: 0.1 + 0.4 J + 1 uJ
+  write(root / "intel-rapl:0" / "energy_uj", "300000");  // wrapped: 0.1 + 0.3 J + 1 uJ
   write(root / "intel-rapl:0" / "intel-rapl:0:0" / "energy_uj", "250100");
   rapl.sample();
   ASSERT_TRUE(rapl.cpu().joules.has_value());
-  EXPECT_NEAR(*rapl.cpu().joules, 0.500001, 1e-9);
+  EXPECT_NEAR(*rapl.cpu().joules, 0.400001, 1e-9);
   EXPECT_NEAR(*rapl.dram().joules, 0.25, 1e-9);
   fs::remove_all(root.parent_path());
 }
@@ -123,6 +132,26 @@ TEST(Energy, SamplerTotalsAndCsvRows) {
   }
   EXPECT_NE(last_cpu.find(",0.300"), std::string::npos) << "last cpu0 row: " << last_cpu;
   fs::remove_all(root.parent_path());
+}
+
+// A domain that stops being readable gets no more rows (they read 0 W), and the others'
+// powers stay theirs.
+TEST(Energy, NoRowsForADomainOnceItFailed) {
+  const fs::path root = fake_powercap("failing", 0, 0);
+  const fs::path csv = root / "power.csv";
+  EnergySampler sampler(0.005, csv.string(), root.string());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  fs::remove(root / "intel-rapl:0" / "intel-rapl:0:0" / "energy_uj");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const EnergyTotals t = sampler.finish();
+  EXPECT_FALSE(t.dram.joules.has_value());
+  std::ifstream in(csv);
+  std::string line;
+  std::vector<std::string> devices;
+  while (std::getline(in, line)) devices.push_back(line.substr(line.find(',') + 1, 4));
+  const auto last_dram = std::find(devices.rbegin(), devices.rend(), "dram");
+  ASSERT_NE(last_dram, devices.rend()) << "no dram row before it failed";
+  EXPECT_GE(std::count(devices.rbegin(), last_dram, "cpu0"), 3) << "cpu0 rows after dram's end";
 }
 
 }  // namespace
