@@ -2,6 +2,8 @@
 // what a worker and a server keep between the calls of a segment.
 #pragma once
 
+#include <mpi.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -87,12 +89,16 @@ struct AsyncSgd::Server {
   ServerStats stats;
   bool stop_seen = false, checkpoint_seen = false;  // deterministic, this segment
   int64_t newest = 0;  // the newest batch received in the segment: where training is
+  MPI_Win counter_win = MPI_WIN_NULL;  // unless deterministic: the batch counter
 
  private:
   // Handles worker w's message; false when it was w's flush.
   bool handle(int w);
   // Deterministic: batch message or flush of worker w, in the fixed order.
   bool handle_in_order(int w);
+  // A stop signal on this rank: the counter's stop bit, so that every worker stops at the
+  // next batch it takes (not only one that a reply reaches).
+  void mark_stop();
   // Applies a push unless too stale; returns false when it was dropped.
   bool apply(const async_wire::Header& h, const float* grads);
   void reply(int w, int64_t flags, bool params);

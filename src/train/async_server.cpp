@@ -48,6 +48,16 @@ void AsyncSgd::Server::reply(int w, int64_t flags, bool params) {
                          ctx.comm.get(), &sends_[w]));
 }
 
+void AsyncSgd::Server::mark_stop() {
+  // A shared lock, as the workers' (lock_all); once, at the signal: no hot path.
+  const int root = ctx.layout.server_rank(0);
+  const int64_t bit = async_parts::kStopBit;
+  int64_t old = 0;
+  HT_CHECK_MPI(MPI_Win_lock(MPI_LOCK_SHARED, root, 0, counter_win));
+  HT_CHECK_MPI(MPI_Fetch_and_op(&bit, &old, MPI_INT64_T, root, 0, MPI_SUM, counter_win));
+  HT_CHECK_MPI(MPI_Win_unlock(root, counter_win));
+}
+
 bool AsyncSgd::Server::apply(const Header& h, const float* grads) {
   stats.bytes += static_cast<double>(slice_.count * sizeof(float));
   const int64_t staleness = version_ - h.version;
@@ -142,10 +152,15 @@ void AsyncSgd::Server::serve(int64_t begin, int64_t end) {
     const double periods =
         std::min(ctx.config.distributed.push_every, ctx.config.distributed.pull_every);
     WatchdogScope scope(ctx.watchdog, "asynchronous training: waiting for workers", begin, periods);
+    bool stop_marked = false;
     while (left > 0) {
       int w = MPI_UNDEFINED, arrived = 0;
       HT_CHECK_MPI(MPI_Testany(workers, receives_.data(), &w, &arrived, MPI_STATUS_IGNORE));
       if (!arrived || w == MPI_UNDEFINED) {
+        if (!stop_marked && stop_signal() != 0) {
+          mark_stop();
+          stop_marked = true;
+        }
         // A reply still on its way needs this rank's progress (MPICH moves large
         // messages between processes in chunks): poll on without sleeping until it is out.
         int sent = 0;

@@ -92,6 +92,7 @@ AsyncSgd::AsyncSgd(const AsyncContext& context) : ctx_(context), rank_(context.c
     if (bytes > 0) *counter_ = 0;
     HT_CHECK_MPI(MPI_Barrier(ctx_.comm.get()));
     if (worker_) worker_->counter_win = counter_win_;
+    if (server_state_) server_state_->counter_win = counter_win_;
   }
 }
 

@@ -317,3 +317,33 @@ def case_async_progress_counts_the_epoch():
         rate = float(line.split("samples/s")[0].split()[-1])
         check(rates[epoch] / 3 < rate < rates[epoch] * 3,
               f"progress at {rate:.0f} samples/s in an epoch of {rates[epoch]:.0f}: {line}")
+
+
+def case_async_stop_on_a_server():
+    """A stop signal that reaches a parameter server alone (workers that never pull get no
+    reply to carry it) stops the workers at their next batch: the run stops inside the
+    epoch, not at its end (it once waited for the segment's end)."""
+    fresh("async_server_stop")
+    p = session(train_cmd("async_server_stop", 3, ASYNC + [
+        f"data.train={ARGS.data}/train.h5", "data.val=", "data.test=", "train.epochs=30",
+        "distributed.pull_every=100000", "distributed.max_staleness=100000",
+        "checkpoint.at_epoch_end=false"]))
+    lines = []
+    for line in p.stdout:  # the first epoch (859 batches) has ended
+        lines.append(line)
+        if " epoch 1/30  train loss" in line:
+            break
+    ranks = {mpi_rank(pid): pid for pid in rank_pids(run_dir("async_server_stop"))}
+    check(set(ranks) == {0, 1, 2}, f"expected ranks 0 to 2, found {ranks}:\n" + "".join(lines))
+    time.sleep(0.2)  # into the second epoch, some way before its end
+    os.kill(ranks[2], signal.SIGTERM)
+    try:
+        out, _ = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        fail("job still running 120 s after its server got SIGTERM")
+    out = "".join(lines) + out
+    check(p.returncode == 75, f"exit {p.returncode}, expected 75:\n{out}")
+    stopped = [l for l in out.splitlines() if "stopped by a signal at step" in l]
+    check(stopped, f"no stop line:\n{out}")
+    step = int(stopped[0].split(" at step ")[1].split()[0])
+    check(step > 859 and step % 859, f"stopped at step {step}, an epoch's end: " + stopped[0])
