@@ -26,12 +26,19 @@ inline unsigned grid_for(size_t n) {
 }
 
 // Throws if the last launch failed (bad configuration); errors of the running kernel
-// surface at the next synchronising call.
+// surface at the next synchronising call. A fault of an earlier kernel (an illegal address)
+// sticks to the context and is reported by the next launch: the message says so.
 inline void check_launch(const char* kernel) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
+    const bool launch = e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
+                        e == cudaErrorLaunchOutOfResources || e == cudaErrorInvalidDeviceFunction;
     throw std::runtime_error(std::string("CUDA kernel ") + kernel +
-                             " failed to launch: " + cudaGetErrorString(e));
+                             (launch
+                                  ? " failed to launch: "
+                                  : " found an error of earlier device work (HPCTRAIN_CUDA_SYNC=1 "
+                                    "names the operation): ") +
+                             cudaGetErrorString(e));
   }
 }
 
