@@ -8,14 +8,21 @@
 
 namespace hpctrain {
 
+namespace {
+
+// This rank's device as every rank names it: host and device id.
+std::string device_key(const std::string& device_id) { return host_name() + "/" + device_id; }
+
+}  // namespace
+
 bool ranks_share_a_device(Communicator& comm, const std::string& device_id) {
-  std::vector<std::string> ids = comm.allgather(host_name() + "/" + device_id);
+  std::vector<std::string> ids = comm.allgather(device_key(device_id));
   std::sort(ids.begin(), ids.end());
   return std::adjacent_find(ids.begin(), ids.end()) != ids.end();
 }
 
 int ranks_on_my_device(Communicator& comm, const std::string& device_id) {
-  const std::string mine = host_name() + "/" + device_id;
+  const std::string mine = device_key(device_id);
   const std::vector<std::string> ids = comm.allgather(mine);
   return static_cast<int>(std::count(ids.begin(), ids.end(), mine));
 }

@@ -107,22 +107,20 @@ void check_like_training(const DatasetShape& s, const DatasetShape& train, const
                      ", but data.train samples are " + std::to_string(train.c) + "x" +
                      std::to_string(train.h) + "x" + std::to_string(train.w));
   }
-  const bool same_size = s.tokens() == train.tokens() && s.vocab_size == train.vocab_size &&
-                         s.labels_per_sample == train.labels_per_sample;
-  if (same_size && !s.vocabulary.empty() && !train.vocabulary.empty() &&
-      s.vocabulary != train.vocabulary) {  // both have vocab_size entries
+  if (s.tokens() != train.tokens() || s.vocab_size != train.vocab_size ||
+      s.labels_per_sample != train.labels_per_sample) {
+    throw UsageError(path + ": data." + key + " is not the same kind of data as data.train (" +
+                     data_kind(s) + " against " + data_kind(train) + ")");
+  }
+  // The same kind and size, other tokens (two hpctrain-data text runs): both vocabularies
+  // have vocab_size entries.
+  if (!s.vocabulary.empty() && !train.vocabulary.empty() && s.vocabulary != train.vocabulary) {
     size_t i = 0;
     while (s.vocabulary[i] == train.vocabulary[i]) ++i;
     throw UsageError(path + ": data." + key + " has another vocabulary than data.train, of the " +
                      "same size (id " + std::to_string(i) + " is '" + s.vocabulary[i] +
                      "' against '" + train.vocabulary[i] +
                      "'): make both in one hpctrain-data text run");
-  }
-  if (s.tokens() != train.tokens() || s.vocab_size != train.vocab_size ||
-      s.labels_per_sample != train.labels_per_sample ||
-      (!s.vocabulary.empty() && !train.vocabulary.empty() && s.vocabulary != train.vocabulary)) {
-    throw UsageError(path + ": data." + key + " is not the same kind of data as data.train (" +
-                     data_kind(s) + " against " + data_kind(train) + ")");
   }
   if (s.num_classes > train.num_classes) {
     throw UsageError(path + ": data." + key + " has " + std::to_string(s.num_classes) +
