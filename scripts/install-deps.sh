@@ -3,7 +3,8 @@
 # Run as root. On clusters without root, load MPI/HDF5/yaml-cpp/OpenBLAS modules
 # (or Spack packages) instead: CMake finds them from the environment.
 #   scripts/install-deps.sh          build + tests
-#   scripts/install-deps.sh --bench  also PyTorch (CPU) for the benchmarks
+#   scripts/install-deps.sh --bench  also PyTorch (CPU) for the benchmarks, and elfutils
+#                                    (eu-stack, for the GPU kit: bench/gpu/make_kit.sh)
 set -euo pipefail
 
 packages=(
@@ -21,7 +22,7 @@ packages=(
   dpkg-dev file environment-modules
 )
 if [[ "${1:-}" == "--bench" ]]; then
-  packages+=(python3-torch python3-numpy)
+  packages+=(python3-torch python3-numpy elfutils)
 fi
 
 missing=()

@@ -11,7 +11,7 @@
 #   KIT/share/hpctrain (the Python tools of hpctrain study, plot and scaling)
 #
 #   bench/gpu/device.sh STAGE...   stages: env tests fmnist resnet lstm study seeds e2e nccl
-#                                  allreduce profile kernels
+#                                  allreduce profile kernels probe
 # Logs, summaries and a table go to $OUT (default /tmp/hpctrain-gpu-out); the table
 # (OUT/table.txt) is printed last. DEADLINE (seconds from the start, optional) fits one
 # device call: a stage or step that would start after it is skipped, and each step's
@@ -218,9 +218,57 @@ stage_e2e() {
     signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical \
     hybrid_cpu_and_gpu_ranks}; do
     local t0=$SECONDS
-    tmo 400 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
+    # At most 150 s a case (each took 2 to 20 s on the H200): a hang costs no more (the
+    # harness then prints the cut run's output so far).
+    tmo 150 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1
     note "e2e.$c: exit $? ($((SECONDS - t0)) s) $(tail -n 1 "$OUT/logs/e2e_$c.log")"
+  done
+}
+
+# The run of e2e.determinism that hung on the H200 at 2d5fc0d (the MLP on 2 ranks sharing
+# the GPU, 1 epoch, data.train the test file; summary.json was written and the ranks did not
+# exit), as it was and under variants: PROBE, one variant per word, its settings joined by
+# ',' ('-': none). The watchdog's timeout is 20 s, so that a collective one rank never
+# reaches is named. A run still going after 30 s has every thread's stack of each rank taken
+# (eu-stack, from the kit) before it is killed.
+stage_probe() {
+  fmnist_data
+  local v n=0 d=data/fashion-mnist
+  for v in ${PROBE:-- energy.interval_ms=0 checkpoint.at_epoch_end=false data.test=     train.epochs=2 data.train=$d/train.h5,data.test=}; do
+    n=$((n + 1))
+    if [[ -n ${DEADLINE:-} ]] && ((DEADLINE - SECONDS < 50)); then
+      note "probe $v: skipped, past DEADLINE"
+      continue
+    fi
+    local dir=$WORK/probe/$n log=$OUT/logs/probe_$n.log sets=() kv t0=$SECONDS rc
+    rm -rf "$dir"
+    [[ $v != - ]] && for kv in ${v//,/ }; do sets+=(--set "$kv"); done
+    echo "+ variant: $v" >"$log"
+    mpiexec.hydra -n 2 hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir="$dir" \
+      --set data.train=$d/test.h5 --set data.val=$d/val.h5 --set data.test=$d/test.h5 \
+      --set train.progress_seconds=0 --set run.deterministic=true --set train.epochs=1 \
+      --set distributed.timeout_seconds=20 "${sets[@]}" >>"$log" 2>&1 &
+    local launcher=$!
+    while kill -0 "$launcher" 2>/dev/null && ((SECONDS - t0 < 30)); do sleep 0.5; done
+    if kill -0 "$launcher" 2>/dev/null; then
+      rc=hung
+      local pid
+      for pid in $(pgrep -f "hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir=$dir"); do
+        echo "== stacks of pid $pid" >>"$log"
+        timeout 20 "$KIT/bin/eu-stack" -p "$pid" >>"$log" 2>&1 ||
+          grep -H . /proc/"$pid"/task/*/wchan >>"$log" 2>&1
+      done
+      pkill -KILL -f "hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir=$dir"
+      kill -KILL "$launcher" 2>/dev/null
+      wait "$launcher" 2>/dev/null
+    else
+      wait "$launcher"
+      rc=$?
+    fi
+    note "probe $v: exit $rc ($((SECONDS - t0)) s), summary.json $([[ -f $dir/summary.json ]] &&
+      echo written || echo none); $(grep -v '^+' "$log" | grep -v '^\(==\|#\|TID\|PID\)' |
+      tail -n 1)"
   done
 }
 

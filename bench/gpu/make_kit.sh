@@ -13,11 +13,15 @@ mkdir -p "$KIT/bin" "$KIT/fmnist"
 bins=("$BUILD/hpctrain" "$BUILD/hpctrain-data" "$BUILD/ht_gpu_tests" "$BUILD/ht_gpu_mixed_tests"
   /usr/bin/mpiexec.hydra /usr/bin/h5dump
   /usr/bin/hydra_pmi_proxy)
+# eu-stack (elfutils, scripts/install-deps.sh --bench): the threads' stacks of a run that
+# hangs (device.sh probe).
+[[ -x /usr/bin/eu-stack ]] && bins+=(/usr/bin/eu-stack)
 cp "${bins[@]}" "$KIT/bin/"
-strip "$KIT"/bin/*
+# The symbol tables stay (2.4 MB), so that eu-stack names hpctrain's functions.
+strip --strip-debug "$KIT"/bin/*
 mkdir -p "$KIT/lib/hpctrain"
 cp "$BUILD/lib/hpctrain/libhpctrain_cuda.so" "$KIT/lib/hpctrain/"
-strip "$KIT/lib/hpctrain/libhpctrain_cuda.so"
+strip --strip-debug "$KIT/lib/hpctrain/libhpctrain_cuda.so"
 bins+=("$BUILD/lib/hpctrain/libhpctrain_cuda.so")  # for its libraries below
 staging=$(mktemp -d)
 trap 'rm -rf "$staging"' EXIT

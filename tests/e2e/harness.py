@@ -78,11 +78,32 @@ def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml
     `env` adds environment variables."""
     cmd = train_cmd(name, ranks, sets, config, resume)
     print("+ " + " ".join(cmd), flush=True)
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                       env=dict(os.environ, **(env or {})))
-    print(p.stdout)
-    print(p.stderr, file=sys.stderr)
-    return p.returncode, p.stdout, p.stderr
+    # The output goes to files beside the run directory as it comes, so that a run cut short
+    # (its timeout, a TERM to the case) still shows how far it got; the run is a session of
+    # its own, whose ranks are killed with it.
+    paths = [run_dir(name) + ".stdout", run_dir(name) + ".stderr"]
+    os.makedirs(os.path.dirname(paths[0]), exist_ok=True)
+    finished = False
+    try:
+        with open(paths[0], "w") as out, open(paths[1], "w") as err:
+            p = session(cmd, stdout=out, stderr=err, env=dict(os.environ, **(env or {})))
+            try:
+                p.wait(timeout=timeout)
+                finished = True
+            finally:
+                if not finished:
+                    end_sessions()
+                    p.wait()
+    finally:
+        texts = []
+        for path in paths:
+            with open(path) if os.path.exists(path) else open(os.devnull) as f:
+                texts.append(f.read())
+        if not finished:
+            print("(the run was cut short: its output so far follows)", file=sys.stderr)
+        print(texts[0])
+        print(texts[1], file=sys.stderr)
+    return p.returncode, texts[0], texts[1]
 
 
 def documented_names(heading):
