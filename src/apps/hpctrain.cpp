@@ -3,6 +3,7 @@
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -225,6 +226,31 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
   }
 }
 
+// A rank's ending once its work is done: releasing the trainer (its threads, files and
+// device) and MPI_Finalize (which waits for every rank) have distributed.timeout_seconds
+// each. A rank still in one after that says which and ends with `code`: a job whose outputs
+// are written would otherwise hold its allocation until its time limit.
+int end_run(std::unique_ptr<Trainer>& trainer, MpiEnv& env, int code) {
+  const double seconds = trainer->config().distributed.timeout_seconds;
+  const auto still = [&](const char* step) {
+    char text[320];
+    std::snprintf(text, sizeof(text),
+                  "still %s after %g s (distributed.timeout_seconds), its work done: this rank "
+                  "ends now with exit code %d",
+                  step, seconds, code);
+    return std::string(text);
+  };
+  {
+    const Deadline bound(seconds, still("releasing the trainer (threads, files, device)"), code,
+                         /*warning=*/true);
+    trainer.reset();
+  }
+  const Deadline bound(seconds, still("in MPI_Finalize (waiting for the other ranks)"), code,
+                       /*warning=*/true);
+  env.finalize();
+  return code;
+}
+
 int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
   if (is_help(args)) {
     if (prints_for_all_ranks()) std::cout << kTrainUsage;
@@ -262,7 +288,7 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
       env, [&] { return load_config(config_path, overrides, catalog()); }, resume, trainer,
       Trainer::Purpose::kTrain);
   if (code != 0) return code;
-  return run_or_abort(env, [&] { return trainer->run(); });
+  return end_run(trainer, env, run_or_abort(env, [&] { return trainer->run(); }));
 }
 
 constexpr const char* kEvalUsage =
@@ -306,7 +332,7 @@ int cmd_eval(int* argc, char*** argv, const std::vector<std::string>& args) {
       },
       resume, trainer, Trainer::Purpose::kEval);
   if (code != 0) return code;
-  return run_or_abort(env, [&] { return trainer->evaluate_checkpoint(); });
+  return end_run(trainer, env, run_or_abort(env, [&] { return trainer->evaluate_checkpoint(); }));
 }
 
 int cmd_inspect(const std::vector<std::string>& args) {

@@ -47,10 +47,12 @@ MpiEnv::MpiEnv(int* argc, char*** argv) {
   set_log_rank(rank_, size_);
 }
 
-MpiEnv::~MpiEnv() {
+MpiEnv::~MpiEnv() { finalize(); }
+
+void MpiEnv::finalize() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();  // destructors never throw
+  if (!finalized) MPI_Finalize();  // the destructor's: it never throws
 }
 
 void MpiEnv::abort(int code) {

@@ -19,6 +19,9 @@ class MpiEnv {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
 
+  // MPI_Finalize, once (the destructor's, called earlier; it waits for every rank).
+  void finalize();
+
   // Ends every rank of the job with `code` (MPI_Abort); used when one rank fails
   // while others may be inside a collective.
   [[noreturn]] static void abort(int code);

@@ -8,14 +8,18 @@
 
 namespace hpctrain {
 
-Deadline::Deadline(double seconds, std::string message, int exit_code) {
+Deadline::Deadline(double seconds, std::string message, int exit_code, bool warning) {
   if (seconds <= 0) return;
-  thread_ = std::thread([this, seconds, message = std::move(message), exit_code] {
+  thread_ = std::thread([this, seconds, message = std::move(message), exit_code, warning] {
     std::unique_lock<std::mutex> lock(mutex_);
     if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
       return;
     }
-    log_error(message);
+    if (warning) {
+      log_warn(message);
+    } else {
+      log_error(message);
+    }
     _exit(exit_code);
   });
 }

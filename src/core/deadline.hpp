@@ -14,8 +14,9 @@ namespace hpctrain {
 
 class Deadline {
  public:
-  // seconds <= 0: no bound (no thread).
-  Deadline(double seconds, std::string message, int exit_code);
+  // seconds <= 0: no bound (no thread). `warning`: the message is a warning, not an error
+  // (the work is done, and the exit code says how it went).
+  Deadline(double seconds, std::string message, int exit_code, bool warning = false);
   ~Deadline();
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;

@@ -55,6 +55,8 @@ class Trainer {
   // from. Throws UsageError for bad input.
   void prepare(Purpose purpose);
 
+  const Config& config() const { return config_; }
+
   // Collective: resumes, trains, evaluates, writes outputs (rank 0). Returns the
   // exit code: 0 done, 75 stopped by a signal after committing a checkpoint.
   int run();

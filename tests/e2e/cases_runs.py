@@ -191,6 +191,30 @@ def case_killed_rank_ends_job():
     print(f"job ended {time.time() - t0:.1f} s after the kill, exit {p.returncode}")
 
 
+def case_ending_is_bounded():
+    """A rank whose ending hangs once its work is done (MPI_Finalize never returns there, by
+    finalize_shim.c) says so after distributed.timeout_seconds and exits with the run's code:
+    the job ends with its outputs written, instead of holding its allocation until its time
+    limit. Each rank in turn; the other's MPI_Finalize may then wait for it, and is bounded
+    alike."""
+    shim = os.path.join(ARGS.build, "test-shims", "libht_finalize_shim.so")
+    sets = [f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1",
+            "distributed.timeout_seconds=2"]
+    for hung in ("0", "1"):
+        t0 = time.time()
+        rc, _, err = train(f"ending_{hung}", 2, sets, timeout=120,
+                           env={"LD_PRELOAD": shim, "HT_HANG_FINALIZE_RANK": hung})
+        took = time.time() - t0
+        check(rc == 0, f"rank {hung} hung in MPI_Finalize: exit {rc}, expected 0")
+        check(took < 60, f"rank {hung} hung in MPI_Finalize: the job took {took:.0f} s")
+        warned = [line for line in err.splitlines() if "still in MPI_Finalize" in line]
+        check(any(f"[rank {hung}] warning: still in MPI_Finalize" in line and
+                  "after 2 s (distributed.timeout_seconds)" in line and "exit code 0" in line
+                  for line in warned), f"no warning of rank {hung}: {err}")
+        check(os.path.exists(os.path.join(run_dir(f"ending_{hung}"), "summary.json")),
+              "summary.json missing")
+
+
 def case_cli():
     h = subprocess.run([hpctrain(), "--help"], capture_output=True, text=True)
     check(h.returncode == 0 and "train CONFIG.yaml" in h.stdout, "hpctrain --help")
