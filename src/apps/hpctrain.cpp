@@ -2,6 +2,7 @@
 // the subcommand needs it, and turns errors into exit codes (docs/contracts.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -227,9 +228,10 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
 }
 
 // A rank's ending once its work is done: releasing the trainer (its threads, files and
-// device) and MPI_Finalize (which waits for every rank) have distributed.timeout_seconds
-// each. A rank still in one after that says which and ends with `code`: a job whose outputs
-// are written would otherwise hold its allocation until its time limit.
+// device), MPI_Finalize (which waits for every rank) and the exit handlers have
+// distributed.timeout_seconds each. A rank still in one after that says which and ends with
+// `code`: a job whose outputs are written would otherwise hold its allocation until its
+// time limit.
 int end_run(std::unique_ptr<Trainer>& trainer, MpiEnv& env, int code) {
   const double seconds = trainer->config().distributed.timeout_seconds;
   const auto still = [&](const char* step) {
@@ -245,9 +247,20 @@ int end_run(std::unique_ptr<Trainer>& trainer, MpiEnv& env, int code) {
                          /*warning=*/true);
     trainer.reset();
   }
-  const Deadline bound(seconds, still("in MPI_Finalize (waiting for the other ranks)"), code,
-                       /*warning=*/true);
-  env.finalize();
+  {
+    const Deadline bound(seconds, still("in MPI_Finalize (waiting for the other ranks)"), code,
+                         /*warning=*/true);
+    env.finalize();
+  }
+  // Then the libraries' exit handlers (CUDA's, MPI's), bounded alike by a thread that
+  // outlives main's objects.
+  if (seconds > 0) {
+    std::thread([seconds, code, message = still("in the libraries' exit handlers")] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+      log_warn(message);
+      std::_Exit(code);
+    }).detach();
+  }
   return code;
 }
 

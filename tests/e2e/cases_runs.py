@@ -196,7 +196,7 @@ def case_ending_is_bounded():
     finalize_shim.c) says so after distributed.timeout_seconds and exits with the run's code:
     the job ends with its outputs written, instead of holding its allocation until its time
     limit. Each rank in turn; the other's MPI_Finalize may then wait for it, and is bounded
-    alike."""
+    alike. Then an exit handler that never returns, on rank 1."""
     shim = os.path.join(ARGS.build, "test-shims", "libht_finalize_shim.so")
     sets = [f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1",
             "distributed.timeout_seconds=2"]
@@ -213,6 +213,11 @@ def case_ending_is_bounded():
                   for line in warned), f"no warning of rank {hung}: {err}")
         check(os.path.exists(os.path.join(run_dir(f"ending_{hung}"), "summary.json")),
               "summary.json missing")
+    rc, _, err = train("ending_exit", 2, sets, timeout=120,
+                       env={"LD_PRELOAD": shim, "HT_HANG_AT_EXIT_RANK": "1"})
+    check(rc == 0, f"rank 1 hung in an exit handler: exit {rc}, expected 0")
+    check("[rank 1] warning: still in the libraries' exit handlers after 2 s" in err,
+          f"no warning of rank 1: {err}")
 
 
 def case_cli():
