@@ -4,7 +4,8 @@ unpacked) into one JSON record: per shape and precision, hpctrain's images/s
 (last epoch of each run; median over the runs) against PyTorch's (median window), the
 ratio, joules per training image on each side where the energy was read, the model FLOP
 utilisation of each (training FLOPs = 3 x the forward FLOPs `hpctrain inspect` counts,
-against the card's dense peak for the precision), and the step breakdown of the timed
+against the card's dense peak for the precision; inspect's count includes BatchNorm and the
+residual additions, 0.14% above the convolutions and dense layer alone for ResNet-34), and the step breakdown of the timed
 runs (tf32, bf16); with the logs of `device.sh lstm` too, the LSTM's samples/s per engine
 and precision against PyTorch's nn.LSTM. Logs of several calls may be put in one folder
 (runs renamed apart, pytorch.jsonl lines appended): each side's median run counts.

@@ -150,10 +150,19 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     throw UsageError("inspect: --input and --classes go together");
   }
   if (!input.empty()) {
+    // --input/--classes describe images or features; token ids come with their vocabulary
+    // and, for a language model, a label per step, which only the data file gives.
+    for (const LayerSpec& layer : config.model.layers) {
+      if (layer.type == "embedding") {
+        throw UsageError(path + ": model.layers: embedding '" + layer.name +
+                         "' reads token data: inspect this config without --input and "
+                         "--classes (its data.train is read)");
+      }
+    }
     dims = parse_input_dims(input);
     if (classes.find_first_not_of("0123456789") != std::string::npos || classes.size() > 6 ||
-        std::stoi(classes) < 1) {
-      throw UsageError("inspect: --classes: expected an integer from 1 to 999999, got '" + classes +
+        std::stoi(classes) < 2) {
+      throw UsageError("inspect: --classes: expected an integer from 2 to 999999, got '" + classes +
                        "'");
     }
     data.num_classes = std::stoi(classes);

@@ -168,7 +168,10 @@ double read_number(const Origins& origins, const Value& v, const NumberRange& ra
   if (!range.contains(x)) {
     origins.fail(v.path, v.mark, "expected a number " + range.text() + ", got " + got_text(v.node));
   }
-  if (range.float32 && !range.contains(static_cast<float>(x))) {
+  // As a float32 a value may leave the range, overflow to inf, or underflow to 0.
+  const float as_float = static_cast<float>(x);
+  if (range.float32 &&
+      (!range.contains(as_float) || !std::isfinite(as_float) || (x != 0 && as_float == 0))) {
     origins.fail(v.path, v.mark,
                  "expected a number " + range.text() + ", got " + got_text(v.node) + ", which is " +
                      format_number(static_cast<float>(x)) + " as the float32 it is used as");

@@ -18,10 +18,14 @@ std::string grouped(int64_t v) {
 
 std::string row(const std::string& name, const char* type, const std::string& out, int64_t params,
                 int64_t macs) {
-  char buf[160];
-  std::snprintf(buf, sizeof(buf), "%-26s %-15s %-12s %12s %12.2f", name.c_str(), type, out.c_str(),
-                grouped(params).c_str(), 2e-6 * static_cast<double>(macs));
-  return buf;
+  // A name or shape wider than its column pushes the rest along, whole.
+  const auto padded = [](const std::string& text, size_t width) {
+    return text + std::string(text.size() < width ? width - text.size() : 0, ' ') + " ";
+  };
+  char numbers[48];
+  std::snprintf(numbers, sizeof(numbers), "%12s %12.2f", grouped(params).c_str(),
+                2e-6 * static_cast<double>(macs));
+  return padded(name, 26) + padded(type, 15) + padded(out, 12) + numbers;
 }
 
 // The timing columns of a layer or part: forward and backward ms, forward GFLOP/s.

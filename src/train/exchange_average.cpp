@@ -25,7 +25,11 @@ class AverageExchange final : public Exchange {
   void parameters_stepped(int64_t global_step, bool epoch_end) override {
     if (global_step % ctx_.config.distributed.every != 0 && !epoch_end) return;
     WatchdogScope w(ctx_.watchdog, "parameter averaging", global_step);
-    ctx_.collectives.average(ctx_.model.mutable_params(), ctx_.model.param_count());
+    // The trainable ranges only: frozen layers are equal on every rank already, and the
+    // average of equal copies, (x + x + x) / 3, is not always x in float32.
+    for (const ParamRange& r : ctx_.trainable) {
+      ctx_.collectives.average(ctx_.model.mutable_params() + r.offset, r.count);
+    }
   }
 };
 

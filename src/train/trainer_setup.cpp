@@ -123,6 +123,10 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
       split_files(config_, config_.data.train, "train", {}, rank_);
   train_file_ = open_split(train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();
+  if (shape.num_classes < 2) {  // nothing to tell apart: every prediction is right
+    throw UsageError(config_.source_file + ": data.train: " + train_file_->path() +
+                     " has 1 class; a classifier needs 2 or more");
+  }
   val_file_ =
       open_split(split_files(config_, config_.data.val, "val", train, rank_), "val", &shape);
   test_file_ =
@@ -233,6 +237,10 @@ void Trainer::prepare(Purpose purpose) {
     }
   }
   trainable_ = trainable_ranges(*model_, config_.model.freeze, config_.source_file);
+  if (purpose == Purpose::kTrain && trainable_.empty() && rank_ == 0) {
+    log_warn(config_.source_file +
+             ": model.freeze: every layer with parameters is frozen: training changes none");
+  }
   std::vector<ParamRange> updated = trainable_;
   if (async) {
     async_layout_ = std::make_unique<AsyncLayout>(

@@ -177,7 +177,12 @@ std::vector<ParamRange> trainable_ranges(const Model& model, const std::vector<s
   for (size_t i = 0; i < model.layers().size(); ++i) {
     const Layer& layer = *model.layers()[i];
     const size_t n = layer.param_count();
-    if (n == 0 || std::count(freeze.begin(), freeze.end(), layer.name()) > 0) continue;
+    const bool frozen = std::count(freeze.begin(), freeze.end(), layer.name()) > 0;
+    if (frozen && n == 0) {  // a slip for another layer: nothing of it would change anyway
+      throw UsageError(config_file + ": model.freeze: layer '" + layer.name() +
+                       "' has no parameters to freeze");
+    }
+    if (n == 0 || frozen) continue;
     const size_t off = model.param_offset(i);
     if (!ranges.empty() && ranges.back().offset + ranges.back().count == off) {
       ranges.back().count += n;

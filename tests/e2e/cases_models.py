@@ -382,6 +382,19 @@ def case_transfer_freeze():
     check(h5_values(src, ds, 0, 50) == h5_values(dst, ds, 0, 50), "frozen dense0 changed")
     head = 784 * 192 + 192  # the classifier starts after dense0
     check(h5_values(src, ds, head, 50) != h5_values(dst, ds, head, 50), "classifier did not train")
+    # Parameter averaging on 3 ranks leaves frozen layers as they are, to the bit: every
+    # layer frozen, the source's parameters come out (the average of three equal copies,
+    # (x + x + x) / 3, is not always x in float32).
+    fresh("frozen_average")
+    s = expect_ok("frozen_average", 3, ["train.epochs=1", "data.val=", "data.test=",
+                                        f"model.init_from={src}",
+                                        "model.freeze=[dense0, classifier]",
+                                        "distributed.strategy=average"])
+    check(s["params_sha256"] == summary("base")["params_sha256"],
+          "averaging changed frozen parameters")
+    rc, _, err = train("frozen_relu", 1, ["train.epochs=1", "model.freeze=[relu0]"])
+    check(rc == 2, f"model.freeze of a layer without parameters: exit {rc}, expected 2")
+    one_error_line(err, "model.freeze: layer 'relu0' has no parameters to freeze")
     missing = os.path.join(run_dir("tuned"), "nothing.h5")
     fresh("tuned_missing")
     rc, _, err = train("tuned_missing", 2, ["train.epochs=2", f"model.init_from={missing}"])

@@ -161,6 +161,15 @@ def case_more_ranks_than_samples():
     rc, _, err = train("tiny_batch", 1, [f"data.train={out}", "data.val=", "data.test="])
     check(rc == 2, f"batch 64 on 2 samples: exit {rc}, expected 2")
     one_error_line(err, "train.batch_size")
+    # One class: nothing to learn (it trained to accuracy 1.0).
+    write_idx(prefix + "1", 64, [0] * 64)
+    one = prefix + "1.h5"
+    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "idx", "--images",
+                    prefix + "1-images.gz", "--labels", prefix + "1-labels.gz", "--out", one,
+                    "--classes", "1"], check=True)
+    rc, _, err = train("one_class", 1, [f"data.train={one}", "data.val=", "data.test="])
+    check(rc == 2, f"a training file of one class: exit {rc}, expected 2")
+    one_error_line(err, f"data.train: {one} has 1 class")
 
 
 def case_killed_rank_ends_job():
@@ -255,6 +264,11 @@ def case_cli():
     c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
                         "--classes", "9"], capture_output=True, text=True)
     check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
+    # an embedding's token data (its vocabulary, a label per step) only the data file gives
+    c = subprocess.run([hpctrain(), "inspect", "configs/fortunes_char_lstm.yaml", "--input",
+                        "16", "--classes", "95"], capture_output=True, text=True)
+    one_error_line(c.stderr, "fortunes_char_lstm.yaml: model.layers: embedding", "without --input")
+    check(c.returncode == 2, f"inspect --input of a model with an embedding: exit {c.returncode}")
     # an input whose model cannot fit in memory: exit 2, not std::bad_alloc
     for dims, words in (("100000x100000x100000", "more than 2^31"),
                         ("1x40000x40000", "needs at least")):
@@ -273,13 +287,15 @@ def case_cli():
     check(c.returncode == 2 and "--batch goes with --time" in c.stderr,
           "inspect --batch without --time: " + c.stderr)
     # Out of range: one line giving the range.
-    for opt, before in (("--classes", []), ("--batch", ["--classes", "10", "--time"])):
-        for value in ("0", "99999999999"):
+    for opt, low, before in (("--classes", 2, []),
+                             ("--batch", 1, ["--classes", "10", "--time"])):
+        for value in (str(low - 1), "99999999999"):
             c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_mlp.yaml",
                                 "--input", "1x28x28"] + before + [opt, value],
                                capture_output=True, text=True)
             check(c.returncode == 2, f"inspect {opt} {value}: exit {c.returncode}")
-            one_error_line(c.stderr, f"{opt}: expected an integer from 1 to 999999, got '{value}'")
+            one_error_line(c.stderr,
+                           f"{opt}: expected an integer from {low} to 999999, got '{value}'")
     # config --list: a line per key, with the layer types' keys and the strategies.
     c = subprocess.run([hpctrain(), "config", "--list"], capture_output=True, text=True)
     check(c.returncode == 0 and "\ntrain.epochs " in c.stdout

@@ -442,7 +442,7 @@ TEST(ConfigToYaml, RoundTripsLayersAndAwkwardValues) {
       write_yaml(kMinimal),
       {"model.preset=layers", "model.layers=[{type: dense, units: 7}, {type: relu, name: 'null'}]",
        "run.name='true'", "data.val='null'", "optimizer.lr=0.1", "optimizer.momentum=0.3",
-       "optimizer.weight_decay=1e-300", "train.progress_seconds=0.30000000000000004",
+       "optimizer.weight_decay=1.0000000000000002e-05", "train.progress_seconds=1e-300",
        "optimizer.schedule.type=step", "optimizer.schedule.gamma=0.3333333333333333", "run.seed=0"},
       catalog());
   EXPECT_EQ(c.run.name, "true");

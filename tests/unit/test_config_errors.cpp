@@ -114,6 +114,20 @@ TEST(ConfigErrors, OutOfRange) {
   expect_error(head + "optimizer:\n  lr: 1e-50\n",
                "FILE:4: optimizer.lr: expected a number > 0, got 1e-50, which is 0 as the "
                "float32 it is used as");
+  // Beyond float32's range a value is inf there (lr 1e39 trained to a "diverged" exit 1), and
+  // a positive one below its smallest is 0 (weight_decay 1e-50 was no decay, unsaid).
+  expect_error(head + "optimizer:\n  lr: 1e39\n",
+               "FILE:4: optimizer.lr: expected a number > 0, got 1e39, which is inf as the "
+               "float32 it is used as");
+  expect_error(head + "optimizer:\n  weight_decay: 1e39\n",
+               "FILE:4: optimizer.weight_decay: expected a number >= 0, got 1e39, which is inf "
+               "as the float32 it is used as");
+  expect_error(head + "optimizer:\n  weight_decay: 1e-50\n",
+               "FILE:4: optimizer.weight_decay: expected a number >= 0, got 1e-50, which is 0 "
+               "as the float32 it is used as");
+  expect_error(head + "optimizer:\n  clip_grad_norm: 1e39\n",
+               "FILE:4: optimizer.clip_grad_norm: expected a number >= 0, got 1e39, which is "
+               "inf as the float32 it is used as");
   expect_error(head + "optimizer:\n  name: adam\n  eps: 1e-50\n",
                "FILE:5: optimizer.eps: expected a number > 0, got 1e-50, which is 0 as the "
                "float32 it is used as");

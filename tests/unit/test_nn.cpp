@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -178,6 +180,22 @@ TEST(LayerProfile, TimesEveryLayerAndTheStep) {
   const std::string table = model_summary(m, &t);
   EXPECT_NE(table.find("fwd_ms"), std::string::npos) << table;
   EXPECT_NE(table.find("step at batch 5"), std::string::npos) << table;
+}
+
+// A layer name wider than its column pushes the row's other columns along, whole (a fixed
+// buffer cut them off from a name of about 110 characters).
+TEST(ModelSummary, ALongNameKeepsTheRowWhole) {
+  CpuBackend b(1);
+  std::vector<std::unique_ptr<Layer>> layers;
+  const std::string name(200, 'n');
+  layers.push_back(std::make_unique<Dense>(name, 7));
+  Model m(b, std::move(layers), {1, 1, 3}, 2);
+  const std::string table = model_summary(m, nullptr);
+  const size_t at = table.find(name);
+  ASSERT_NE(at, std::string::npos) << table;
+  const std::string line = table.substr(at, table.find('\n', at) - at);
+  EXPECT_NE(line.find("dense"), std::string::npos) << line;
+  EXPECT_NE(line.find(" 28 "), std::string::npos) << line;  // 3 x 7 + 7 parameters
 }
 
 }  // namespace
