@@ -139,22 +139,25 @@ def case_missing_data():
     one_error_line(err, "fashion_mnist_mlp.yaml: data.train: /nonexistent/train.h5: no such file")
 
 
-def write_idx(prefix, n, labels):
+def idx_file(name, labels, classes):
+    """e2e-runs/NAME.h5 of len(labels) 28x28 images, converted from IDX files written here by
+    hpctrain-data idx --classes CLASSES."""
+    prefix = os.path.join(ARGS.build, "e2e-runs", name)
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    n = len(labels)
     with gzip.open(prefix + "-images.gz", "wb") as f:
         f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(range(256)) * (n * 784 // 256)
                 + bytes(n * 784 % 256))
     with gzip.open(prefix + "-labels.gz", "wb") as f:
         f.write(struct.pack(">II", 0x801, n) + bytes(labels))
+    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "idx", "--images",
+                    prefix + "-images.gz", "--labels", prefix + "-labels.gz", "--out",
+                    prefix + ".h5", "--classes", str(classes)], check=True)
+    return prefix + ".h5"
 
 
 def case_more_ranks_than_samples():
-    prefix = os.path.join(ARGS.build, "e2e-runs", "tiny")
-    os.makedirs(os.path.dirname(prefix), exist_ok=True)
-    write_idx(prefix, 2, [1, 2])
-    out = prefix + ".h5"
-    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "idx", "--images",
-                    prefix + "-images.gz", "--labels", prefix + "-labels.gz", "--out", out,
-                    "--classes", "10"], check=True)
+    out = idx_file("tiny", [1, 2], 10)
     rc, _, err = train("tiny", 3, [f"data.train={out}", "data.val=", "data.test="])
     check(rc == 2, f"3 ranks on 2 samples: exit {rc}, expected 2")
     one_error_line(err, out, "3 ranks")
@@ -162,11 +165,7 @@ def case_more_ranks_than_samples():
     check(rc == 2, f"batch 64 on 2 samples: exit {rc}, expected 2")
     one_error_line(err, "train.batch_size")
     # One class: nothing to learn (it trained to accuracy 1.0).
-    write_idx(prefix + "1", 64, [0] * 64)
-    one = prefix + "1.h5"
-    subprocess.run([os.path.join(ARGS.build, "hpctrain-data"), "idx", "--images",
-                    prefix + "1-images.gz", "--labels", prefix + "1-labels.gz", "--out", one,
-                    "--classes", "1"], check=True)
+    one = idx_file("tiny1", [0] * 64, 1)
     rc, _, err = train("one_class", 1, [f"data.train={one}", "data.val=", "data.test="])
     check(rc == 2, f"a training file of one class: exit {rc}, expected 2")
     one_error_line(err, f"data.train: {one} has 1 class")
