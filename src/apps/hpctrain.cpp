@@ -263,7 +263,7 @@ int end_run(std::unique_ptr<Trainer>& trainer, MpiEnv& env, int code) {
   }
   // Then the libraries' exit handlers (CUDA's, MPI's), bounded alike by a thread that
   // outlives main's objects.
-  if (seconds > 0) {
+  if (seconds > 0 && seconds < kNoBoundSeconds) {
     std::thread([seconds, code, message = still("in the libraries' exit handlers")] {
       std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
       log_warn(message);

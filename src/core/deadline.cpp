@@ -9,7 +9,7 @@
 namespace hpctrain {
 
 Deadline::Deadline(double seconds, std::string message, int exit_code, bool warning) {
-  if (seconds <= 0) return;
+  if (seconds <= 0 || seconds >= kNoBoundSeconds) return;
   thread_ = std::thread([this, seconds, message = std::move(message), exit_code, warning] {
     std::unique_lock<std::mutex> lock(mutex_);
     if (cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {

@@ -12,10 +12,14 @@
 
 namespace hpctrain {
 
+// Bounds of this many seconds (about 31 years) or more are none: std::chrono's clocks
+// overflow past about 9.2e9 s, where a wait would end at once.
+constexpr double kNoBoundSeconds = 1e9;
+
 class Deadline {
  public:
-  // seconds <= 0: no bound (no thread). `warning`: the message is a warning, not an error
-  // (the work is done, and the exit code says how it went).
+  // seconds <= 0 or >= kNoBoundSeconds: no bound (no thread). `warning`: the message is a
+  // warning, not an error (the work is done, and the exit code says how it went).
   Deadline(double seconds, std::string message, int exit_code, bool warning = false);
   ~Deadline();
   Deadline(const Deadline&) = delete;

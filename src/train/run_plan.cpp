@@ -25,6 +25,16 @@ BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& tr
     throw UsageError(train_path + ": " + std::to_string(rows) + " samples cannot be shared by " +
                      std::to_string(world_size) + " ranks");
   }
+  if (total > rows / t.accumulate_steps) {  // no rank's shard could hold its batch
+    std::string what = std::to_string(t.batch_size);
+    if (t.accumulate_steps > 1) {
+      what += " x train.accumulate_steps " + std::to_string(t.accumulate_steps);
+    }
+    if (!global)
+      what += " on " + std::to_string(world_size) + (world_size == 1 ? " rank" : " ranks");
+    throw UsageError(config.source_file + ": train.batch_size: " + what + " is larger than the " +
+                     std::to_string(rows) + " samples of " + train_path);
+  }
   BatchPlan plan = plan_batches(rows, total, weights, t.accumulate_steps);
   const bool automatic = config.distributed.balance == "auto";
   if (automatic) plan.steps_per_epoch = auto_steps_per_epoch(plan.steps_per_epoch);

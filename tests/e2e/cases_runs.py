@@ -163,7 +163,15 @@ def case_more_ranks_than_samples():
     one_error_line(err, out, "3 ranks")
     rc, _, err = train("tiny_batch", 1, [f"data.train={out}", "data.val=", "data.test="])
     check(rc == 2, f"batch 64 on 2 samples: exit {rc}, expected 2")
-    one_error_line(err, "train.batch_size")
+    one_error_line(err, f"train.batch_size: 64 on 1 rank is larger than the 2 samples of {out}")
+    # A batch beyond what the plan's arithmetic takes (2^30) is the key's range, and one
+    # within it but beyond the data is the data's size: exit 2, not an internal error.
+    for batch, words in (("1073741825", "expected an integer <= 1073741824"),
+                         ("1073741824", "is larger than the 2 samples")):
+        rc, _, err = train("tiny_batch", 2, [f"data.train={out}", "data.val=", "data.test=",
+                                             f"train.batch_size={batch}"])
+        check(rc == 2, f"batch {batch}: exit {rc}, expected 2")
+        one_error_line(err, "train.batch_size", words)
     # One class: nothing to learn (it trained to accuracy 1.0).
     one = idx_file("tiny1", [0] * 64, 1)
     rc, _, err = train("one_class", 1, [f"data.train={one}", "data.val=", "data.test="])
@@ -226,6 +234,10 @@ def case_ending_is_bounded():
     check(rc == 0, f"rank 1 hung in an exit handler: exit {rc}, expected 0")
     check("[rank 1] warning: still in the libraries' exit handlers after 2 s" in err,
           f"no warning of rank 1: {err}")
+    # A timeout past what the clocks hold is none: the ranks end as usual (a wait of 1e10 s
+    # ended at once, and every rank cut its own ending short).
+    rc, _, err = train("ending_never", 2, sets[:-1] + ["distributed.timeout_seconds=1e10"])
+    check(rc == 0 and "still" not in err, f"timeout 1e10: exit {rc}: {err}")
 
 
 def case_cli():

@@ -103,8 +103,8 @@ TEST(RunPlan, ErrorsNameTheKey) {
     FAIL() << "4 micro-batches of 64 from 250 rows";
   } catch (const UsageError& e) {
     EXPECT_EQ(std::string(e.what()),
-              "run.yaml: train.batch_size: 64 x train.accumulate_steps 4 is larger than a "
-              "rank's shard (250 samples of t.h5)");
+              "run.yaml: train.batch_size: 64 x train.accumulate_steps 4 on 2 ranks is larger "
+              "than the 500 samples of t.h5");
   }
   EXPECT_THROW(plan_for_run(config_with(1, "per_rank", 1), 2, "t.h5", equal(3)), UsageError);
 }

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/crash_note.hpp"
@@ -65,6 +67,11 @@ TEST(CrashNote, NamesTheFileBeingReadAndStillDies) {
 TEST(Deadline, EndsTheProcessOnlyWhenTheTimeRunsOut) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   { const Deadline in_time(30.0, "never printed", 3); }
+  {
+    // A bound past what the clocks hold is none (a wait of 1e10 s ended at once).
+    const Deadline huge(1e10, "never printed either", 3);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   EXPECT_EXIT(
       {
         const Deadline late(0.05, "inspect: x.h5: no answer", 3);
