@@ -77,8 +77,9 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
   if (!text && std::filesystem::is_directory(source, ec)) {
     throw UsageError(source + ": cannot open config file (it is a directory)");
   }
-  // A data file or a checkpoint given for the config: not "a YAML error".
-  if (!text && is_hdf5_file(source)) {
+  // A data file or a checkpoint given for the config: not "a YAML error". A pipe
+  // (<(envsubst < t.yaml), /dev/stdin) is read once, by the YAML reader.
+  if (!text && std::filesystem::is_regular_file(source, ec) && is_hdf5_file(source)) {
     throw UsageError(source + ": an HDF5 file (data or a checkpoint), not a YAML config");
   }
   YAML::Node root;

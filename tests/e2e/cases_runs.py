@@ -307,6 +307,12 @@ def case_cli():
             check(c.returncode == 2, f"inspect {opt} {value}: exit {c.returncode}")
             one_error_line(c.stderr,
                            f"{opt}: expected an integer from {low} to 999999, got '{value}'")
+    # A config read from a pipe (/dev/stdin, <(envsubst < t.yaml)) is read once: its text
+    # was taken by the check for an HDF5 signature ("config file is empty").
+    with open("configs/fashion_mnist_mlp.yaml") as f:
+        c = subprocess.run([hpctrain(), "config", "/dev/stdin", "--get", "model.hidden"],
+                           input=f.read(), capture_output=True, text=True)
+    check(c.returncode == 0 and c.stdout.strip() == "[192]", "config from a pipe: " + c.stderr)
     # config --list: a line per key, with the layer types' keys and the strategies.
     c = subprocess.run([hpctrain(), "config", "--list"], capture_output=True, text=True)
     check(c.returncode == 0 and "\ntrain.epochs " in c.stdout
