@@ -374,12 +374,24 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
       const auto v = top.section("distributed").find("balance");
       origins.fail(v->path, v->mark, "must be equal: " + why + ", so a slower one takes fewer");
     }
+    if (config.distributed.algorithm != AllreduceAlgorithm::kAuto) {
+      const auto v = top.section("distributed").find("algorithm");
+      origins.fail(v->path, v->mark,
+                   "must be auto: under distributed.strategy " + config.distributed.strategy +
+                       " the workers push to and pull from the parameter servers (no all-reduce)");
+    }
     if (config.optimizer.clip_grad_norm > 0) {
       const auto v = top.section("optimizer").find("clip_grad_norm");
       origins.fail(v->path, v->mark,
                    "must be 0: under distributed.strategy " + config.distributed.strategy +
                        " no rank sees the summed gradient of a step to clip");
     }
+  }
+  if (config.run.deterministic && config.distributed.balance == "auto") {
+    const auto v = top.section("distributed").find("balance");  // present: not the default
+    origins.fail(v->path, v->mark,
+                 "auto shares the batch by measured speed, which differs from run to run: "
+                 "run.deterministic needs equal or weights");
   }
   if (config.train.on_nonfinite == "skip_step" && config.distributed.strategy != "allreduce") {
     const auto v = top.section("train").find("on_nonfinite");  // present: not the default

@@ -188,6 +188,12 @@ TEST(ConfigErrors, AsyncRefusesLockstepBatchKeys) {
   expect_error(head + "optimizer:\n  clip_grad_norm: 1.0\n",
                "FILE:6: optimizer.clip_grad_norm: must be 0: under distributed.strategy async no "
                "rank sees the summed gradient of a step to clip");
+  expect_error(head + "  algorithm: mpi\n",
+               "FILE:5: distributed.algorithm: must be auto: under distributed.strategy async the "
+               "workers push to and pull from the parameter servers (no all-reduce)");
+  expect_error("data:\n  train: t.h5\nrun:\n  deterministic: true\ndistributed:\n  balance: auto\n",
+               "FILE:6: distributed.balance: auto shares the batch by measured speed, which "
+               "differs from run to run: run.deterministic needs equal or weights");
   expect_error(head + "  max_staleness: -1\n",
                "FILE:5: distributed.max_staleness: expected an integer >= 0, got -1");
   expect_error("data:\n  train: t.h5\ndistributed:\n  pull_every: 2\n",
