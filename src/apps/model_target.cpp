@@ -51,13 +51,12 @@ ModelTarget resolve_model_target(const TargetArgs& args) {
     if (!fs::exists(config_path, ec)) {
       throw UsageError(target + ": not a run directory (it has no config.yaml)");
     }
-    for (const std::string& o : overrides) {
-      if (o.rfind("run.dir=", 0) == 0) {  // it would be set aside for target, unsaid
-        throw UsageError("--set run.dir: not with a run directory: " + target +
-                         " is the run's directory");
-      }
-    }
     t.config = load_config(config_path, overrides, catalog());
+    // A run.dir of --set (run.dir=X, or run={dir: X}) would be set aside for target, unsaid.
+    if (!overrides.empty() && t.config.run.dir != load_config(config_path, {}, catalog()).run.dir) {
+      throw UsageError("--set run.dir: not with a run directory: " + target +
+                       " is the run's directory");
+    }
     const std::string old_dir = t.config.run.dir;
     if (!fs::equivalent(old_dir, target, ec)) {
       t.config.run.dir = target;

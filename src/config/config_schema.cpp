@@ -351,6 +351,10 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 std::string KeyNames::unknown_key_message(std::string_view section, std::string_view key) const {
+  if (key == "<<") {  // yaml-cpp reads a merge key as a key like any other
+    return "a YAML merge key, which the config reader does not resolve: give the keys, or "
+           "an alias (*name) for a whole section";
+  }
   std::string message = "unknown key";
   // 1. The closest key of the same section, if it is close enough.
   if (const auto* keys = section_keys(section)) {

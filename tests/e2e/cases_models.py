@@ -307,11 +307,12 @@ def case_eval_moved_run():
         e = json.load(f)
     check(e["params_sha256"] == s["params_sha256"], "eval of the moved run: other parameters")
     # run.dir of a run directory is that directory: another one is refused, not set aside.
-    p = subprocess.run(["mpiexec", "-n", "1", hpctrain(), "eval", moved, "--set",
-                        f"run.dir={moved}-x"], capture_output=True, text=True)
-    check(p.returncode == 2 and not os.path.exists(moved + "-x"),
-          f"eval --set run.dir: exit {p.returncode}")
-    one_error_line(p.stderr, "--set run.dir", moved)
+    for setting in (f"run.dir={moved}-x", f"run={{dir: {moved}-x}}"):
+        p = subprocess.run(["mpiexec", "-n", "1", hpctrain(), "eval", moved, "--set", setting],
+                           capture_output=True, text=True)
+        check(p.returncode == 2 and not os.path.exists(moved + "-x"),
+              f"eval --set {setting}: exit {p.returncode}")
+        one_error_line(p.stderr, "--set run.dir", moved)
 
 
 def write_bmp(path, width, height, pixel):

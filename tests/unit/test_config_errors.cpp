@@ -447,6 +447,13 @@ TEST(ConfigErrors, FileLevelProblems) {
   const std::string comments = load_error("# nothing here\n", {}, &path);
   EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
   expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
+  // A study file (docs/study.md) says what it is; a YAML merge key says the reader keeps it.
+  const std::string study = load_error("config: x.yaml\nvariants:\n  - {name: a}\n", {}, &path);
+  EXPECT_EQ(study, path + ": a study file (config: and variants:), not a training config: run "
+                          "it with hpctrain study");
+  expect_error("data:\n  train: t.h5\nrun:\n  <<: {name: x}\n",
+               "FILE:4: run.<<: a YAML merge key, which the config reader does not resolve: give "
+               "the keys, or an alias (*name) for a whole section");
   expect_error("train: {epochs: 2}\n---\ntrain: {epochs: 9, bogus: 1}\n",
                "FILE:2: a second YAML document ('---', or text after '...'): a config is one "
                "document");
