@@ -21,6 +21,7 @@
 #include "config/config_schema.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/log.hpp"
 
 namespace hpctrain {
 namespace {
@@ -439,12 +440,22 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
   // run.name names a folder under runs/: one path component, so that it cannot reach
   // outside (run.dir is the key for another place).
   const std::string& name = config.run.name;
-  if (name == "." || name == ".." || name.find('/') != std::string::npos ||
-      name.find('\0') != std::string::npos) {
+  const bool control = std::any_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;  // a newline from `name: |`
+  });
+  if (name == "." || name == ".." || name.find('/') != std::string::npos || control) {
     const auto v = top.section("run").find("name");  // present: "run" has no such parts
     origins.fail(v->path, v->mark,
-                 "expected a plain name (no '/', not '.' or '..'), got '" + name +
-                     "'; set run.dir to write elsewhere");
+                 "expected a plain name (no '/' or control characters, not '.' or '..'), got '" +
+                     one_line(name) + "'; set run.dir to write elsewhere");
+  }
+  const IntList& cpu = config.cpu_ranks;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    if (std::find(cpu.begin(), cpu.begin() + static_cast<std::ptrdiff_t>(i), cpu[i]) !=
+        cpu.begin() + static_cast<std::ptrdiff_t>(i)) {
+      const auto v = top.find("cpu_ranks");  // present: not empty
+      origins.fail(v->path, v->mark, "lists rank " + std::to_string(cpu[i]) + " twice");
+    }
   }
   if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name;
   if (config.checkpoint.dir.empty()) config.checkpoint.dir = config.run.dir + "/checkpoints";

@@ -266,9 +266,20 @@ TEST(ConfigErrors, RunNameIsAPlainName) {
   for (const std::string& name :
        {up + "/x", up, std::string("a/b"), std::string("/x"), std::string(".")}) {
     expect_error("run:\n  name: '" + name + "'\ndata:\n  train: t.h5\n",
-                 "FILE:2: run.name: expected a plain name (no '/', not '.' or '..'), got '" + name +
-                     "'; set run.dir to write elsewhere");
+                 "FILE:2: run.name: expected a plain name (no '/' or control characters, not '.' "
+                 "or '..'), got '" +
+                     name + "'; set run.dir to write elsewhere");
   }
+  // A block scalar ends in a newline: a run directory with a newline in its name.
+  expect_error("run:\n  name: |\n    x\ndata:\n  train: t.h5\n",
+               "FILE:2: run.name: expected a plain name (no '/' or control characters, not '.' or "
+               "'..'), got 'x\\n'; set run.dir to write elsewhere");
+}
+
+// cpu_ranks names each rank once.
+TEST(ConfigErrors, CpuRanksOnce) {
+  expect_error("cpu_ranks: [0, 1, 0]\ndata:\n  train: t.h5\n",
+               "FILE:1: cpu_ranks: lists rank 0 twice");
 }
 
 TEST(ConfigErrors, ModelLayers) {
@@ -449,8 +460,9 @@ TEST(ConfigErrors, FileLevelProblems) {
   expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
   // A study file (docs/study.md) says what it is; a YAML merge key says the reader keeps it.
   const std::string study = load_error("config: x.yaml\nvariants:\n  - {name: a}\n", {}, &path);
-  EXPECT_EQ(study, path + ": a study file (config: and variants:), not a training config: run "
-                          "it with hpctrain study");
+  EXPECT_EQ(study, path +
+                       ": a study file (config: and variants:), not a training config: run "
+                       "it with hpctrain study");
   expect_error("data:\n  train: t.h5\nrun:\n  <<: {name: x}\n",
                "FILE:4: run.<<: a YAML merge key, which the config reader does not resolve: give "
                "the keys, or an alias (*name) for a whole section");
