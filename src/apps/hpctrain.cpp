@@ -464,8 +464,10 @@ int cmd_config(const std::vector<std::string>& args) {
   }
   const std::optional<std::string> value = config_value(config, *key);
   if (!value) {
-    throw UsageError("config: --get " + *key + ": no such key in the config of " + args[0] +
-                     " (hpctrain config --list names them)");
+    throw UsageError("config: --get " + *key + ": no such key in the resolved config of " +
+                     args[0] + ": either not a key (hpctrain config --list names them) or one " +
+                     "that does not apply to this config, such as another optimizer's " +
+                     "(hpctrain config " + args[0] + " shows the keys it has)");
   }
   std::cout << *value << "\n";
   return kExitOk;

@@ -467,6 +467,7 @@ def case_config_resolved():
     check(c.returncode == 0 and [x for x in c.stdout.splitlines() if not x.startswith("#")]
           == body, "the printed config does not load back to itself")
     for args, needle in (([mlp, "--get", "run.nope"], "--get run.nope: no such key"),
+                         ([mlp, "--get", "optimizer.beta1"], "does not apply to this config"),
                          ([mlp, "--get"], "'--get'"),
                          ([mlp, "--get", "run.dir", "--get", "run.name"], "'--get'"),
                          ([mlp, "--set", "train.epoch=2"], "train.epoch"),
