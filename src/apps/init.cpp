@@ -120,7 +120,11 @@ int cmd_init(const std::vector<std::string>& args) {
     }
     targets.push_back(dir / src.filename());
     std::error_code ec;
-    if (!force && fs::symlink_status(targets.back(), ec).type() != fs::file_type::not_found) {
+    const fs::file_type there = fs::symlink_status(targets.back(), ec).type();
+    if (there == fs::file_type::directory) {  // --force replaces files, not folders
+      throw UsageError("init: " + targets.back().string() + " is a directory; nothing written");
+    }
+    if (!force && there != fs::file_type::not_found) {
       throw UsageError("init: " + targets.back().string() +
                        " exists already; nothing written (--force overwrites)");
     }

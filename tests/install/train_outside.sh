@@ -45,6 +45,15 @@ cmp -s starter/fashion_mnist_mlp.yaml "$b/share/hpctrain/configs/fashion_mnist_m
 [[ -x starter/train_single_node.sbatch && -x starter/launch.sh ]] || fail "init: job scripts not executable"
 if "$b/bin/hpctrain" init starter 2>err.txt; then fail "init overwrote files without --force"; fi
 grep -q "exists already" err.txt || fail "init refusal: $(cat err.txt)"
+# --force replaces files, not a folder where one goes: refused before anything is written.
+rm starter/launch.sh && mkdir starter/launch.sh
+echo "# edited" >>starter/fashion_mnist_mlp.yaml
+rc=0
+"$b/bin/hpctrain" init starter --force 2>err.txt || rc=$?
+if [[ $rc -ne 2 ]] || ! grep -q "starter/launch.sh is a directory; nothing written" err.txt; then
+  fail "init --force over a folder: exit $rc, expected 2: $(cat err.txt)"
+fi
+grep -q "# edited" starter/fashion_mnist_mlp.yaml || fail "init --force over a folder wrote files"
 : >a_file
 rc=0
 "$b/bin/hpctrain" init a_file/starter 2>err.txt || rc=$?
