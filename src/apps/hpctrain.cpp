@@ -2,6 +2,7 @@
 // the subcommand needs it, and turns errors into exit codes (docs/contracts.md): one line
 // on stderr, MPI_Abort when ranks may be inside a collective.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -388,8 +389,10 @@ int cmd_inspect(const std::vector<std::string>& args) {
     }
   }
   if (file.empty()) throw UsageError("inspect: expected FILE.h5 or CONFIG.yaml (see --help)");
-  const std::string extension = std::filesystem::path(file).extension().string();
-  if (extension == ".yaml" || extension == ".yml") {
+  std::string extension = std::filesystem::path(file).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension == ".yaml" || extension == ".yml") {  // CONFIG.YAML too
     if (!timeout.empty()) throw UsageError("inspect: --timeout applies to a FILE.h5 only");
     inspect_config(file, overrides, input, classes, time, batch);
     return kExitOk;

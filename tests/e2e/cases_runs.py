@@ -275,6 +275,13 @@ def case_cli():
     c = subprocess.run([hpctrain(), "inspect", "configs/seed_resnet34.yaml", "--input", "1x0x3",
                         "--classes", "9"], capture_output=True, text=True)
     check(c.returncode == 2 and "--input" in c.stderr, "inspect with a bad --input: " + c.stderr)
+    # A config's extension in capitals is a config's (it was taken for a data file).
+    upper = os.path.join(ARGS.build, "e2e-runs", "MLP.YAML")
+    os.makedirs(os.path.dirname(upper), exist_ok=True)
+    shutil.copy("configs/fashion_mnist_mlp.yaml", upper)
+    c = subprocess.run([hpctrain(), "inspect", upper, "--input", "1x28x28", "--classes", "10"],
+                       capture_output=True, text=True)
+    check(c.returncode == 0 and "152,650 parameters" in c.stdout, "inspect X.YAML: " + c.stderr)
     # an embedding's token data (its vocabulary, a label per step) only the data file gives
     c = subprocess.run([hpctrain(), "inspect", "configs/fortunes_char_lstm.yaml", "--input",
                         "16", "--classes", "95"], capture_output=True, text=True)
