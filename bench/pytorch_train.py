@@ -37,8 +37,8 @@ loading, model construction and DDP setup); the time of the slowest rank counts,
 as in hpctrain's summary.json. Prints one JSON line on stdout:
   samples_per_second = global samples trained / max over ranks of the loop time.
 
-  python3 bench/pytorch_train.py --model mlp --data /tmp/fm/train.h5 --world 2 --threads 1
-  python3 bench/pytorch_train.py --model cnn --data /tmp/fm/train.h5 --world 1 --threads 2
+  python3 bench/pytorch_train.py --model mlp --data data/fashion-mnist/train.h5 --world 2 --threads 1
+  python3 bench/pytorch_train.py --model cnn --data data/fashion-mnist/train.h5 --world 1 --threads 2
 """
 import argparse
 import ctypes

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Quick start: installs dependencies, builds, converts Debian's Fashion-MNIST to
-# HDF5 and trains the classic 784-192-10 MLP on 2 MPI ranks (CPU). Options given are
+# HDF5 and trains the classic 784-192-10 MLP on 2 MPI ranks (CPU cores, or one GPU a rank
+# where GPUs are visible). Options given are
 # passed to `hpctrain train`; paths in them are relative to the repository.
 set -euo pipefail
 cd "$(dirname "$0")/.."

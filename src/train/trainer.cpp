@@ -4,8 +4,8 @@
 //   3. the exchange strategy's hooks around backward and the optimizer step
 //      (train/exchange.hpp: gradients summed, or parameters averaged every K steps),
 //   4. the optimizer step with the scheduled learning rate,
-//   5. a two-flag all-reduce so all ranks agree on stopping (a signal) and on a
-//      time-based checkpoint at the same step.
+//   5. a three-flag all-reduce so all ranks agree on stopping (a signal), on a
+//      time-based checkpoint and on a loss that is not finite, at the same step.
 // Nothing in the step allocates, synchronises the device or logs, except the
 // rank-0 progress line every few seconds.
 #include "train/trainer.hpp"

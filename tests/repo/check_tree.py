@@ -136,6 +136,7 @@ def check_references(root, files):
         return path in tracked or path in dirs or path == "."
 
     bad = []
+    checkout = os.path.abspath(root) + "/"  # a record made here names files as ./..., not so
     for f in files:
         try:
             with open(os.path.join(root, f), encoding="utf-8") as fh:
@@ -144,6 +145,8 @@ def check_references(root, files):
             continue  # binary
         here = os.path.dirname(f)
         for number, line in enumerate(lines, 1):
+            if checkout in line:
+                bad.append(f"{f}:{number}: names this checkout's absolute path {checkout}")
             for m in RELATIVE.finditer(line):
                 token = m.group(1).rstrip(".,:;")
                 target = os.path.normpath(os.path.join(here, token))
