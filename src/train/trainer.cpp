@@ -1,13 +1,11 @@
 // The epoch loop. One training step on one rank (docs/architecture.md):
 //   1. pop the next prefetched batch (its wait is data_wait),
 //   2. forward, softmax cross-entropy, backward on the rank's Backend,
-//   3. the exchange strategy's hooks around backward and the optimizer step
-//      (train/exchange.hpp: gradients summed, or parameters averaged every K steps),
+//   3. the exchange strategy's hooks around backward and the optimizer (train/exchange.hpp),
 //   4. the optimizer step with the scheduled learning rate,
 //   5. a three-flag all-reduce so all ranks agree on stopping (a signal), on a
 //      time-based checkpoint and on a loss that is not finite, at the same step.
-// Nothing in the step allocates, synchronises the device or logs, except the
-// rank-0 progress line every few seconds.
+// Nothing in the step allocates, synchronises the device or logs but rank 0's progress line.
 #include "train/trainer.hpp"
 
 #include <algorithm>
@@ -154,6 +152,11 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
+  {  // Every rank's clock starts at once: rank 0 alone wrote the last epoch's row and
+     // checkpoint, which the others would count as training (one rank keeps it out).
+    WatchdogScope w(*watchdog_, "the epoch's start", global_step_);
+    comm_->barrier();
+  }
   comm_->reset_comm_seconds();
   const double wait0 = train_loader_->wait_seconds();
   const double t0 = now_seconds(), cpu0 = process_cpu_seconds();

@@ -4,6 +4,7 @@
 // fsync of the directory DIR (an absolute path); HT_FAIL_FSYNC_FILE=TEXT fails each fsync
 // of a regular file whose absolute path contains TEXT. HT_STALL_FSYNC_FILE=TEXT: such an
 // fsync never returns (a process killed there is killed in the middle of that write).
+// HT_SLOW_FSYNC_FILE=TEXT: such an fsync takes 2 s more (a slow parallel file system).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -33,6 +34,7 @@ int fsync(int fd) {
   if (names(fd, NULL, getenv("HT_STALL_FSYNC_FILE"))) {
     for (;;) pause();
   }
+  if (names(fd, NULL, getenv("HT_SLOW_FSYNC_FILE"))) sleep(2);
   if (names(fd, getenv("HT_FAIL_FSYNC_DIR"), getenv("HT_FAIL_FSYNC_FILE"))) {
     errno = EIO;
     return -1;
