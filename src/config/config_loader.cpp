@@ -108,7 +108,7 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
                      ": expected a map of sections at the top level, got " +
                      config_reader::describe(root));
   }
-  if (root["config"] && root["variants"]) {  // docs/study.md's file
+  if (std::as_const(root)["config"] && std::as_const(root)["variants"]) {  // docs/study.md's
     throw UsageError(source +
                      ": a study file (config: and variants:), not a training config: "
                      "run it with hpctrain study");
