@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -449,12 +450,11 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
                  "expected a plain name (no '/' or control characters, not '.' or '..'), got '" +
                      one_line(name) + "'; set run.dir to write elsewhere");
   }
-  const IntList& cpu = config.cpu_ranks;
-  for (size_t i = 0; i < cpu.size(); ++i) {
-    if (std::find(cpu.begin(), cpu.begin() + static_cast<std::ptrdiff_t>(i), cpu[i]) !=
-        cpu.begin() + static_cast<std::ptrdiff_t>(i)) {
+  std::set<int> cpu_ranks;
+  for (int r : config.cpu_ranks) {
+    if (!cpu_ranks.insert(r).second) {
       const auto v = top.find("cpu_ranks");  // present: not empty
-      origins.fail(v->path, v->mark, "lists rank " + std::to_string(cpu[i]) + " twice");
+      origins.fail(v->path, v->mark, "lists rank " + std::to_string(r) + " twice");
     }
   }
   if (config.run.dir.empty()) config.run.dir = "runs/" + config.run.name;
