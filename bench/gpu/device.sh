@@ -229,9 +229,10 @@ stage_e2e() {
 # The run of e2e.determinism that hung on the H200 at 2d5fc0d (the MLP on 2 ranks sharing
 # the GPU, 1 epoch, data.train the test file; summary.json was written and the ranks did not
 # exit), as it was and under variants: PROBE, one variant per word, its settings joined by
-# ',' ('-': none). The watchdog's timeout is 20 s, so that a collective one rank never
-# reaches is named. A run still going after 30 s has every thread's stack of each rank taken
-# (eu-stack, from the kit) before it is killed.
+# ',' ('-': none). A run still going after 15 s (they take 2 to 4) has every thread's stack
+# of each rank taken (eu-stack, from the kit); at 20 s, distributed.timeout_seconds, the
+# watchdog names a collective one rank never reached, and a rank stuck in its ending names
+# that step and exits; one still going at 30 s is killed.
 stage_probe() {
   fmnist_data
   local v n=0 d=data/fashion-mnist
@@ -249,17 +250,20 @@ stage_probe() {
       --set data.train=$d/test.h5 --set data.val=$d/val.h5 --set data.test=$d/test.h5 \
       --set train.progress_seconds=0 --set run.deterministic=true --set train.epochs=1 \
       --set distributed.timeout_seconds=20 "${sets[@]}" >>"$log" 2>&1 &
-    local launcher=$!
+    local launcher=$! ranks="hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir=$dir"
+    while kill -0 "$launcher" 2>/dev/null && ((SECONDS - t0 < 15)); do sleep 0.5; done
+    if kill -0 "$launcher" 2>/dev/null; then
+      local pid
+      for pid in $(pgrep -f "$ranks"); do
+        echo "== stacks of pid $pid" >>"$log"
+        timeout 4 "$KIT/bin/eu-stack" -p "$pid" >>"$log" 2>&1 ||
+          grep -H . /proc/"$pid"/task/*/wchan >>"$log" 2>&1
+      done
+    fi
     while kill -0 "$launcher" 2>/dev/null && ((SECONDS - t0 < 30)); do sleep 0.5; done
     if kill -0 "$launcher" 2>/dev/null; then
       rc=hung
-      local pid
-      for pid in $(pgrep -f "hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir=$dir"); do
-        echo "== stacks of pid $pid" >>"$log"
-        timeout 20 "$KIT/bin/eu-stack" -p "$pid" >>"$log" 2>&1 ||
-          grep -H . /proc/"$pid"/task/*/wchan >>"$log" 2>&1
-      done
-      pkill -KILL -f "hpctrain train configs/fashion_mnist_mlp.yaml --set run.dir=$dir"
+      pkill -KILL -f "$ranks"
       kill -KILL "$launcher" 2>/dev/null
       wait "$launcher" 2>/dev/null
     else
