@@ -33,7 +33,11 @@ constexpr int kMaxColumns = 32;      // column threads per block
 constexpr int kMaxValues = 8;        // values per access at most (16-bit)
 constexpr int kTargetBlocks = 2048;  // per pass: an H100 holds 132 SMs x 8 such blocks
 constexpr int kMinRowsPerLane = 4;   // in a chunk of the sums
-constexpr int kMergeChannels = 32, kMergeLanes = 16;  // the per-channel merge kernels
+// The per-channel merge kernels: a block of 32 channels x 32 lanes; a lane keeps kMergeLoads
+// running sums over its chunks, so that as many loads are in flight (a merge of the 2,048
+// chunks of a 64-channel layer was latency-bound: 41 us a call on an H200 with 16 lanes
+// and one sum).
+constexpr int kMergeChannels = 32, kMergeLanes = 32, kMergeLoads = 8;
 
 // v as a separate operation would store it: rounded to T, widened again.
 template <typename T>
@@ -104,10 +108,31 @@ __global__ void __launch_bounds__(kThreads)
   part_m2[static_cast<size_t>(blockIdx.y) * c + ch] = chunk_m2;
 }
 
+// The sum in double of f(k) over the chunks k = lane, lane + kMergeLanes, ... (k < chunks),
+// in kMergeLoads interleaved running sums added in order at the end: a fixed order for given
+// chunks, so results repeat bit for bit.
+template <typename F>
+__device__ __forceinline__ double lane_sum(int chunks, int lane, F f) {
+  double acc[kMergeLoads];
+#pragma unroll
+  for (int u = 0; u < kMergeLoads; ++u) acc[u] = 0.0;
+  for (int k = lane; k < chunks; k += kMergeLoads * kMergeLanes) {
+#pragma unroll
+    for (int u = 0; u < kMergeLoads; ++u) {
+      const int kk = k + u * kMergeLanes;
+      if (kk < chunks) acc[u] += f(kk);
+    }
+  }
+  double total = 0.0;
+#pragma unroll
+  for (int u = 0; u < kMergeLoads; ++u) total += acc[u];
+  return total;
+}
+
 // Merges each channel's chunk partials in double (lane l of the block takes chunks l,
-// l + kMergeLanes, ...; lane 0 then adds the lanes in order), and writes the saved mean and
-// 1/sqrt(var + eps), the running statistics (unbiased variance), as CpuBackend, and the
-// apply kernel's coefficients scale = gamma * invstd and shift = beta - mean * scale.
+// l + kMergeLanes, ... (lane_sum); the lanes are then added in order), and writes the saved mean
+// and 1/sqrt(var + eps), the running statistics (unbiased variance), as CpuBackend, and the apply
+// kernel's coefficients scale = gamma * invstd and shift = beta - mean * scale.
 __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
     merge_statistics_kernel(const float* part_mean, const float* part_m2, int chunks,
                             int chunk_rows, int m, int c, const float* gamma, const float* beta,
@@ -126,21 +151,16 @@ __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
     return total;
   };
   auto rows_of = [&](int k) { return static_cast<double>(min(m - k * chunk_rows, chunk_rows)); };
-  double sum = 0.0;
-  if (ch < c) {
-    for (int k = ty; k < chunks; k += kMergeLanes) {
-      sum += rows_of(k) * part_mean[static_cast<size_t>(k) * c + ch];
-    }
-  }
+  const int lane_chunks = ch < c ? chunks : 0;
+  const double sum = lane_sum(lane_chunks, ty, [&](int k) {
+    return rows_of(k) * part_mean[static_cast<size_t>(k) * c + ch];
+  });
   const double mean = add_lanes(sum) / m;
-  double dev = 0.0;
-  if (ch < c) {
-    for (int k = ty; k < chunks; k += kMergeLanes) {
-      const size_t i = static_cast<size_t>(k) * c + ch;
-      const double d = part_mean[i] - mean;
-      dev += part_m2[i] + rows_of(k) * d * d;
-    }
-  }
+  const double dev = lane_sum(lane_chunks, ty, [&](int k) {
+    const size_t i = static_cast<size_t>(k) * c + ch;
+    const double d = part_mean[i] - mean;
+    return part_m2[i] + rows_of(k) * d * d;
+  });
   const double m2 = add_lanes(dev);
   if (ty != 0 || ch >= c) return;
   const double var = m2 / m;
@@ -263,13 +283,11 @@ __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
                       float* coef_b) {
   __shared__ double s_g[kMergeLanes][kMergeChannels], s_gx[kMergeLanes][kMergeChannels];
   const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
-  double g = 0.0, gx = 0.0;
-  if (ch < c) {
-    for (int k = threadIdx.y; k < chunks; k += kMergeLanes) {
-      g += part_g[static_cast<size_t>(k) * c + ch];
-      gx += part_gx[static_cast<size_t>(k) * c + ch];
-    }
-  }
+  const int lane_chunks = ch < c ? chunks : 0;
+  double g = lane_sum(lane_chunks, threadIdx.y,
+                      [&](int k) { return part_g[static_cast<size_t>(k) * c + ch]; });
+  double gx = lane_sum(lane_chunks, threadIdx.y,
+                       [&](int k) { return part_gx[static_cast<size_t>(k) * c + ch]; });
   s_g[threadIdx.y][threadIdx.x] = g;
   s_gx[threadIdx.y][threadIdx.x] = gx;
   __syncthreads();

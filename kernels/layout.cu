@@ -33,8 +33,31 @@ __global__ void transpose_kernel(const In* src, Out* dst, int n, int a, int b) {
   }
 }
 
+// [n][a][b] -> [n][b][a] for a few rows a (an image's channels, 1 or 3, into channels-last):
+// the tile kernel would leave most of its 32 rows idle (0.55 ms for ResNet-34's 128x3x224x224
+// input in bfloat16 on an H200). A thread takes one column: its a reads are each coalesced
+// across the warp, its a writes adjacent, and the warp's writes one contiguous span.
+template <typename In, typename Out>
+__global__ void transpose_narrow_kernel(const In* src, Out* dst, size_t n, int a, int b) {
+  const size_t plane = static_cast<size_t>(a) * b;
+  HT_GRID_STRIDE(i, n * b) {
+    const size_t z = i / b, bi = i % b;
+    const In* s = src + z * plane + bi;
+    Out* d = dst + z * plane + bi * a;
+    for (int ai = 0; ai < a; ++ai) d[ai] = to_act<Out>(as_float(s[static_cast<size_t>(ai) * b]));
+  }
+}
+
+constexpr int kNarrowRows = 4;  // a up to this: transpose_narrow_kernel
+
 template <typename In, typename Out>
 void launch_transpose(const In* src, Out* dst, int n, int a, int b, cudaStream_t stream) {
+  if (a <= kNarrowRows) {
+    const size_t columns = static_cast<size_t>(n) * b;
+    transpose_narrow_kernel<<<grid_for(columns), kBlock, 0, stream>>>(src, dst,
+                                                                      static_cast<size_t>(n), a, b);
+    return;
+  }
   const dim3 grid((b + kTile - 1) / kTile, (a + kTile - 1) / kTile,
                   static_cast<unsigned>(std::min(n, 65535)));
   transpose_kernel<<<grid, dim3(kTile, kRows), 0, stream>>>(src, dst, n, a, b);

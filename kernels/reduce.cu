@@ -11,12 +11,12 @@
 namespace hpctrain::kernels {
 namespace {
 
-// Sums `v` over the block (blockDim.x == kBlock); the result is valid in thread 0.
-template <typename T>
+// Sums `v` over the block (blockDim.x == N, a power of 2); the result is valid in thread 0.
+template <int N = kBlock, typename T>
 __device__ T block_sum(T v, T* shared) {
   shared[threadIdx.x] = v;
   __syncthreads();
-  for (int s = kBlock / 2; s > 0; s /= 2) {
+  for (int s = N / 2; s > 0; s /= 2) {
     if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
     __syncthreads();
   }
@@ -87,15 +87,18 @@ __global__ void bn_param_grads_kernel(const T* x, const T* dy, float* dgamma, fl
   }
 }
 
-// One block; warp w takes rows w, w + warps, ...: a warp finds the row's max (first
-// arg-max, as the CPU backend), the sum of exponentials, and writes the gradient. Lane 0
-// keeps the warp's loss and correct count; the block adds them in warp order.
+// One block of kXentThreads; warp w takes rows w, w + warps, ...: a warp finds the row's max
+// (first arg-max, as the CPU backend), the sum of exponentials, and writes the gradient.
+// Lane 0 keeps the warp's loss and correct count; the block adds them (block_sum). 32 warps,
+// not 8: a batch of 128 rows of 1,000 classes took 0.19 ms with 8 on an H200, 16 rows a warp.
+constexpr int kXentThreads = 1024;
+
 template <typename T>
-__global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int rows, int cols,
-                                    float grad_scale, const float* loss_scale, T* dlogits,
-                                    LossStats* stats) {
-  __shared__ double shared[kBlock];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kBlock / 32;
+__global__ void __launch_bounds__(kXentThreads)
+    softmax_xent_kernel(const T* logits, const int32_t* labels, int rows, int cols,
+                        float grad_scale, const float* loss_scale, T* dlogits, LossStats* stats) {
+  __shared__ double shared[kXentThreads];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = kXentThreads / 32;
   // The loss scale multiplies the gradient only: the loss statistics stay unscaled.
   const float factor = loss_scale != nullptr ? grad_scale * *loss_scale : grad_scale;
   double loss = 0.0, correct = 0.0;
@@ -135,8 +138,8 @@ __global__ void softmax_xent_kernel(const T* logits, const int32_t* labels, int 
       }
     }
   }
-  loss = block_sum(loss, shared);
-  correct = block_sum(correct, shared);
+  loss = block_sum<kXentThreads>(loss, shared);
+  correct = block_sum<kXentThreads>(correct, shared);
   if (threadIdx.x == 0) {
     stats->loss_sum += loss;
     stats->correct += correct;
@@ -203,9 +206,9 @@ void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, 
   if (rows == 0) return;
   with_act_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    softmax_xent_kernel<<<1, kBlock, 0, stream>>>(static_cast<const T*>(logits), labels, rows, cols,
-                                                  grad_scale, loss_scale, static_cast<T*>(dlogits),
-                                                  stats);
+    softmax_xent_kernel<<<1, kXentThreads, 0, stream>>>(static_cast<const T*>(logits), labels, rows,
+                                                        cols, grad_scale, loss_scale,
+                                                        static_cast<T*>(dlogits), stats);
   });
   check_launch("softmax_xent");
 }

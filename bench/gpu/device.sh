@@ -217,12 +217,18 @@ stage_e2e() {
   for c in ${E2E_CASES:-mlp_allreduce_ring determinism kill9_resume_bit_identical \
     signal_stop_resume resnet_resume_eval eval_checkpoint adam cuda_graph_bit_identical \
     hybrid_cpu_and_gpu_ranks}; do
-    local t0=$SECONDS
-    # At most 150 s a case (each took 2 to 20 s on the H200): a hang costs no more (the
-    # harness then prints the cut run's output so far).
-    tmo 150 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
+    local t0=$SECONDS t=150
+    # At most 150 s a case (each took 2 to 20 s on the H200): a hang costs no more. 20 s
+    # before its TERM the case ends itself with the stacks of its jobs still running (every
+    # thread of mpiexec, its proxies and the ranks) and the cut run's output so far.
+    [[ -n ${DEADLINE:-} ]] && ((t > DEADLINE - SECONDS - 15)) && t=$((DEADLINE - SECONDS - 15))
+    HPCTRAIN_E2E_CASE_SECONDS=$((t - 20)) HPCTRAIN_E2E_STACKS=$KIT/bin/eu-stack \
+      tmo 150 python3 tests/e2e/e2e.py "$c" --build "$WORK" --data data/fashion-mnist \
       >"$OUT/logs/e2e_$c.log" 2>&1
-    note "e2e.$c: exit $? ($((SECONDS - t0)) s) $(tail -n 1 "$OUT/logs/e2e_$c.log")"
+    # The verdict, or what cut the case short (its stacks follow that line in the log).
+    local rc=$? verdict='^(PASS|FAIL)|^== .*(follow|stacks)$|Error|TimeoutExpired'
+    note "e2e.$c: exit $rc ($((SECONDS - t0)) s) $(grep -E "$verdict" "$OUT/logs/e2e_$c.log" |
+      tail -n 1)"
   done
 }
 

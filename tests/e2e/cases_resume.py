@@ -98,8 +98,7 @@ def case_signal_stop_resume():
     at a time limit): the ranks agree, checkpoint and exit 75."""
     want = uninterrupted_sha("det_full_signal")
     fresh("sigstop")
-    p = subprocess.Popen(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]),
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = session(train_cmd("sigstop", 2, DET + ["checkpoint.every_steps=1000"]))
     deadline = time.time() + 120
     while not os.path.exists(os.path.join(run_dir("sigstop"), "metrics.csv")):
         check(time.time() < deadline and p.poll() is None, "training did not start")
@@ -121,8 +120,7 @@ def case_signal_stop_resume():
     check(s["params_sha256"] == want, "resumed parameters differ from the uninterrupted run")
 
     fresh("sigterm")
-    p = subprocess.Popen(train_cmd("sigterm", 2, DET), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+    p = session(train_cmd("sigterm", 2, DET))
     for line in p.stdout:
         if " epoch 1/" in line:
             break

@@ -4,9 +4,13 @@ outputs (summary.json, metrics.csv), and the failure paths (bad config, missing
 data, a killed rank). One case per ctest entry: e2e.py CASE --build DIR --data DIR.
 HPCTRAIN_E2E_SETS="key=value ..." adds those --sets to every training run of a case
 (before its own), e.g. train.cuda_graph=auto to run the cases with CUDA graphs on a GPU.
+HPCTRAIN_E2E_CASE_SECONDS=N ends a case after N s (exit 124) and HPCTRAIN_E2E_STACKS=EU_STACK
+prints the stacks of its jobs still running when a case or a run is cut short.
 """
 import argparse
+import os
 import signal
+import subprocess
 import sys
 
 import cases_async
@@ -25,6 +29,11 @@ import cases_workflow
 import harness
 
 
+def over_time(limit):
+    harness.dump_stacks(f"{harness.ARGS.case}: over HPCTRAIN_E2E_CASE_SECONDS ({limit} s)")
+    sys.exit(124)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("case")
@@ -40,11 +49,27 @@ def main():
     if fn is None:
         harness.fail("no such case: " + case)
     # A timeout's TERM (device.sh's; ctest's timeout kills outright) ends the case through
-    # the finally below.
+    # the finally below. HPCTRAIN_E2E_CASE_SECONDS (device.sh's, below its TERM) ends it
+    # first, with the stacks of its jobs still running (harness.dump_stacks), before the TERM
+    # reaches them too.
     signal.signal(signal.SIGTERM, lambda signum, _: sys.exit(128 + signum))
+    limit = int(os.environ.get("HPCTRAIN_E2E_CASE_SECONDS", "0"))
+    if limit > 0:
+        signal.signal(signal.SIGALRM, lambda *_: over_time(limit))
+        signal.alarm(limit)
     try:
         fn()
+    except subprocess.TimeoutExpired as e:
+        # A job the case waited for with a timeout: what it printed, and where it waits.
+        print(f"(cut short after {e.timeout} s: its output so far follows)", file=sys.stderr)
+        for text in (e.stdout, e.stderr):
+            if text:
+                print(text if isinstance(text, str) else text.decode(errors="replace"),
+                      file=sys.stderr)
+        harness.dump_stacks(f"{case}: a job timed out")
+        raise
     finally:
+        signal.alarm(0)
         harness.end_sessions()
     print("PASS: " + case)
 

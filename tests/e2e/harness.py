@@ -90,6 +90,9 @@ def train(name, ranks, sets, timeout=900, config="configs/fashion_mnist_mlp.yaml
             try:
                 p.wait(timeout=timeout)
                 finished = True
+            except subprocess.TimeoutExpired:
+                dump_stacks(f"{name}: over its {timeout} s")
+                raise
             finally:
                 if not finished:
                     end_sessions()
@@ -221,6 +224,59 @@ def session(cmd, **popen_args):
     p = subprocess.Popen(cmd, start_new_session=True, **popen_args)
     _SESSIONS.append(p)
     return p
+
+
+_JOB_COMMANDS = {"hpctrain", "mpiexec", "mpiexec.hydra", "hydra_pmi_proxy"}
+
+
+def job_pids():
+    """PIDs of the processes of the case's jobs still running (mpiexec, its proxies, the
+    ranks): descendants of this process, by their command name."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+        children.setdefault(ppid, []).append((int(entry), comm))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for pid, comm in children.get(todo.pop(), []):
+            todo.append(pid)
+            if comm in _JOB_COMMANDS:
+                found.append(pid)
+    return sorted(found)
+
+
+def dump_stacks(why):
+    """With HPCTRAIN_E2E_STACKS, the path of eu-stack (device.sh sets it), prints every
+    thread's stack of each process of the case's jobs still running to stderr: where a case
+    that hangs is waiting. Without it, nothing."""
+    tool = os.environ.get("HPCTRAIN_E2E_STACKS")
+    if not tool:
+        return
+    pids = job_pids()
+    if pids:
+        print(f"== {why}: the stacks of the jobs still running follow", file=sys.stderr,
+              flush=True)
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        print(f"== stacks of pid {pid}: {cmdline}", file=sys.stderr, flush=True)
+        try:
+            subprocess.run([tool, "-p", str(pid)], stdout=sys.stderr, stderr=subprocess.STDOUT,
+                           timeout=10)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print(f"({tool}: {e})", file=sys.stderr, flush=True)
 
 
 def end_sessions():

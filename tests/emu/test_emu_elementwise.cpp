@@ -302,54 +302,63 @@ TEST_P(EmuVsCpu, Reductions) {
   expect_close(bn[1], db, kSums, "dbeta");
 }
 
-// Shuffles (warp arg-max and sums) and block sums; rows > warps, cols not a multiple of 32.
+// Shuffles (warp arg-max and sums) and block sums; rows fewer and more than the block's 32
+// warps, cols not a multiple of 32.
 TEST_P(EmuVsCpu, SoftmaxCrossEntropy) {
-  const int rows = 19, cols = 45;
-  const Acts logits = acts(random_vector(size_t(rows) * cols, 5, 3.0));
-  std::vector<int32_t> labels(rows);
-  for (int r = 0; r < rows; ++r) labels[r] = (r * 7) % cols;
-  Acts want_d(t_, size_t(rows) * cols);
-  LossStats want;
-  cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, nullptr, want_d.data(), &want);
-  const auto got = both_orders([&] {
-    Acts d = Acts::nan(t_, size_t(rows) * cols);
-    LossStats s;
-    kernels::softmax_xent(t_, logits.data(), labels.data(), rows, cols, 0.5f, nullptr, d.data(), &s,
-                          kStream);
-    return results(d.floats(),
-                   std::vector<float>{static_cast<float>(s.loss_sum), static_cast<float>(s.correct),
-                                      static_cast<float>(s.count)});
-  });
-  expect_close(got[0], want_d.floats(), act_tol(), "dlogits");
-  expect_close(got[1],
-               {static_cast<float>(want.loss_sum), static_cast<float>(want.correct),
-                static_cast<float>(want.count)},
-               kSums, "loss, correct, count");
+  const int cols = 45;
+  for (const int rows : {19, 70}) {
+    SCOPED_TRACE("rows=" + std::to_string(rows));
+    const Acts logits = acts(random_vector(size_t(rows) * cols, 5, 3.0));
+    std::vector<int32_t> labels(rows);
+    for (int r = 0; r < rows; ++r) labels[r] = (r * 7) % cols;
+    Acts want_d(t_, size_t(rows) * cols);
+    LossStats want;
+    cpu_.softmax_xent(logits.data(), labels.data(), rows, cols, 0.5f, nullptr, want_d.data(),
+                      &want);
+    const auto got = both_orders([&] {
+      Acts d = Acts::nan(t_, size_t(rows) * cols);
+      LossStats s;
+      kernels::softmax_xent(t_, logits.data(), labels.data(), rows, cols, 0.5f, nullptr, d.data(),
+                            &s, kStream);
+      return results(d.floats(), std::vector<float>{static_cast<float>(s.loss_sum),
+                                                    static_cast<float>(s.correct),
+                                                    static_cast<float>(s.count)});
+    });
+    expect_close(got[0], want_d.floats(), act_tol(), "dlogits");
+    expect_close(got[1],
+                 {static_cast<float>(want.loss_sum), static_cast<float>(want.correct),
+                  static_cast<float>(want.count)},
+                 kSums, "loss, correct, count");
+  }
 }
 
-// Shared-memory tiles with partial edges.
+// Shared-memory tiles with partial edges (a = 37), and the narrow kernel (a = 3 and 1: an
+// image's channels).
 TEST_P(EmuVsCpu, Transpose) {
-  const int n = 2, a = 37, b = 70;
-  const Acts src = acts(random_vector(size_t(n) * a * b, 6));
-  const std::vector<float> v = src.floats();
-  std::vector<float> want(v.size());
-  for (int i = 0; i < n; ++i) {
-    for (int r = 0; r < a; ++r) {
-      for (int q = 0; q < b; ++q)
-        want[(size_t(i) * b + q) * a + r] = v[(size_t(i) * a + r) * b + q];
+  const int n = 2, b = 70;
+  for (const int a : {37, 3, 1}) {
+    SCOPED_TRACE("a=" + std::to_string(a));
+    const Acts src = acts(random_vector(size_t(n) * a * b, 6));
+    const std::vector<float> v = src.floats();
+    std::vector<float> want(v.size());
+    for (int i = 0; i < n; ++i) {
+      for (int r = 0; r < a; ++r) {
+        for (int q = 0; q < b; ++q)
+          want[(size_t(i) * b + q) * a + r] = v[(size_t(i) * a + r) * b + q];
+      }
     }
+    const auto got = both_orders([&] {
+      Acts out = Acts::nan(t_, size_t(n) * a * b), filter = Acts::nan(t_, size_t(n) * a * b);
+      std::vector<float> back(size_t(n) * a * b, kNaN);
+      kernels::transpose(t_, src.data(), out.data(), n, a, b, kStream);
+      kernels::convert_transposed(t_, v.data(), filter.data(), n, a, b, kStream);
+      kernels::convert_to_float_transposed(t_, out.data(), back.data(), n, b, a, kStream);
+      return results(out.floats(), filter.floats(), back);
+    });
+    expect_same(got[0], want, "transpose");
+    expect_same(got[1], want, "convert_transposed");
+    expect_same(got[2], v, "convert_to_float_transposed");
   }
-  const auto got = both_orders([&] {
-    Acts out = Acts::nan(t_, size_t(n) * a * b), filter = Acts::nan(t_, size_t(n) * a * b);
-    std::vector<float> back(size_t(n) * a * b, kNaN);
-    kernels::transpose(t_, src.data(), out.data(), n, a, b, kStream);
-    kernels::convert_transposed(t_, v.data(), filter.data(), n, a, b, kStream);
-    kernels::convert_to_float_transposed(t_, out.data(), back.data(), n, b, a, kStream);
-    return results(out.floats(), filter.floats(), back);
-  });
-  expect_same(got[0], want, "transpose");
-  expect_same(got[1], want, "convert_transposed");
-  expect_same(got[2], v, "convert_to_float_transposed");
 }
 
 // One block's fixed-order double sum of squares, then the scale read on the device.

@@ -88,7 +88,7 @@ TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   const float eps = 1e-5f, momentum = 0.1f;
   for (const Case k : {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0},
                        Case{4000, 16, 0, true}, Case{100, 520, 0}, Case{1568, 128, 0},
-                       Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}}) {
+                       Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}, Case{20000, 64, 0}}) {
     SCOPED_TRACE("rows=" + std::to_string(k.rows) + " c=" + std::to_string(k.c) +
                  " offset=" + std::to_string(k.offset) + (k.least_scratch ? " least scratch" : ""));
     const size_t scratch_floats =

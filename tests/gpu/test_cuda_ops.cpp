@@ -263,13 +263,8 @@ TEST_F(CudaVsCpu, BatchNormalisation) {
   expect_close(down(gy, y.size()), y, kSums, "bn inference");
 }
 
-// transpose moves 16-bit values exactly; convert_filter is KCRS -> KRSC rounded.
-TEST(CudaChannelsLast, TransposeAndFilterCopy) {
-  CudaBackendOptions o;
-  o.act_type = DType::kBF16;
-  o.channels_last = true;
-  const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
-  const int n = 3, a = 37, b = 70;  // not multiples of the 32x32 tile
+void transpose_and_filter_copy(Backend* gpu, int n, int a, int b) {
+  SCOPED_TRACE("n=" + std::to_string(n) + " a=" + std::to_string(a) + " b=" + std::to_string(b));
   const size_t count = static_cast<size_t>(n) * a * b;
   const std::vector<float> x = random_vector(count, 21);
   std::vector<uint16_t> x16(count);
@@ -297,6 +292,16 @@ TEST(CudaChannelsLast, TransposeAndFilterCopy) {
   }
   EXPECT_EQ(wrong, 0u);
   EXPECT_EQ(wrong_filter, 0u);
+}
+
+// transpose moves 16-bit values exactly; convert_filter is KCRS -> KRSC rounded. a = 37: not
+// a multiple of the 32x32 tile; 3 and 1: an image's channels (the narrow kernel).
+TEST(CudaChannelsLast, TransposeAndFilterCopy) {
+  CudaBackendOptions o;
+  o.act_type = DType::kBF16;
+  o.channels_last = true;
+  const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+  for (const int a : {37, 3, 1}) transpose_and_filter_copy(gpu.get(), 3, a, 70);
 }
 
 // Stored input decoded on the GPU: bit for bit the CPU backend's (the host's
