@@ -43,6 +43,14 @@ const Perf& pick(const Perf* perf, int count, size_t limit, bool deterministic, 
   fail(what, "no algorithm fits the workspace limit", __FILE__, __LINE__);
 }
 
+// A convolution of s with float32 arithmetic for every data type (PSEUDO_HALF /
+// PSEUDO_BFLOAT16 for 16-bit data), and `math`.
+void set_conv(ConvDesc& d, const Conv2dShape& s, cudnnMathType_t math) {
+  HT_CUDA(cudnnSetConvolution2dDescriptor(d.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1, 1,
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  HT_CUDA(cudnnSetConvolutionMathType(d.get(), math));
+}
+
 }  // namespace
 
 ConvPlanner::ConvPlanner(cudnnHandle_t cudnn, cudaStream_t stream, DType act, bool nhwc, bool tf32,
@@ -90,14 +98,13 @@ void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
   set_tensor(p.y, type, s.n, s.c_out, s.out_h(), s.out_w(), nhwc_);
   HT_CUDA(cudnnSetFilter4dDescriptor(p.w.get(), type, cudnn_format(nhwc_), s.c_out, s.c_in, s.kh,
                                      s.kw));
-  // Float32 arithmetic for every data type (PSEUDO_HALF / PSEUDO_BFLOAT16 for 16-bit data).
-  HT_CUDA(cudnnSetConvolution2dDescriptor(p.conv.get(), s.pad_h, s.pad_w, s.stride_h, s.stride_w, 1,
-                                          1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // fp32: plain FMA arithmetic (the CPU backend's results); tf32: tensor cores allowed;
-  // 16-bit data: tensor cores, which take it as it is (no rounding of the operands).
+  // The math types the candidates may use. fp32: plain FMA arithmetic (the CPU backend's
+  // results); tf32: tensor cores allowed; 16-bit data: tensor cores, which take it as it is
+  // (no rounding of the operands). The rankings below name each candidate's own.
   cudnnMathType_t math = tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   if (act_ != DType::kF32) math = CUDNN_TENSOR_OP_MATH;
-  HT_CUDA(cudnnSetConvolutionMathType(p.conv.get(), math));
+  ConvDesc& conv = p.conv_fwd;  // the candidates' descriptor; then forward's
+  set_conv(conv, s, math);
   const bool measure = !deterministic_;
   constexpr int kFwd = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
   constexpr int kBwdData = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
@@ -106,11 +113,11 @@ void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
   cudnnConvolutionBwdDataAlgoPerf_t bd[kBwdData];
   cudnnConvolutionBwdFilterAlgoPerf_t bf[kBwdFilter];
   int nf = 0, nd = 0, ng = 0;
-  HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), p.conv.get(),
+  HT_CUDA(cudnnGetConvolutionForwardAlgorithm_v7(cudnn_, p.x.get(), p.w.get(), conv.get(),
                                                  p.y.get(), kFwd, &nf, fwd));
-  HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w.get(), p.y.get(), p.conv.get(),
+  HT_CUDA(cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn_, p.w.get(), p.y.get(), conv.get(),
                                                       p.x.get(), kBwdData, &nd, bd));
-  HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p.x.get(), p.y.get(), p.conv.get(),
+  HT_CUDA(cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn_, p.x.get(), p.y.get(), conv.get(),
                                                         p.w.get(), kBwdFilter, &ng, bf));
   if (measure) {
     // Scratch tensors and the largest workspace any candidate within the limit asks for.
@@ -137,18 +144,18 @@ void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
     }
     find_twice(fwd, kFwd, nf, [&](cudnnConvolutionFwdAlgoPerf_t* out, int* n) {
       HT_CUDA(cudnnFindConvolutionForwardAlgorithmEx(cudnn_, p.x.get(), x.p, p.w.get(), w.p,
-                                                     p.conv.get(), p.y.get(), y.p, kFwd, n, out,
+                                                     conv.get(), p.y.get(), y.p, kFwd, n, out,
                                                      work.p, ws));
     });
     find_twice(bd, kBwdData, nd, [&](cudnnConvolutionBwdDataAlgoPerf_t* out, int* n) {
       HT_CUDA(cudnnFindConvolutionBackwardDataAlgorithmEx(cudnn_, p.w.get(), w.p, p.y.get(), y.p,
-                                                          p.conv.get(), p.x.get(), x.p, kBwdData, n,
+                                                          conv.get(), p.x.get(), x.p, kBwdData, n,
                                                           out, work.p, ws));
     });
     find_twice(bf, kBwdFilter, ng, [&](cudnnConvolutionBwdFilterAlgoPerf_t* out, int* n) {
       HT_CUDA(cudnnFindConvolutionBackwardFilterAlgorithmEx(cudnn_, p.x.get(), x.p, p.y.get(), y.p,
-                                                            p.conv.get(), p.w.get(), w.p,
-                                                            kBwdFilter, n, out, work.p, ws));
+                                                            conv.get(), p.w.get(), w.p, kBwdFilter,
+                                                            n, out, work.p, ws));
     });
   }
   const auto& f = pick(fwd, nf, limit, deterministic_, "convolution forward");
@@ -157,6 +164,11 @@ void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
   p.fwd = f.algo;
   p.bwd_data = d.algo;
   p.bwd_filter = g.algo;
+  // As each was timed or ranked (what PyTorch does, too). With fp32 the descriptor allows
+  // FMA arithmetic only, and every candidate has it.
+  set_conv(p.conv_fwd, s, f.mathType);
+  set_conv(p.conv_bwd_data, s, d.mathType);
+  set_conv(p.conv_bwd_filter, s, g.mathType);
   p.workspace = std::max({f.memory, d.memory, g.memory});
 }
 

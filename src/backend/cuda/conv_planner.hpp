@@ -24,7 +24,10 @@ namespace hpctrain::cuda {
 struct ConvPlan {
   TensorDesc x, y;
   FilterDesc w;  // also the filter gradient's: cuDNN writes dw in the activation type
-  ConvDesc conv;
+  // One convolution descriptor per direction, each with the math type its algorithm was
+  // timed (or ranked) with: cuDNN takes the algorithm and the descriptor's math type
+  // together, and another math type may run another kernel than the one chosen.
+  ConvDesc conv_fwd, conv_bwd_data, conv_bwd_filter;
   cudnnConvolutionFwdAlgo_t fwd{};
   cudnnConvolutionBwdDataAlgo_t bwd_data{};
   cudnnConvolutionBwdFilterAlgo_t bwd_filter{};

@@ -68,7 +68,7 @@ void CudnnLayers::conv2d_forward(const Conv2dShape& s, const void* x, const void
                                  void* workspace) {
   const ConvPlan& p = planner_->plan(s);
   const float one = 1.0f, zero = 0.0f;
-  HT_CUDA(cudnnConvolutionForward(cudnn_, &one, p.x.get(), x, p.w.get(), w, p.conv.get(), p.fwd,
+  HT_CUDA(cudnnConvolutionForward(cudnn_, &one, p.x.get(), x, p.w.get(), w, p.conv_fwd.get(), p.fwd,
                                   workspace, p.workspace, &zero, p.y.get(), y));
   done("conv2d_forward");
 }
@@ -78,8 +78,9 @@ void CudnnLayers::conv2d_backward_data(const Conv2dShape& s, const void* dy, con
                                        void* dx, void* workspace, bool accumulate) {
   const ConvPlan& p = planner_->plan(s);
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy, p.conv.get(),
-                                       p.bwd_data, workspace, p.workspace, &beta, p.x.get(), dx));
+  HT_CUDA(cudnnConvolutionBackwardData(cudnn_, &one, p.w.get(), w, p.y.get(), dy,
+                                       p.conv_bwd_data.get(), p.bwd_data, workspace, p.workspace,
+                                       &beta, p.x.get(), dx));
   done("conv2d_backward_data");
 }
 
@@ -92,9 +93,9 @@ void CudnnLayers::conv2d_backward_filter(const Conv2dShape& s, const void* x, co
   const float one = 1.0f, zero = 0.0f;
   auto* ws = static_cast<std::byte*>(workspace);
   void* grad = options_.act_type == DType::kF32 ? static_cast<void*>(dw) : ws;
-  HT_CUDA(cudnnConvolutionBackwardFilter(cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv.get(),
-                                         p.bwd_filter, ws + dw_scratch_bytes(s), p.workspace, &zero,
-                                         p.w.get(), grad));
+  HT_CUDA(cudnnConvolutionBackwardFilter(
+      cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv_bwd_filter.get(), p.bwd_filter,
+      ws + dw_scratch_bytes(s), p.workspace, &zero, p.w.get(), grad));
   if (options_.channels_last) {
     kernels::convert_to_float_transposed(options_.act_type, ws, dw, s.c_out, s.kh * s.kw, s.c_in,
                                          stream_);
