@@ -63,7 +63,9 @@ void embedding_backward(DType t, const void* ids, const void* dy, float* dtable,
                         int vocab, int dim, cudaStream_t stream);
 
 // Gradient clipping (reduce.cu): Backend::sum_squares and Backend::clip_by_norm.
-void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream);
+// sum_squares takes kSumSquaresBlocks doubles of device memory (its blocks' partial sums).
+constexpr int kSumSquaresBlocks = 256;
+void sum_squares(const float* x, size_t n, float* acc, double* partials, cudaStream_t stream);
 void clip_by_norm(float* x, size_t n, const float* acc, float max_norm, cudaStream_t stream);
 
 // Element-wise (elementwise.cu).

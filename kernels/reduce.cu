@@ -147,14 +147,23 @@ __global__ void __launch_bounds__(kXentThreads)
   }
 }
 
-// Gradient clipping by global norm: one block sums x^2 in double in a fixed order, so the
-// norm repeats bit for bit; the scale is read from that sum on the device, so the host
-// never waits.
-__global__ void sum_squares_kernel(const float* x, size_t n, float* acc) {
+// Gradient clipping by global norm: kSumSquaresBlocks blocks each sum x^2 in double over a
+// fixed share of x (a grid-stride loop), then one block adds their partials: a fixed order,
+// so the norm repeats bit for bit (one block alone was bound by one SM: ResNet-34 has 21.8M
+// gradients). The scale is read from that sum on the device, so the host never waits.
+static_assert((kSumSquaresBlocks & (kSumSquaresBlocks - 1)) == 0, "block_sum needs a power of 2");
+
+__global__ void sum_squares_kernel(const float* x, size_t n, double* partials) {
   __shared__ double shared[kBlock];
   double s = 0.0;
-  for (size_t i = threadIdx.x; i < n; i += kBlock) s += static_cast<double>(x[i]) * x[i];
+  HT_GRID_STRIDE(i, n) { s += static_cast<double>(x[i]) * x[i]; }
   s = block_sum(s, shared);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+__global__ void add_partials_kernel(const double* partials, float* acc) {
+  __shared__ double shared[kSumSquaresBlocks];
+  const double s = block_sum<kSumSquaresBlocks>(partials[threadIdx.x], shared);
   if (threadIdx.x == 0) *acc = static_cast<float>(static_cast<double>(*acc) + s);
 }
 
@@ -213,9 +222,10 @@ void softmax_xent(DType t, const void* logits, const int32_t* labels, int rows, 
   check_launch("softmax_xent");
 }
 
-void sum_squares(const float* x, size_t n, float* acc, cudaStream_t stream) {
+void sum_squares(const float* x, size_t n, float* acc, double* partials, cudaStream_t stream) {
   if (n == 0) return;
-  sum_squares_kernel<<<1, kBlock, 0, stream>>>(x, n, acc);
+  sum_squares_kernel<<<kSumSquaresBlocks, kBlock, 0, stream>>>(x, n, partials);
+  add_partials_kernel<<<1, kSumSquaresBlocks, 0, stream>>>(partials, acc);
   check_launch("sum_squares");
 }
 

@@ -51,6 +51,7 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t& e : slot_free_) HT_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     HT_CUDA(cudaMalloc(&phase_stamps_, (kPhaseMarks + 1) * sizeof(unsigned long long)));
     HT_CUDA(cudaMalloc(&phase_sums_, kPhaseMarks * sizeof(double)));
+    HT_CUDA(cudaMalloc(&sum_partials_, kernels::kSumSquaresBlocks * sizeof(double)));
     reset_phases();
     HT_CUDA(cublasCreate(&cublas_));
     HT_CUDA(cublasSetStream(cublas_, stream_));
@@ -83,6 +84,7 @@ class CudaBackend final : public Backend {
     layers_.reset();
     cublasDestroy(cublas_);
     cudaFree(phase_sums_);
+    cudaFree(sum_partials_);
     cudaFree(phase_stamps_);
     for (cudaEvent_t e : slot_free_) cudaEventDestroy(e);
     cudaEventDestroy(copied_);
@@ -384,7 +386,7 @@ class CudaBackend final : public Backend {
     done("lstm_backward_step");
   }
   void sum_squares(const float* x, size_t n, float* acc) override {
-    kernels::sum_squares(x, n, acc, stream_);
+    kernels::sum_squares(x, n, acc, sum_partials_, stream_);
     done("sum_squares");
   }
   void clip_by_norm(float* x, size_t n, const float* acc, float max_norm) override {
@@ -568,6 +570,7 @@ class CudaBackend final : public Backend {
   bool slot_busy_[2] = {};                      // slot_free_ recorded and not yet waited for
   unsigned long long* phase_stamps_ = nullptr;  // kernels::phase_mark's state
   double* phase_sums_ = nullptr;
+  double* sum_partials_ = nullptr;  // sum_squares' blocks' partial sums
   cublasHandle_t cublas_ = nullptr;
   std::unique_ptr<cuda::CudnnLayers> layers_;
   cuda::StepGraphs graphs_;
