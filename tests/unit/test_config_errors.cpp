@@ -101,7 +101,7 @@ TEST(ConfigErrors, OutOfRange) {
                "4.9e-324 to 1.8e308), got 1e-400");
   // A sleep of 1e300 times a step overflowed the clock (the rank did not sleep at all).
   expect_error(head + "debug:\n  slow_rank:\n    factor: 1e300\n",
-               "FILE:5: debug.slow_rank.factor: expected a number >= 1 and <= 1000, got 1e300");
+               "FILE:5: debug.slow_rank.factor: expected a number >= 1 and <= 1e+06, got 1e300");
   expect_error(head + "run:\n  threads: -1\n",
                "FILE:4: run.threads: expected an integer >= 0, got -1");
   expect_error(head + "run:\n  seed: -1\n", "FILE:4: run.seed: expected an integer >= 0, got -1");
