@@ -33,12 +33,13 @@ __global__ void transpose_kernel(const In* src, Out* dst, int n, int a, int b) {
   }
 }
 
-// [n][a][b] -> [n][b][a] for a few rows a (an image's channels, 1 or 3, into channels-last):
-// the tile kernel would leave most of its 32 rows idle (0.55 ms for ResNet-34's 128x3x224x224
-// input in bfloat16 on an H200). A thread takes one column: its a reads are each coalesced
-// across the warp, its a writes adjacent, and the warp's writes one contiguous span.
+// [n][a][b] -> [n][b][a] with few rows a (an image's 1 or 3 channels into channels-last; a
+// 3x3 filter's 9 positions, KRSC -> KCRS): the tile kernel would leave most of its 32 rows
+// idle (0.55 ms for ResNet-34's 128x3x224x224 input in bfloat16 on an H200). A thread takes
+// one column: its a reads are each coalesced across the warp, and the warp's writes are one
+// contiguous span.
 template <typename In, typename Out>
-__global__ void transpose_narrow_kernel(const In* src, Out* dst, size_t n, int a, int b) {
+__global__ void transpose_few_rows_kernel(const In* src, Out* dst, size_t n, int a, int b) {
   const size_t plane = static_cast<size_t>(a) * b;
   HT_GRID_STRIDE(i, n * b) {
     const size_t z = i / b, bi = i % b;
@@ -48,14 +49,31 @@ __global__ void transpose_narrow_kernel(const In* src, Out* dst, size_t n, int a
   }
 }
 
-constexpr int kNarrowRows = 4;  // a up to this: transpose_narrow_kernel
+// The same with few columns b (filters KCRS -> KRSC, b = 9 for 3x3): a thread takes one row,
+// its b reads adjacent, and each of its b writes coalesced across the warp.
+template <typename In, typename Out>
+__global__ void transpose_few_columns_kernel(const In* src, Out* dst, size_t n, int a, int b) {
+  const size_t plane = static_cast<size_t>(a) * b;
+  HT_GRID_STRIDE(i, n * a) {
+    const size_t z = i / a, ai = i % a;
+    const In* s = src + z * plane + ai * b;
+    Out* d = dst + z * plane + ai;
+    for (int bi = 0; bi < b; ++bi) d[static_cast<size_t>(bi) * a] = to_act<Out>(as_float(s[bi]));
+  }
+}
+
+constexpr int kFew = 16;  // rows or columns up to this: the kernels above
 
 template <typename In, typename Out>
 void launch_transpose(const In* src, Out* dst, int n, int a, int b, cudaStream_t stream) {
-  if (a <= kNarrowRows) {
-    const size_t columns = static_cast<size_t>(n) * b;
-    transpose_narrow_kernel<<<grid_for(columns), kBlock, 0, stream>>>(src, dst,
-                                                                      static_cast<size_t>(n), a, b);
+  const size_t planes = static_cast<size_t>(n);
+  if (a <= kFew && a <= b) {
+    transpose_few_rows_kernel<<<grid_for(planes * b), kBlock, 0, stream>>>(src, dst, planes, a, b);
+    return;
+  }
+  if (b <= kFew) {
+    transpose_few_columns_kernel<<<grid_for(planes * a), kBlock, 0, stream>>>(src, dst, planes, a,
+                                                                              b);
     return;
   }
   const dim3 grid((b + kTile - 1) / kTile, (a + kTile - 1) / kTile,

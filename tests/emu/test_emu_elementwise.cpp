@@ -332,11 +332,12 @@ TEST_P(EmuVsCpu, SoftmaxCrossEntropy) {
   }
 }
 
-// Shared-memory tiles with partial edges (a = 37), and the narrow kernel (a = 3 and 1: an
-// image's channels).
+// Shared-memory tiles with partial edges (a = 37), and the kernels for few rows (a = 1 and 3:
+// an image's channels; 9: a 3x3 filter's positions) and, in the way back (70 rows of a
+// columns), for few columns.
 TEST_P(EmuVsCpu, Transpose) {
   const int n = 2, b = 70;
-  for (const int a : {37, 3, 1}) {
+  for (const int a : {37, 3, 1, 9}) {
     SCOPED_TRACE("a=" + std::to_string(a));
     const Acts src = acts(random_vector(size_t(n) * a * b, 6));
     const std::vector<float> v = src.floats();

@@ -295,13 +295,15 @@ void transpose_and_filter_copy(Backend* gpu, int n, int a, int b) {
 }
 
 // transpose moves 16-bit values exactly; convert_filter is KCRS -> KRSC rounded. a = 37: not
-// a multiple of the 32x32 tile; 3 and 1: an image's channels (the narrow kernel).
+// a multiple of the 32x32 tile; 3 and 1: an image's channels, 9: a 3x3 filter's positions
+// (the kernel for few rows); 70 rows of 9: the kernel for few columns.
 TEST(CudaChannelsLast, TransposeAndFilterCopy) {
   CudaBackendOptions o;
   o.act_type = DType::kBF16;
   o.channels_last = true;
   const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
-  for (const int a : {37, 3, 1}) transpose_and_filter_copy(gpu.get(), 3, a, 70);
+  for (const int a : {37, 3, 1, 9}) transpose_and_filter_copy(gpu.get(), 3, a, 70);
+  transpose_and_filter_copy(gpu.get(), 3, 70, 9);  // few columns
 }
 
 // Stored input decoded on the GPU: bit for bit the CPU backend's (the host's
