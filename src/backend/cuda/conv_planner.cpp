@@ -164,11 +164,12 @@ void ConvPlanner::choose(ConvPlan& p, const Conv2dShape& s, size_t limit) {
   p.fwd = f.algo;
   p.bwd_data = d.algo;
   p.bwd_filter = g.algo;
-  // As each was timed or ranked (what PyTorch does, too). With fp32 the descriptor allows
-  // FMA arithmetic only, and every candidate has it.
-  set_conv(p.conv_fwd, s, f.mathType);
-  set_conv(p.conv_bwd_data, s, d.mathType);
-  set_conv(p.conv_bwd_filter, s, g.mathType);
+  // As each was timed or ranked (what PyTorch does, too); fp32 keeps FMA arithmetic
+  // whatever a ranking names (tensor cores would round the operands to tf32).
+  const auto as_ranked = [&](cudnnMathType_t m) { return math == CUDNN_FMA_MATH ? math : m; };
+  set_conv(p.conv_fwd, s, as_ranked(f.mathType));
+  set_conv(p.conv_bwd_data, s, as_ranked(d.mathType));
+  set_conv(p.conv_bwd_filter, s, as_ranked(g.mathType));
   p.workspace = std::max({f.memory, d.memory, g.memory});
 }
 
