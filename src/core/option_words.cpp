@@ -4,6 +4,8 @@
 #include <array>
 #include <string_view>
 
+#include "core/error.hpp"
+
 namespace hpctrain {
 namespace {
 
@@ -27,6 +29,10 @@ OptionWords read_option_words(const std::vector<std::string>& args) {
     }
     const size_t eq = word.find('=');
     if (word.rfind("--", 0) == 0 && eq != std::string::npos && eq > 2) {
+      // "--help=1" was read as "--help" "1", and named as an unknown option "--help".
+      if (is_flag(word.substr(0, eq))) {
+        throw UsageError("option " + word.substr(0, eq) + " takes no value, got '" + word + "'");
+      }
       out.words.push_back(word.substr(0, eq));
       out.words.push_back(word.substr(eq + 1));
       continue;

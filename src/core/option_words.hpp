@@ -14,7 +14,8 @@ struct OptionWords {
 
 // Reads `args` (after the command word). Every "--name" takes the word after it as its value
 // except the flags (--time, --force, --list, --markdown, --help, -h); such a value is kept
-// whole, so a prompt or a --set value may hold "-h" or "--x=y".
+// whole, so a prompt or a --set value may hold "-h" or "--x=y". A flag given a value
+// ("--force=yes") is a UsageError.
 OptionWords read_option_words(const std::vector<std::string>& args);
 
 // Whether a command's words are the help request the dispatcher passes on: "--help" alone.

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/option_words.hpp"
 
 namespace hpctrain {
@@ -29,6 +30,19 @@ TEST(OptionWords, AnOptionsValueIsKeptWhole) {
   // After a flag the next word is an option again.
   EXPECT_EQ(read_option_words({"--force", "--out=a.h5"}).words,
             (Words{"--force", "--out", "a.h5"}));
+}
+
+TEST(OptionWords, AFlagTakesNoValue) {
+  // "--help=1" was "--help" "1", which train named as an unknown option "--help".
+  try {
+    read_option_words({"c.yaml", "--help=1"});
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "option --help takes no value, got '--help=1'");
+  }
+  EXPECT_THROW(read_option_words({"--force=yes"}), UsageError);
+  // As an option's value it is text.
+  EXPECT_EQ(read_option_words({"--prompt", "--help=1"}).words, (Words{"--prompt", "--help=1"}));
 }
 
 TEST(OptionWords, HelpWhereAnOptionGoes) {
