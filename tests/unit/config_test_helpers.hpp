@@ -72,10 +72,9 @@ train:
   step_timing: true
 distributed:
   strategy: average
-  algorithm: mpi
+  algorithm: ring
   every: 4
   ring_chunk_bytes: 4294967296
-  bucket_bytes: 1048576
 )";
 
 // A file under the gtest temp dir, unique per call so tests never see each other's files.

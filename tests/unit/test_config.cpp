@@ -62,10 +62,9 @@ TEST(ConfigLoad, FullFileSetsEveryField) {
   EXPECT_DOUBLE_EQ(c.train.progress_seconds, 0.0);
   EXPECT_TRUE(c.train.step_timing);
   EXPECT_EQ(c.distributed.strategy, "average");
-  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kMpi);
+  EXPECT_EQ(c.distributed.algorithm, AllreduceAlgorithm::kRing);
   EXPECT_EQ(c.distributed.every, 4);
   EXPECT_EQ(c.distributed.ring_chunk_bytes, int64_t{4294967296});
-  EXPECT_EQ(c.distributed.bucket_bytes, 1048576);
 }
 
 TEST(ConfigLoad, MinimalFileTakesDefaults) {

@@ -202,6 +202,14 @@ TEST(ConfigErrors, AsyncRefusesLockstepBatchKeys) {
   expect_error("data:\n  train: t.h5\ndistributed:\n  pull_every: 2\n",
                "FILE:4: distributed.pull_every: only used with distributed.strategy 'async' "
                "(strategy is 'allreduce')");
+  // The ring's unit and NCCL's buckets, set where the algorithm takes neither (they were
+  // silently ignored).
+  expect_error("data:\n  train: t.h5\ndistributed:\n  algorithm: mpi\n  ring_chunk_bytes: 4096\n",
+               "FILE:5: distributed.ring_chunk_bytes: only used with distributed.algorithm 'auto' "
+               "or 'ring' (algorithm is 'mpi')");
+  expect_error("data:\n  train: t.h5\ndistributed:\n  algorithm: ring\n  bucket_bytes: 4096\n",
+               "FILE:5: distributed.bucket_bytes: only used with distributed.algorithm 'auto' or "
+               "'nccl' (algorithm is 'ring')");
 }
 
 TEST(ConfigErrors, BadEnumValues) {
