@@ -2,6 +2,7 @@
 // is checked exactly like the file), then reads every section through the schema
 // (config_schema.hpp: each key's rule, and whether it applies), checks what crosses keys,
 // and resolves the defaults that depend on other keys (run.dir, checkpoint.dir).
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -89,6 +90,10 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
     root = text ? YAML::Load(*text) : YAML::LoadFile(source);
   } catch (const YAML::BadFile&) {
     throw UsageError(source + ": cannot open config file");
+  } catch (const YAML::DeepRecursion& e) {  // its own message says "bad file"
+    throw UsageError(line_of(source, e.mark) +
+                     ": YAML nested too deep to read (the reader stops at " +
+                     std::to_string(e.depth()) + " levels)");
   } catch (const YAML::ParserException& e) {
     throw UsageError(line_of(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -244,6 +249,9 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
   } else {
     try {
       value = YAML::Load(raw);
+    } catch (const YAML::DeepRecursion& e) {
+      throw UsageError("--set " + key + ": YAML nested too deep to read (the reader stops at " +
+                       std::to_string(e.depth()) + " levels)");
     } catch (const YAML::Exception& e) {
       const std::string hint =
           reserved ? std::string(" (a value starting with '") + raw[0] +

@@ -74,6 +74,16 @@ TEST(ConfigErrors, WrongTypes) {
                "FILE:4: train.epochs: expected an integer, got '" + std::string(80, '9') + "...'");
 }
 
+// yaml-cpp's depth limit names itself "bad file"; the message says what it is.
+TEST(ConfigErrors, NestedTooDeep) {
+  const std::string deep = std::string(600, '[') + std::string(600, ']');
+  expect_error("data:\n  train: t.h5\nmodel:\n  hidden: " + deep + "\n",
+               "FILE:4: YAML nested too deep to read (the reader stops at 500 levels)");
+  expect_error("data:\n  train: t.h5\n",
+               "--set model.hidden: YAML nested too deep to read (the reader stops at 500 levels)",
+               {"model.hidden=" + deep});
+}
+
 TEST(ConfigErrors, OutOfRange) {
   const std::string head = "data:\n  train: t.h5\n";
   expect_error(head + "train:\n  batch_size: 0\n",
