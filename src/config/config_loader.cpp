@@ -39,6 +39,12 @@ std::string line_of(const std::string& file, const YAML::Mark& mark) {
   return mark.is_null() || mark.line < 0 ? file : file + ":" + std::to_string(mark.line + 1);
 }
 
+// yaml-cpp's message for its depth limit says "bad file".
+std::string too_deep(const YAML::DeepRecursion& e) {
+  return "YAML nested too deep to read (the reader stops at " + std::to_string(e.depth()) +
+         " levels)";
+}
+
 // The line (from 1) of a "---" that starts a second document in the YAML text, or the file
 // `source` when there is no text; 0 when there is none. yaml-cpp reads the first document
 // only, and its LoadAll can loop forever on damaged input, so the lines are looked at: a
@@ -90,10 +96,8 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
     root = text ? YAML::Load(*text) : YAML::LoadFile(source);
   } catch (const YAML::BadFile&) {
     throw UsageError(source + ": cannot open config file");
-  } catch (const YAML::DeepRecursion& e) {  // its own message says "bad file"
-    throw UsageError(line_of(source, e.mark) +
-                     ": YAML nested too deep to read (the reader stops at " +
-                     std::to_string(e.depth()) + " levels)");
+  } catch (const YAML::DeepRecursion& e) {
+    throw UsageError(line_of(source, e.mark) + ": " + too_deep(e));
   } catch (const YAML::ParserException& e) {
     throw UsageError(line_of(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -250,8 +254,7 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
     try {
       value = YAML::Load(raw);
     } catch (const YAML::DeepRecursion& e) {
-      throw UsageError("--set " + key + ": YAML nested too deep to read (the reader stops at " +
-                       std::to_string(e.depth()) + " levels)");
+      throw UsageError("--set " + key + ": " + too_deep(e));
     } catch (const YAML::Exception& e) {
       const std::string hint =
           reserved ? std::string(" (a value starting with '") + raw[0] +

@@ -60,12 +60,13 @@ def main():
     try:
         fn()
     except subprocess.TimeoutExpired as e:
-        # A job the case waited for with a timeout: what it printed, and where it waits.
-        print(f"(cut short after {e.timeout} s: its output so far follows)", file=sys.stderr)
-        for text in (e.stdout, e.stderr):
-            if text:
-                print(text if isinstance(text, str) else text.decode(errors="replace"),
-                      file=sys.stderr)
+        # A job the case waited for with a timeout: what it printed, and where it waits
+        # (harness.train prints its own run's, and its jobs are gone by now).
+        texts = [t if isinstance(t, str) else t.decode(errors="replace")
+                 for t in (e.stdout, e.stderr) if t]
+        if texts:
+            print(f"(cut short after {e.timeout} s: its output so far follows)", file=sys.stderr)
+            print("\n".join(texts), file=sys.stderr)
         harness.dump_stacks(f"{case}: a job timed out")
         raise
     finally:
