@@ -238,34 +238,47 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
 }
 
 // A rank's ending once its work is done: releasing the trainer (its threads, files and
-// device), MPI_Finalize (which waits for every rank) and the exit handlers have
-// distributed.timeout_seconds each. A rank still in one after that says which and ends with
-// `code`: a job whose outputs are written would otherwise hold its allocation until its
-// time limit.
+// device) and waiting for the other ranks to end theirs have distributed.timeout_seconds
+// each; MPI_Finalize then has at most kFinalizeSeconds (every rank enters it at once, and
+// MPICH 4.0 with UCX over TCP can still hang there: MpiEnv::finalize), and the exit handlers
+// the timeout again. A rank still in one after that says which and ends with `code`: a job
+// whose outputs are written would otherwise hold its allocation until its time limit.
+constexpr double kFinalizeSeconds = 10;
+
 int end_run(std::unique_ptr<Trainer>& trainer, MpiEnv& env, int code) {
   const double seconds = trainer->config().distributed.timeout_seconds;
-  const auto still = [&](const char* step) {
+  const auto still = [&](const char* step, double bound, const char* why) {
     char text[320];
     std::snprintf(text, sizeof(text),
-                  "still %s after %g s (distributed.timeout_seconds), its work done: this rank "
-                  "ends now with exit code %d",
-                  step, seconds, code);
+                  "still %s after %g s (%s), its work done: this rank ends now with exit code %d",
+                  step, bound, why, code);
     return std::string(text);
   };
+  const char* timeout = "distributed.timeout_seconds";
   {
-    const Deadline bound(seconds, still("releasing the trainer (threads, files, device)"), code,
-                         /*warning=*/true);
+    const Deadline bound(seconds,
+                         still("releasing the trainer (threads, files, device)", seconds, timeout),
+                         code, /*warning=*/true);
     trainer.reset();
   }
   {
-    const Deadline bound(seconds, still("in MPI_Finalize (waiting for the other ranks)"), code,
-                         /*warning=*/true);
+    const Deadline bound(seconds,
+                         still("waiting for the other ranks to end their work", seconds, timeout),
+                         code, /*warning=*/true);
+    env.wait_for_all();
+  }
+  {
+    const double finalize =
+        seconds >= kNoBoundSeconds ? seconds : std::min(seconds, kFinalizeSeconds);
+    const Deadline bound(
+        finalize, still("in MPI_Finalize", finalize, "MPICH 4.0 with UCX over TCP can hang there"),
+        code, /*warning=*/true);
     env.finalize();
   }
   // Then the libraries' exit handlers (CUDA's, MPI's), bounded alike: a Deadline that is
   // never destroyed outlives main's objects (reachable from this static: no leak report).
-  static const Deadline* const exit_handlers =
-      new Deadline(seconds, still("in the libraries' exit handlers"), code, /*warning=*/true);
+  static const Deadline* const exit_handlers = new Deadline(
+      seconds, still("in the libraries' exit handlers", seconds, timeout), code, /*warning=*/true);
   (void)exit_handlers;
   return code;
 }

@@ -49,10 +49,17 @@ MpiEnv::MpiEnv(int* argc, char*** argv) {
 
 MpiEnv::~MpiEnv() { finalize(); }
 
+void MpiEnv::wait_for_all() {
+  // Errors return (set above): a rank lost ends the job through its launcher anyway.
+  if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
+}
+
 void MpiEnv::finalize() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();  // the destructor's: it never throws
+  if (finalized) return;  // the destructor's: it never throws
+  wait_for_all();
+  MPI_Finalize();
 }
 
 void MpiEnv::abort(int code) {

@@ -242,9 +242,9 @@ def case_ending_is_bounded():
         took = time.time() - t0
         check(rc == 0, f"rank {hung} hung in MPI_Finalize: exit {rc}, expected 0")
         check(took < 60, f"rank {hung} hung in MPI_Finalize: the job took {took:.0f} s")
+        # MPI_Finalize is bounded by the timeout or 10 s, whichever is shorter.
         warned = [line for line in err.splitlines() if "still in MPI_Finalize" in line]
-        check(any("warning: still in MPI_Finalize" in line and
-                  "after 2 s (distributed.timeout_seconds)" in line and "exit code 0" in line
+        check(any("warning: still in MPI_Finalize after 2 s" in line and "exit code 0" in line
                   for line in warned), f"rank {hung} hung in MPI_Finalize: no warning: {err}")
         check(os.path.exists(os.path.join(run_dir(f"ending_{hung}"), "summary.json")),
               "summary.json missing")
@@ -257,6 +257,31 @@ def case_ending_is_bounded():
     # ended at once, and every rank cut its own ending short).
     rc, _, err = train("ending_never", 2, sets[:-1] + ["distributed.timeout_seconds=1e10"])
     check(rc == 0 and "still" not in err, f"timeout 1e10: exit {rc}: {err}")
+
+
+def case_finalize_over_tcp():
+    """MPICH 4.0's UCX transport closes its connections in MPI_Finalize and then waits for
+    every rank without serving them: over TCP, a rank that entered MPI_Finalize later than
+    another could wait for that one's acknowledgement until distributed.timeout_seconds
+    (600 s; seen on a machine without UCX's cma transport, and here in about half the runs
+    of UCX over TCP alone). The ranks now wait for each other just before it, which makes
+    two ranks safe even when one enters MPI_Finalize a second late (finalize_shim.c): each
+    of four such runs ends at once with exit 0."""
+    shim = os.path.join(ARGS.build, "test-shims", "libht_finalize_shim.so")
+    sets = [f"data.train={ARGS.data}/val.h5", "data.val=", "data.test=", "train.epochs=1"]
+    for attempt in range(4):
+        name = f"finalize_tcp_{attempt}"
+        t0 = time.time()
+        try:
+            rc, _, err = train(name, 2, sets, timeout=30,
+                               env={"LD_PRELOAD": shim, "HT_LATE_FINALIZE_RANK": "0",
+                                    "UCX_TLS": "tcp"})
+        except subprocess.TimeoutExpired:
+            fail(f"run {attempt}: still ending 30 s after it started (MPI_Finalize over TCP)")
+        check(rc == 0 and "still" not in err, f"run {attempt}: exit {rc}: {err}")
+        check(time.time() - t0 < 20, f"run {attempt} took {time.time() - t0:.0f} s")
+        check(os.path.exists(os.path.join(run_dir(name), "summary.json")),
+              f"run {attempt}: summary.json missing")
 
 
 def case_cli():

@@ -2,7 +2,8 @@
 // HT_HANG_FINALIZE_RANK names (PMI_RANK, as MPICH's launcher sets it), and the rank that
 // HT_HANG_AT_EXIT_RANK names never returns from an exit handler it registers there, so that
 // the e2e tests reach a rank whose ending hangs after its work is done (case
-// ending_is_bounded).
+// ending_is_bounded); the rank that HT_LATE_FINALIZE_RANK names enters MPI_Finalize a second
+// after the others (case finalize_over_tcp).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@ static void hang(void) {
 int MPI_Finalize(void) {
   if (names_this_rank("HT_HANG_FINALIZE_RANK")) hang();
   if (names_this_rank("HT_HANG_AT_EXIT_RANK")) atexit(hang);
+  if (names_this_rank("HT_LATE_FINALIZE_RANK")) sleep(1);
   int (*next)(void) = (int (*)(void))dlsym(RTLD_NEXT, "MPI_Finalize");
   return next();
 }
