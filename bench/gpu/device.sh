@@ -173,9 +173,11 @@ resnet_pair() {
     --set data.prefetch_threads=8 --set run.threads=8)
   for rep in $(seq "${REPS:-3}"); do
     for p in ${PRECISIONS:-fp32 tf32 bf16 bf16_nchw}; do
-      # bf16_nchw: bf16 with layout nchw (bf16 alone takes layout auto: nhwc on a GPU)
+      # bf16_nchw: bf16 with layout nchw (bf16 alone takes layout auto: nhwc on a GPU);
+      # tf32_nhwc: tf32 with layout nhwc (auto: nchw for float32)
       local layout=auto graph=${GRAPH:-off}
       [[ $p == *_nchw* ]] && layout=nchw
+      [[ $p == *_nhwc* ]] && layout=nhwc
       [[ $p == *_graph ]] && graph=on
       train "resnet34_${shape}_${p}_rep$rep" 1 configs/seed_resnet34.yaml "${sets[@]}" \
         --set precision="${p%%_*}" --set layout=$layout --set train.cuda_graph="$graph"
@@ -186,9 +188,11 @@ resnet_pair() {
       --set precision="$p" --set train.step_timing=true --set train.cuda_graph="${GRAPH:-off}"
   done
   [[ -n ${SKIP_PYTORCH:-} ]] && return
-  # PYTORCH: the precisions PyTorch runs ("bf16_nchw": bf16 in NCHW, hpctrain's layout nchw)
+  # PYTORCH: the precisions PyTorch runs ("bf16_nchw": bf16 in NCHW, hpctrain's layout nchw;
+  # "tf32_nhwc": tf32 channels_last, hpctrain's layout nhwc)
   for p in ${PYTORCH:-fp32 tf32 bf16 bf16_nchw}; do
-    [[ $p == bf16_nchw ]] && p="bf16 --nchw"
+    [[ $p == *_nchw ]] && p="${p%_nchw} --nchw"
+    [[ $p == *_nhwc ]] && p="${p%_nhwc} --nhwc"
     # shellcheck disable=SC2086  # "bf16 --nchw" is two arguments
     tmo 300 python3 "$REPO/bench/gpu/pytorch_resnet.py" --model resnet34 --shape "$shape" \
       --classes "$classes" --batch 128 --precision $p 2>&1 | tail -n 1 | pytorch_line

@@ -11,7 +11,8 @@ autocast (float32 master weights), PyTorch's recommended mixed-precision recipe.
 --precision fp32: float32 throughout, TF32 off; tf32: float32 tensors, TF32 tensor
 cores allowed in matrix products and convolutions; bf16: autocast to bfloat16 with
 channels_last, or with NCHW tensors under --nchw (hpctrain's layout: how much of the
-bf16 figure the layout is worth); fp16: autocast to float16 with channels_last and
+bf16 figure the layout is worth); fp32 and tf32 take channels_last under --nhwc (hpctrain's
+layout nhwc); fp16: autocast to float16 with channels_last and
 dynamic loss scaling (torch.amp.GradScaler), as hpctrain's precision fp16.
 
 Energy: where NVML is importable (nvidia-ml-py), the GPU's energy counter is read around
@@ -42,6 +43,7 @@ def parse_args():
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--precision", choices=("fp32", "tf32", "bf16", "fp16"), default="fp32")
     p.add_argument("--nchw", action="store_true", help="bf16 or fp16 without channels_last")
+    p.add_argument("--nhwc", action="store_true", help="fp32 or tf32 with channels_last")
     p.add_argument("--warmup", type=int, default=15)
     p.add_argument("--steps", type=int, default=20, help="steps per timed window")
     p.add_argument("--reps", type=int, default=5, help="timed windows")
@@ -87,7 +89,7 @@ def main():
         model.conv1 = nn.Conv2d(a.c, 64, kernel_size=7, stride=2, padding=3, bias=False)
     model = model.to(dev)
     half = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(a.precision)
-    channels_last = half is not None and not a.nchw
+    channels_last = not a.nchw if half is not None else a.nhwc
     memory_format = torch.channels_last if channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)

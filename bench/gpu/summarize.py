@@ -114,10 +114,12 @@ def main():
     a = p.parse_args()
     peak = next((v for k, v in PEAK_TFLOPS.items() if k in a.device), None)
 
-    # bf16 with NCHW tensors apart: hpctrain's layout. Where the logs hold several PyTorch
-    # processes of one shape and precision (runs of several calls put together), the
+    # PyTorch's runs in the other layout than its default for the precision (channels_last
+    # for bf16 and fp16, NCHW for fp32 and tf32) apart, as "bf16_nchw" or "tf32_nhwc":
+    # hpctrain's runs of those names are set against them. Where the logs hold several
+    # PyTorch processes of one shape and precision (runs of several calls put together), the
     # median one counts (median_process) and each one's figure is kept.
-    pytorch, pytorch_nchw, lstm_ref = {}, {}, {}
+    pytorch, lstm_ref = {}, {}
     jsonl = os.path.join(a.logs, "pytorch.jsonl")
     lines = []
     if os.path.exists(jsonl):
@@ -130,31 +132,31 @@ def main():
         if r.get("model") == "lstm":
             lstm_ref.setdefault(r["precision"], []).append(r)
             continue
-        nchw = r["precision"] == "bf16" and not r["channels_last"]
-        (pytorch_nchw if nchw else pytorch).setdefault((r["shape"], r["precision"]),
-                                                     []).append(r)
-    for table in (pytorch, pytorch_nchw):
-        for key, runs in table.items():
-            table[key] = dict(median_process(runs, "images_per_second"), processes=sorted(
-                round(r["images_per_second"], 1) for r in runs))
+        usual = r["channels_last"] == (r["precision"] in ("bf16", "fp16"))
+        other = "" if usual else "_nhwc" if r["channels_last"] else "_nchw"
+        pytorch.setdefault((r["shape"], r["precision"] + other), []).append(r)
+    for key, runs in pytorch.items():
+        pytorch[key] = dict(median_process(runs, "images_per_second"), processes=sorted(
+            round(r["images_per_second"], 1) for r in runs))
     results = []
     # The shapes either side ran: a shape whose PyTorch process failed keeps its runs.
     shapes = {s for s, _ in pytorch} | {
         os.path.basename(r)[len("resnet34_"):].split("_")[0]
         for r in glob.glob(os.path.join(a.logs, "resnet34_*_rep*.metrics.csv"))}
     for shape in sorted(shapes):
-        # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16.
+        # bf16_nchw: hpctrain's bf16 with layout nchw, against PyTorch's NCHW bf16 (tf32_nhwc
+        # likewise).
         flops = forward_flops(a.hpctrain, shape) if shape in CLASSES else None
         # The precisions device.sh names, then any other run names (bf16_graph: bf16 with
         # train.cuda_graph on, against PyTorch's bf16).
         named = {os.path.basename(r)[len(f"resnet34_{shape}_"):].rsplit("_rep", 1)[0]
                  for r in glob.glob(os.path.join(a.logs, f"resnet34_{shape}_*_rep*.metrics.csv"))}
-        order = ["fp32", "tf32", "bf16", "bf16_nchw", "fp16"]
+        order = ["fp32", "tf32", "tf32_nhwc", "bf16", "bf16_nchw", "fp16"]
         for precision in order + sorted(named - set(order)):
             runs = finished_runs(a.logs, f"resnet34_{shape}_{precision}_rep*")
             rates = [last_epoch_rate(r) for r in runs]
-            ref = (pytorch_nchw.get((shape, "bf16")) if "_nchw" in precision
-                   else pytorch.get((shape, precision.split("_")[0])))
+            other = "_nchw" if "_nchw" in precision else "_nhwc" if "_nhwc" in precision else ""
+            ref = pytorch.get((shape, precision.split("_")[0] + other))
             if not runs and not ref:
                 continue
             layout = None
@@ -168,9 +170,9 @@ def main():
                      "pytorch_windows": ref and ref["windows"],
                      "pytorch_processes": ref and ref["processes"],
                      "pytorch_channels_last": ref and ref["channels_last"]}
-            if precision == "bf16" and (shape, precision) in pytorch_nchw:
+            if precision == "bf16" and (shape, "bf16_nchw") in pytorch:
                 entry["pytorch_nchw_images_per_second"] = round(
-                    pytorch_nchw[(shape, precision)]["images_per_second"], 1)
+                    pytorch[(shape, "bf16_nchw")]["images_per_second"], 1)
             entry["hpctrain_joules_per_image"] = median_energy(runs) if runs else None
             entry["pytorch_joules_per_image"] = ref and ref.get("joules_per_image")
             p_peak = peak and peak[precision.split("_")[0]]

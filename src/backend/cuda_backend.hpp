@@ -18,7 +18,7 @@ struct CudaBackendOptions {
   DType act_type = DType::kF32;
   bool tf32 = false;  // TF32 tensor cores in GEMMs and convolutions (float32 activations only)
   // Activations stored NHWC and filters' compute copy KRSC (Backend::channels_last): the
-  // layout of cuDNN's fastest 16-bit convolutions (16-bit activations only).
+  // layout of cuDNN's fastest 16-bit convolutions, and of its tensor-core kernels for tf32.
   bool channels_last = false;
   // LSTM and GRU stacks on cuDNN's RNN API (Backend::plan_rnn): kAuto where cuDNN runs the
   // activation type (else the layer steps, said once on rank 0), kRequired (else
@@ -41,8 +41,7 @@ int cuda_device_count();
 std::string cuda_backend_description();
 
 // Throws UsageError when the backend is not built or its module cannot be loaded, the device
-// does not exist, or tf32 is asked for with 16-bit activations, or channels_last with
-// float32 ones.
+// does not exist, or tf32 is asked for with 16-bit activations.
 std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options);
 
 }  // namespace hpctrain

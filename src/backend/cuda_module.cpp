@@ -95,9 +95,6 @@ std::unique_ptr<Backend> make_cuda_backend(const CudaBackendOptions& options) {
     throw UsageError(std::string("tf32 applies to float32 activations, not ") +
                      to_string(options.act_type));
   }
-  if (options.channels_last && options.act_type == DType::kF32) {
-    throw UsageError("the channels-last layout applies to 16-bit activations, not float32");
-  }
   const Module& m = module();
   if (!m.error.empty()) throw UsageError("the CUDA backend: " + m.error);
   return std::unique_ptr<Backend>(m.new_backend(&options));

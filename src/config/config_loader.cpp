@@ -428,9 +428,6 @@ void check_across_keys(const Origins& origins, const Catalog& catalog, const Sec
   }
   if (config.layout == Layout::kNhwc) {
     const auto v = top.find("layout");
-    if (config.precision != Precision::kBf16 && config.precision != Precision::kFp16) {
-      origins.fail(v->path, v->mark, "nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
-    }
     if (config.device == Device::kCpu) {
       origins.fail(v->path, v->mark, "nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
     }

@@ -88,13 +88,13 @@ Model::Model(Backend& backend, std::vector<std::unique_ptr<Layer>> layers, const
                params_ = DeviceArray<float>(backend_, param_count_);
                grads_ = DeviceArray<float>(backend_, param_count_);
                state_ = DeviceArray<float>(backend_, state_count_);
-               if (backend_.act_type() != DType::kF32) {
+               if (needs_compute_copy()) {
                  weights_ = DeviceArray<std::byte>(backend_, param_count_ * act_size);
                }
              });
   ParamSlice arenas{params_.data(), grads_.data(), reinterpret_cast<std::byte*>(params_.data()),
                     act_size};
-  if (backend_.act_type() != DType::kF32) arenas.weights = weights_.data();
+  if (needs_compute_copy()) arenas.weights = weights_.data();
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->bind(arenas.from(offsets_[i]));
     layers_[i]->bind_state(state_.data() + state_offsets_[i]);

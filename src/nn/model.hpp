@@ -112,6 +112,12 @@ class Model {
   void visit_params(const std::function<void(const float*, size_t)>& visit) const;
 
  private:
+  // Layers compute with a copy of the weights in the activations' type and layout (16-bit,
+  // or filters KRSC for channels last), refreshed from the parameters once per step.
+  bool needs_compute_copy() const {
+    return backend_.act_type() != DType::kF32 || backend_.channels_last();
+  }
+
   Backend& backend_;
   std::vector<std::unique_ptr<Layer>> layers_;
   Dims input_dims_;
@@ -120,7 +126,7 @@ class Model {
   size_t param_count_ = 0;
   std::vector<size_t> offsets_;
   DeviceArray<float> params_, grads_;
-  DeviceArray<std::byte> weights_;  // compute copy (16-bit activations only)
+  DeviceArray<std::byte> weights_;  // compute copy (needs_compute_copy)
   bool weights_stale_ = true;
   size_t state_count_ = 0;
   std::vector<size_t> state_offsets_;

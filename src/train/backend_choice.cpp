@@ -46,8 +46,9 @@ std::unique_ptr<Backend> make_backend(const Config& config, int threads, int ran
     options.deterministic = config.run.deterministic;
     options.tf32 = config.precision == Precision::kTf32;
     options.act_type = act;
+    // auto: nhwc for 16 bits (float32 NHWC is asked for, until timed against NCHW)
     options.channels_last =
-        act != DType::kF32 && config.layout != Layout::kNchw;  // auto: nhwc for 16 bits
+        config.layout == Layout::kNhwc || (act != DType::kF32 && config.layout == Layout::kAuto);
     options.cudnn_rnn = config.rnn == RnnEngine::kCudnn   ? CudaBackendOptions::CudnnRnn::kRequired
                         : config.rnn == RnnEngine::kSteps ? CudaBackendOptions::CudnnRnn::kOff
                                                           : CudaBackendOptions::CudnnRnn::kAuto;

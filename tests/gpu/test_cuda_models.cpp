@@ -309,12 +309,28 @@ TEST(CudaMixed, RecurrentModelIn16Bits) {
   }
 }
 
-// Channels last: NHWC activations, KRSC filter copies (16-bit activations only).
-TEST(CudaChannelsLast, ModelsMatchTheFloat32Reference) {
-  compare_16bit_models(true);
-  CudaBackendOptions f32;
-  f32.channels_last = true;
-  EXPECT_THROW(make_cuda_backend(f32), UsageError);
+// Channels last: NHWC activations, KRSC filter copies.
+TEST(CudaChannelsLast, ModelsMatchTheFloat32Reference) { compare_16bit_models(true); }
+
+// Channels last in float32 (FMA arithmetic; tf32 adds only the convolutions' math type,
+// CudaTf32): hpctrain's NHWC kernels in float, the weights' compute copy with KRSC filters
+// (none in float32 NCHW), and cuDNN's KRSC filter gradients transposed back to KCRS, against
+// the CPU as CudaVsCpu.
+TEST(CudaChannelsLast, Float32ModelsMatchTheCpu) {
+  CudaBackendOptions o;
+  o.channels_last = true;
+  const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
+  ASSERT_TRUE(gpu->channels_last());
+  ModelConfig cnn;
+  cnn.preset = "cnn";
+  cnn.hidden.clear();
+  compare_models(*gpu, cnn, {1, 28, 28}, {10}, 8);
+  ModelConfig resnet;
+  resnet.preset = "resnet18";
+  resnet.hidden.clear();
+  resnet.width = 8;
+  compare_models(*gpu, resnet, {3, 32, 32}, {10}, 4);
+  compare_models(*gpu, layout_layers(), {3, 12, 10}, {7}, 5);
 }
 
 }  // namespace

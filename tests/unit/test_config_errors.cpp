@@ -236,14 +236,17 @@ TEST(ConfigErrors, BadEnumValues) {
   expect_error(head + "precision: fp16\ndistributed:\n  strategy: average\n",
                "FILE:3: precision: fp16 needs distributed.strategy allreduce (its ranks must agree "
                "on the loss scale); bf16 needs no loss scale and works with average, async");
-  expect_error(head + "layout: nhwc\n",
-               "FILE:3: layout: nhwc needs precision bf16 or fp16 (float32 runs are NCHW)");
   expect_error(head + "precision: bf16\nlayout: nhwc\ndevice: cpu\n",
                "FILE:4: layout: nhwc needs a GPU (device cuda or auto); the CPU is NCHW");
   expect_error(head + "layout: chwn\n",
                "FILE:3: layout: expected one of auto, nchw, nhwc, got 'chwn'");
-  EXPECT_EQ(load_config(write_yaml(head + "precision: fp16\nlayout: nhwc\n"), {}, catalog()).layout,
-            Layout::kNhwc);
+  for (const char* precision : {"fp16", "tf32", "fp32"}) {  // float32 NHWC too, asked for
+    EXPECT_EQ(load_config(write_yaml(head + "precision: " + precision + "\nlayout: nhwc\n"), {},
+                          catalog())
+                  .layout,
+              Layout::kNhwc)
+        << precision;
+  }
   expect_error(head + "rnn: cudnn\ndevice: cpu\n",
                "FILE:3: rnn: cudnn needs a GPU (device cuda or auto); the CPU steps");
   expect_error(head + "rnn: fused\n",

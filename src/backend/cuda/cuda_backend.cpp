@@ -7,8 +7,7 @@
 // synchronisation, so an asynchronous error names its operation (and nothing is recorded).
 // Activations are of options.act_type: cuBLAS and cuDNN read and write 16-bit data with
 // float32 arithmetic, while parameters, gradients and normalisation statistics stay
-// float32. With options.channels_last (16-bit only) activations are NHWC (see
-// cudnn_layers.hpp).
+// float32. With options.channels_last activations are NHWC (see cudnn_layers.hpp).
 #include "backend/cuda_backend.hpp"
 
 #include <cublas_v2.h>

@@ -52,14 +52,14 @@ std::unique_ptr<RnnPlan> CudnnLayers::plan_rnn(const RnnShape& s) {
   return plan;
 }
 
-// With 16-bit activations the workspace starts with the filter gradient's scratch (see
-// conv2d_backward_filter); cuDNN's own workspace follows it.
+// With 16-bit activations or channels last the workspace starts with the filter gradient's
+// scratch (see conv2d_backward_filter); cuDNN's own workspace follows it.
 size_t CudnnLayers::conv2d_workspace_bytes(const Conv2dShape& s) {
   return dw_scratch_bytes(s) + planner_->workspace_bytes(s);
 }
 
 size_t CudnnLayers::dw_scratch_bytes(const Conv2dShape& s) const {
-  if (options_.act_type == DType::kF32) return 0;
+  if (!writes_dw_scratch()) return 0;
   const size_t bytes = filter_elems(s) * dtype_size(options_.act_type);
   return (bytes + kWorkspaceAlign - 1) / kWorkspaceAlign * kWorkspaceAlign;
 }
@@ -84,15 +84,15 @@ void CudnnLayers::conv2d_backward_data(const Conv2dShape& s, const void* dy, con
   done("conv2d_backward_data");
 }
 
-// cuDNN writes the filter gradient in the filter's type: float32 activations straight into
-// dw; 16-bit ones into the scratch at the workspace's start, then widened into dw (and,
-// channels last, from KRSC into dw's KCRS order).
+// cuDNN writes the filter gradient in the filter's type and layout: float32 NCHW straight
+// into dw; 16-bit or KRSC (channels last) into the scratch at the workspace's start, then
+// widened and, channels last, transposed into dw's KCRS order.
 void CudnnLayers::conv2d_backward_filter(const Conv2dShape& s, const void* x, const void* dy,
                                          float* dw, void* workspace) {
   const ConvPlan& p = planner_->plan(s);
   const float one = 1.0f, zero = 0.0f;
   auto* ws = static_cast<std::byte*>(workspace);
-  void* grad = options_.act_type == DType::kF32 ? static_cast<void*>(dw) : ws;
+  void* grad = writes_dw_scratch() ? static_cast<void*>(ws) : dw;
   HT_CUDA(cudnnConvolutionBackwardFilter(
       cudnn_, &one, p.x.get(), x, p.y.get(), dy, p.conv_bwd_filter.get(), p.bwd_filter,
       ws + dw_scratch_bytes(s), p.workspace, &zero, p.w.get(), grad));

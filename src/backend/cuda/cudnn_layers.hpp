@@ -1,8 +1,8 @@
 // Convolution, max pooling, batch normalisation and recurrent stacks (cudnn_rnn.hpp) of a
 // CudaBackend, on its stream. NCHW:
-// cuDNN, with algorithms chosen once per convolution shape (ConvPlanner). Channels last
-// (16-bit only): cuDNN convolutions on NHWC data with KRSC filters, filter gradients
-// transposed back to KCRS, and kernels/ for pooling and batch normalisation, also fused
+// cuDNN, with algorithms chosen once per convolution shape (ConvPlanner). Channels last:
+// cuDNN convolutions on NHWC data with KRSC filters, filter gradients transposed back to
+// KCRS, and kernels/ for pooling and batch normalisation, also fused
 // with a residual addition and relu (cuDNN's legacy NHWC calls for these are slow).
 #pragma once
 
@@ -64,9 +64,13 @@ class CudnnLayers {
                                int c, const float* save_mean, const float* save_invstd);
 
  private:
-  // Bytes before cuDNN's part of a convolution workspace: the 16-bit filter gradient, whose
-  // size does not depend on the batch (none for float32).
+  // Bytes before cuDNN's part of a convolution workspace: the filter gradient as cuDNN
+  // writes it (16-bit, or KRSC), whose size does not depend on the batch (none for float32
+  // NCHW, written straight into dw).
   size_t dw_scratch_bytes(const Conv2dShape& s) const;
+  bool writes_dw_scratch() const {
+    return options_.act_type != DType::kF32 || options_.channels_last;
+  }
   // pool_, a_ = input [n, c, h, w], b_ = pooled output (NCHW).
   void set_pool(const Pool2dShape& s);
   // a_ = data [n, c, hw, 1], bn_ = per-channel parameters [1, c, 1, 1] (NCHW).
