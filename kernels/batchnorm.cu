@@ -33,11 +33,12 @@ constexpr int kMaxColumns = 32;      // column threads per block
 constexpr int kMaxValues = 8;        // values per access at most (16-bit)
 constexpr int kTargetBlocks = 2048;  // per pass: an H100 holds 132 SMs x 8 such blocks
 constexpr int kMinRowsPerLane = 4;   // in a chunk of the sums
-// The per-channel merge kernels: a block of 32 channels x 32 lanes; a lane keeps kMergeLoads
-// running sums over its chunks, so that as many loads are in flight (a merge of the 2,048
-// chunks of a 64-channel layer was latency-bound: 41 us a call on an H200 with 16 lanes
-// and one sum).
-constexpr int kMergeChannels = 32, kMergeLanes = 32, kMergeLoads = 8;
+// The per-channel merge kernels: a block of 8 channels x 128 lanes; a lane keeps kMergeLoads
+// running sums over its chunks, so that as many loads are in flight. A merge of the 2,048
+// chunks of a 64-channel layer was latency-bound: 41 us a call on an H200 with blocks of 32
+// channels x 16 lanes and one sum, 28 us (two passes) with 32 x 32 lanes and 8 sums, in the
+// 2 blocks that 64 channels made; 8 channels a block spread it over 8.
+constexpr int kMergeChannels = 8, kMergeLanes = 128, kMergeLoads = 8;
 
 // v as a separate operation would store it: rounded to T, widened again.
 template <typename T>
@@ -129,10 +130,21 @@ __device__ __forceinline__ double lane_sum(int chunks, int lane, F f) {
   return total;
 }
 
+// Adds the lanes' parts s[l][channel] of each channel in a fixed tree (lane l and l + half,
+// halving half), by the whole block: s[0][channel] holds the total after it. Fixed, so
+// results repeat bit for bit.
+__device__ __forceinline__ void add_lanes(double (*s)[kMergeChannels]) {
+  for (int half = kMergeLanes / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (threadIdx.y < half) s[threadIdx.y][threadIdx.x] += s[threadIdx.y + half][threadIdx.x];
+  }
+  __syncthreads();
+}
+
 // Merges each channel's chunk partials in double (lane l of the block takes chunks l,
-// l + kMergeLanes, ... (lane_sum); the lanes are then added in order), and writes the saved mean
-// and 1/sqrt(var + eps), the running statistics (unbiased variance), as CpuBackend, and the apply
-// kernel's coefficients scale = gamma * invstd and shift = beta - mean * scale.
+// l + kMergeLanes, ... (lane_sum); the lanes are then added by add_lanes), and writes the saved
+// mean and 1/sqrt(var + eps), the running statistics (unbiased variance), as CpuBackend, and the
+// apply kernel's coefficients scale = gamma * invstd and shift = beta - mean * scale.
 __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
     merge_statistics_kernel(const float* part_mean, const float* part_m2, int chunks,
                             int chunk_rows, int m, int c, const float* gamma, const float* beta,
@@ -141,12 +153,11 @@ __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
   __shared__ double s_part[kMergeLanes][kMergeChannels];
   const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
   const int ty = threadIdx.y, tx = threadIdx.x;
-  // The sum of the lanes' parts, added in lane order (by every lane alike).
-  auto add_lanes = [&](double part) {
+  // The sum of the lanes' parts, for every lane alike.
+  auto lanes_total = [&](double part) {
     s_part[ty][tx] = part;
-    __syncthreads();
-    double total = 0.0;
-    for (int l = 0; l < kMergeLanes; ++l) total += s_part[l][tx];
+    add_lanes(s_part);
+    const double total = s_part[0][tx];
     __syncthreads();  // s_part is free again
     return total;
   };
@@ -155,13 +166,13 @@ __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
   const double sum = lane_sum(lane_chunks, ty, [&](int k) {
     return rows_of(k) * part_mean[static_cast<size_t>(k) * c + ch];
   });
-  const double mean = add_lanes(sum) / m;
+  const double mean = lanes_total(sum) / m;
   const double dev = lane_sum(lane_chunks, ty, [&](int k) {
     const size_t i = static_cast<size_t>(k) * c + ch;
     const double d = part_mean[i] - mean;
     return part_m2[i] + rows_of(k) * d * d;
   });
-  const double m2 = add_lanes(dev);
+  const double m2 = lanes_total(dev);
   if (ty != 0 || ch >= c) return;
   const double var = m2 / m;
   const float mu = static_cast<float>(mean);
@@ -274,7 +285,7 @@ __global__ void __launch_bounds__(kThreads)
   part_gx[static_cast<size_t>(blockIdx.y) * c + ch] = b;
 }
 
-// Adds each channel's chunk sums in chunk order in double (as merge_statistics_kernel),
+// Adds each channel's chunk sums in double in a fixed order (as merge_statistics_kernel),
 // then dbeta, dgamma and the coefficients of dx: coef_a = mean(g),
 // coef_b = mean(g * (x - mean)) * invstd^2.
 __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
@@ -284,18 +295,14 @@ __global__ void __launch_bounds__(kMergeChannels* kMergeLanes)
   __shared__ double s_g[kMergeLanes][kMergeChannels], s_gx[kMergeLanes][kMergeChannels];
   const int ch = blockIdx.x * kMergeChannels + threadIdx.x;
   const int lane_chunks = ch < c ? chunks : 0;
-  double g = lane_sum(lane_chunks, threadIdx.y,
-                      [&](int k) { return part_g[static_cast<size_t>(k) * c + ch]; });
-  double gx = lane_sum(lane_chunks, threadIdx.y,
-                       [&](int k) { return part_gx[static_cast<size_t>(k) * c + ch]; });
-  s_g[threadIdx.y][threadIdx.x] = g;
-  s_gx[threadIdx.y][threadIdx.x] = gx;
-  __syncthreads();
+  s_g[threadIdx.y][threadIdx.x] = lane_sum(
+      lane_chunks, threadIdx.y, [&](int k) { return part_g[static_cast<size_t>(k) * c + ch]; });
+  s_gx[threadIdx.y][threadIdx.x] = lane_sum(
+      lane_chunks, threadIdx.y, [&](int k) { return part_gx[static_cast<size_t>(k) * c + ch]; });
+  add_lanes(s_g);
+  add_lanes(s_gx);
   if (threadIdx.y != 0 || ch >= c) return;
-  for (int l = 1; l < kMergeLanes; ++l) {
-    g += s_g[l][threadIdx.x];
-    gx += s_gx[l][threadIdx.x];
-  }
+  const double g = s_g[0][threadIdx.x], gx = s_gx[0][threadIdx.x];
   dbeta[ch] = static_cast<float>(g);
   dgamma[ch] = static_cast<float>(gx * invstd[ch]);
   coef_a[ch] = static_cast<float>(g / m);

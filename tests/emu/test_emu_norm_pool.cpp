@@ -78,7 +78,9 @@ TEST_P(EmuVsCpu, AvgPool) {
 // 16 bits), 4,000 rows (several row chunks merged), the same with the least scratch the
 // kernels accept (one chunk; a plan that overran it would fail AddressSanitizer, as the
 // scratch is exactly that long), ResNet-34's layer2 and layer4 shapes at batch 2, one row,
-// and buffers one value off a 16-byte boundary.
+// buffers one value off a 16-byte boundary, and 70,000 rows (1,093 chunks in float32: more
+// than one round of the merge kernels' 128 lanes x 8 running sums; float32 only, where 16-bit
+// values, 8 an access, make half as many chunks).
 TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   struct Case {
     int rows, c;
@@ -88,7 +90,8 @@ TEST_P(EmuVsCpu, BatchNormChannelsLast) {
   const float eps = 1e-5f, momentum = 0.1f;
   for (const Case k : {Case{200, 64, 0}, Case{105, 6, 0}, Case{14, 3, 0}, Case{4000, 16, 0},
                        Case{4000, 16, 0, true}, Case{100, 520, 0}, Case{1568, 128, 0},
-                       Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}, Case{20000, 64, 0}}) {
+                       Case{98, 512, 0}, Case{1, 8, 0}, Case{200, 64, 1}, Case{70000, 64, 0}}) {
+    if (k.rows > 20000 && t_ != DType::kF32) continue;
     SCOPED_TRACE("rows=" + std::to_string(k.rows) + " c=" + std::to_string(k.c) +
                  " offset=" + std::to_string(k.offset) + (k.least_scratch ? " least scratch" : ""));
     const size_t scratch_floats =

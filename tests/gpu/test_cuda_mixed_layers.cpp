@@ -215,8 +215,8 @@ TEST_P(MixedVsCpu, BatchNormalisation) {
 // the separate operations of the same backend compute, bit for bit, and what the CPU
 // computes on the same rows (an NCHW batch of m samples with hw = 1) within rounding. The
 // cases take the 16-byte path, the one-value path (c not a multiple of 8, data not 16-byte
-// aligned) and many row chunks (500 in the last: more than one round of the merge kernels'
-// 32 lanes x 8 running sums).
+// aligned) and many row chunks (1,100 in the last: more than one round of the merge kernels'
+// 128 lanes x 8 running sums).
 TEST_P(MixedVsCpu, ChannelsLastBatchNormAddRelu) {
   gpu_ = make_gpu(false, /*channels_last=*/true);
   struct Case {
@@ -225,7 +225,7 @@ TEST_P(MixedVsCpu, ChannelsLastBatchNormAddRelu) {
   };
   const float eps = 1e-5f, momentum = 0.1f;
   for (const Case k : {Case{4, 64, 50, 0}, Case{3, 6, 35, 0}, Case{2, 3, 7, 0},
-                       Case{16, 16, 1000, 0}, Case{4, 64, 50, 1}, Case{64, 64, 1000, 0}}) {
+                       Case{16, 16, 1000, 0}, Case{4, 64, 50, 1}, Case{128, 64, 1100, 0}}) {
     SCOPED_TRACE("n=" + std::to_string(k.n) + " c=" + std::to_string(k.c) +
                  " hw=" + std::to_string(k.hw) + " offset=" + std::to_string(k.offset));
     const int rows = k.n * k.hw, c = k.c;
