@@ -240,7 +240,7 @@ int run_or_abort(const MpiEnv& env, Work&& work) {
 // A rank's ending once its work is done: releasing the trainer (its threads, files and
 // device) and waiting for the other ranks to end theirs have distributed.timeout_seconds
 // each; MPI_Finalize then has at most kFinalizeSeconds (every rank enters it at once, and
-// MPICH 4.0 with UCX over TCP can still hang there: MpiEnv::finalize), and the exit handlers
+// MPICH 4.0 with UCX over TCP can still hang there: MpiEnv::wait_for_all), and the exit handlers
 // the timeout again. A rank still in one after that says which and ends with `code`: a job
 // whose outputs are written would otherwise hold its allocation until its time limit.
 constexpr double kFinalizeSeconds = 10;

@@ -18,6 +18,12 @@ namespace {
 
 constexpr unsigned kAbortGraceSeconds = 10;
 
+bool finalized() {
+  int done = 0;
+  MPI_Finalized(&done);
+  return done != 0;
+}
+
 }  // namespace
 
 void throw_mpi_error(int code, const char* call, const char* file, int line) {
@@ -47,7 +53,11 @@ MpiEnv::MpiEnv(int* argc, char*** argv) {
   set_log_rank(rank_, size_);
 }
 
-MpiEnv::~MpiEnv() { finalize(); }
+MpiEnv::~MpiEnv() {
+  if (finalized()) return;  // end_run finalized already
+  wait_for_all();
+  finalize();
+}
 
 void MpiEnv::wait_for_all() {
   // Errors return (set above): a rank lost ends the job through its launcher anyway.
@@ -55,11 +65,7 @@ void MpiEnv::wait_for_all() {
 }
 
 void MpiEnv::finalize() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;  // the destructor's: it never throws
-  wait_for_all();
-  MPI_Finalize();
+  if (!finalized()) MPI_Finalize();
 }
 
 void MpiEnv::abort(int code) {

@@ -19,13 +19,13 @@ class MpiEnv {
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
 
-  // A barrier on the world that ignores errors: every rank has ended its work.
+  // A barrier on the world that ignores errors, just before finalize(), so that the ranks
+  // enter MPI_Finalize together: MPICH 4.0's UCX transport closes its connections there and
+  // then waits for every rank without serving them, so over TCP a rank that enters it later
+  // than another can wait for that one's acknowledgement forever.
   void wait_for_all();
 
-  // Every rank together (wait_for_all), then MPI_Finalize, once (the destructor's, called
-  // earlier). Together because MPICH 4.0's UCX transport closes its connections in
-  // MPI_Finalize and then waits for every rank without serving them: over TCP a rank that
-  // enters it later than another can wait for that one's acknowledgement forever.
+  // MPI_Finalize, once (the destructor's, which waits for all first, called earlier).
   void finalize();
 
   // Ends every rank of the job with `code` (MPI_Abort); used when one rank fails

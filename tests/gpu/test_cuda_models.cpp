@@ -148,17 +148,20 @@ void compare_models(Backend& gpu, const ModelConfig& mc, const Dims& in, const M
       << "model state";
 }
 
-TEST_F(CudaVsCpu, CnnAndResNetModels) {
+// The CNN and a small ResNet-18 through compare_models.
+void compare_cnn_and_resnet(Backend& gpu, double grad_tol = 1e-3) {
   ModelConfig cnn;
   cnn.preset = "cnn";
   cnn.hidden.clear();
-  compare_models(*gpu_, cnn, {1, 28, 28}, {10}, 8);
+  compare_models(gpu, cnn, {1, 28, 28}, {10}, 8, grad_tol);
   ModelConfig resnet;
   resnet.preset = "resnet18";
   resnet.hidden.clear();
   resnet.width = 8;
-  compare_models(*gpu_, resnet, {3, 32, 32}, {10}, 4);
+  compare_models(gpu, resnet, {3, 32, 32}, {10}, 4, grad_tol);
 }
+
+TEST_F(CudaVsCpu, CnnAndResNetModels) { compare_cnn_and_resnet(*gpu_); }
 
 // Recurrent layers: two stacked LSTM layers and a GRU returning every step, a dense layer
 // per step, and an LSTM that returns the last, on an image's rows.
@@ -268,15 +271,7 @@ void compare_16bit_models(bool channels_last) {
     const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
     ASSERT_EQ(gpu->channels_last(), channels_last);
     const double tol = t == DType::kBF16 ? 3e-2 : 5e-3;
-    ModelConfig cnn;
-    cnn.preset = "cnn";
-    cnn.hidden.clear();
-    compare_models(*gpu, cnn, {1, 28, 28}, {10}, 8, tol);
-    ModelConfig resnet;
-    resnet.preset = "resnet18";
-    resnet.hidden.clear();
-    resnet.width = 8;
-    compare_models(*gpu, resnet, {3, 32, 32}, {10}, 4, tol);
+    compare_cnn_and_resnet(*gpu, tol);
     if (channels_last) compare_models(*gpu, layout_layers(), {3, 12, 10}, {7}, 5, tol);
   }
 }
@@ -321,15 +316,7 @@ TEST(CudaChannelsLast, Float32ModelsMatchTheCpu) {
   o.channels_last = true;
   const std::unique_ptr<Backend> gpu = make_cuda_backend(o);
   ASSERT_TRUE(gpu->channels_last());
-  ModelConfig cnn;
-  cnn.preset = "cnn";
-  cnn.hidden.clear();
-  compare_models(*gpu, cnn, {1, 28, 28}, {10}, 8);
-  ModelConfig resnet;
-  resnet.preset = "resnet18";
-  resnet.hidden.clear();
-  resnet.width = 8;
-  compare_models(*gpu, resnet, {3, 32, 32}, {10}, 4);
+  compare_cnn_and_resnet(*gpu);
   compare_models(*gpu, layout_layers(), {3, 12, 10}, {7}, 5);
 }
 
