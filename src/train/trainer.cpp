@@ -143,7 +143,8 @@ double Trainer::compute_gradients(float grad_scale, bool timing, bool measure) {
   return seconds;
 }
 
-Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m) {
+Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetrics& m,
+                                       EpochTally& own) {
   const int64_t global_batch = plan_.global_batch();
   const float grad_scale =
       exchange_->gradient_scale(plan_.batch[rank_] * plan_.accumulate, global_batch);
@@ -214,6 +215,8 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       if (last) {
         save_after_row_ = true;
       } else {
+        backend_->synchronize();
+        keep_epoch_so_far(epoch, own_tally(t0, wait0, comm_->comm_seconds(), cpu0));
         save_checkpoint(/*wait=*/false);
       }
     }
@@ -234,37 +237,21 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
     WatchdogScope w(*watchdog_, "the epoch's last device work", global_step_);
     backend_->synchronize();
   }
-  // Wall, data wait and communication seconds, then the step phases.
-  double times[3 + kPhaseMarks] = {now_seconds() - t0, train_loader_->wait_seconds() - wait0,
-                                   comm_->comm_seconds()};
-  if (timing) {
-    const PhaseSeconds phases = backend_->take_phases();
-    std::copy(phases.begin(), phases.end(), times + 3);
-  }
-  LossStats s;
-  backend_->copy_to_host(&s, stats_.data(), sizeof(s));
-  double sums[4] = {s.loss_sum, s.correct, s.count, process_cpu_seconds() - cpu0};
+  // The slowest rank sets the pace.
+  const EpochTally mine = own_tally(t0, wait0, comm_->comm_seconds(), cpu0);
+  PhaseSeconds phases{};
+  if (timing) phases = backend_->take_phases();
   {
     WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
-    comm_->allreduce_max(times, 3 + kPhaseMarks);  // the slowest rank sets the pace
-    comm_->allreduce_sum(sums, 4);
+    own = reduce_tally(*comm_, mine, tally_scratch_);
+    if (timing) comm_->allreduce_max(phases.data(), kPhaseMarks);
   }
-  for (int i = 0; i < kPhaseMarks; ++i) phase_totals_[i] += times[3 + i];
+  for (int i = 0; i < kPhaseMarks; ++i) phase_totals_[i] += phases[i];
   // A device backend's per-step answer may come late; the epoch's sum is exact (and the
   // same on every rank).
-  if (!std::isfinite(sums[0])) end = EpochEnd::kDiverged;
+  if (!std::isfinite(own.loss_sum)) end = EpochEnd::kDiverged;
   m.epoch = epoch;
-  // No sample counted (skip_step left out every step): no loss to report, null in the files.
-  const double none = std::numeric_limits<double>::quiet_NaN();
-  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : none;
-  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : none;
   m.lr = lr;
-  m.time_train_s = times[0];
-  m.data_wait_s = times[1];
-  m.comm_s = times[2];
-  m.cpu_s = sums[3] / world_size_;
-  // The stats count predictions: labels_per_sample_ per sample.
-  m.samples_per_second = times[0] > 0 ? sums[2] / labels_per_sample_ / times[0] : 0.0;
   return end;
 }
 
@@ -362,6 +349,9 @@ int Trainer::run() {
     WatchdogScope w(*watchdog_, "start-up (resume and data loading)", 0);
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
+    carried_epoch_ = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
+    carried_ = decode_tally(epoch_so_far_, carried_epoch_);
+    encode_tally(carried_epoch_, carried_, epoch_so_far_);
     if (already_complete()) return kExitOk;
     if (meter_) plan_restored_batches();
     // Every rank's checks first (its data rows included): a start refused on any rank leaves
@@ -413,9 +403,12 @@ int Trainer::run() {
   bool diverged = false;
   for (int epoch = first_epoch; epoch <= config_.train.epochs && !diverged; ++epoch) {
     EpochMetrics m;
+    EpochTally own;  // this run's; the row adds those a checkpoint carried
     const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
-    const EpochEnd ended =
-        async_ ? train_epoch_async(epoch, first_step, m) : train_epoch(epoch, first_step, m);
+    const EpochEnd ended = async_ ? train_epoch_async(epoch, first_step, m, own)
+                                  : train_epoch(epoch, first_step, m, own);
+    EpochTally whole = carried(epoch);
+    whole += own;
     diverged = ended == EpochEnd::kDiverged;
     const bool complete = ended == EpochEnd::kCompleted || ended == EpochEnd::kStopAfter;
     if (complete && !params_finite()) {  // activations hid it from the loss
@@ -432,13 +425,17 @@ int Trainer::run() {
         divergence_ = "every step of the epoch had gradients that were not finite and was skipped";
       }
     }
-    if (ended == EpochEnd::kStopped) return stop_run();
+    if (ended == EpochEnd::kStopped) {
+      encode_tally(epoch, whole, epoch_so_far_);
+      return stop_run();
+    }
     if (meter_ && epoch < config_.train.epochs && !diverged) rebalance(global_step_);
-    total_train += m.time_train_s;
-    total_wait += m.data_wait_s;
-    total_comm += m.comm_s;
-    total_cpu += m.cpu_s;
-    total_samples += m.samples_per_second * m.time_train_s;
+    total_train += own.train_s;
+    total_wait += own.wait_s;
+    total_comm += own.comm_s;
+    total_cpu += own.cpu_s;
+    total_samples += own.count / static_cast<double>(labels_per_sample_);
+    fill_training_metrics(whole, labels_per_sample_, m);
     if (val_loader_ && !diverged &&
         (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
       exchange_->sync_for_evaluation(global_step_);
@@ -453,6 +450,7 @@ int Trainer::run() {
     }
     log_info(epoch_line(m, config_.train.epochs));
     if (metrics_csv_) metrics_csv_->append(m);
+    encode_tally(epoch + 1, EpochTally{}, epoch_so_far_);  // what the epoch's checkpoint carries
     // The epoch's checkpoint after its row: killed in between, the resumed run trains the
     // end of the epoch again and writes the row itself.
     if ((config_.checkpoint.at_epoch_end || save_after_row_) && !diverged &&

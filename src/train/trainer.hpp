@@ -26,6 +26,7 @@
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/energy.hpp"
+#include "train/epoch_tally.hpp"
 #include "train/exchange.hpp"
 #include "train/loss_scaler.hpp"
 #include "train/metrics.hpp"
@@ -108,11 +109,22 @@ class Trainer {
   // End of prepare(): whether steps may be graphs (train.cuda_graph), or why not (on:
   // UsageError); run() checks the exchange after connect().
   void choose_step_graphs();
-  // Trains epoch `epoch` (1-based) from its step `first_step`; fills `m`.
-  EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m);
+  // Trains epoch `epoch` (1-based) from its step `first_step`; sets `m`'s epoch and lr, and
+  // `own` to this run's figures of the epoch, over all ranks.
+  EpochEnd train_epoch(int epoch, int64_t first_step, EpochMetrics& m, EpochTally& own);
   // The same under strategy async (trainer_async.cpp): segments of the epoch, each ended by
   // AsyncSgd::finish_segment, with checkpoints between them.
-  EpochEnd train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m);
+  EpochEnd train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m, EpochTally& own);
+  // This rank's figures of the epoch since t0 (trainer_tally.cpp): its loss statistics, the
+  // loader's wait since wait0, comm_s, and its CPU seconds since cpu0. The caller has waited
+  // for the device work.
+  EpochTally own_tally(double t0, double wait0, double comm_s, double cpu0);
+  // Collective, before a checkpoint in the middle of epoch `epoch`: the figures it carries
+  // (kEpochSoFarArray) become this run's `mine` over all ranks, with those of the runs before
+  // it.
+  void keep_epoch_so_far(int epoch, const EpochTally& mine);
+  // The figures of `epoch` that the checkpoint resumed from carried (zeros for another).
+  EpochTally carried(int epoch) const;
   // A worker's part of the segment [begin, end); returns the seconds spent pushing and
   // pulling. The progress line counts from batch `first`, trained from time t0.
   double work_async_segment(int64_t begin, int64_t end, int epoch, int64_t first, double t0,
@@ -212,7 +224,13 @@ class Trainer {
   BatchPlan plan_;                       // the ranks' batches and shards
   std::vector<float> batches_;           // balance auto: plan_.batch, kept in checkpoints
   std::unique_ptr<BalanceMeter> meter_;  // balance auto: this rank's speed
-  DeviceArray<float> accumulated_;       // train.accumulate_steps > 1: the summed micro-batches
+  // The figures of the epoch a checkpoint's step is in, up to that step (kEpochSoFarArray),
+  // kept in checkpoints; carried_ those of the checkpoint resumed from, of carried_epoch_.
+  std::vector<float> epoch_so_far_;
+  EpochTally carried_;
+  int carried_epoch_ = 0;
+  std::vector<double> tally_scratch_;  // reduce_tally's
+  DeviceArray<float> accumulated_;     // train.accumulate_steps > 1: the summed micro-batches
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)

@@ -63,14 +63,15 @@ double Trainer::work_async_segment(int64_t begin, int64_t end, int epoch, int64_
   return exchange_s + (now_seconds() - t);
 }
 
-Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m) {
+Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, EpochMetrics& m,
+                                             EpochTally& own) {
   const int64_t epoch_begin = static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
   const int64_t epoch_end = epoch_begin + steps_per_epoch_;
   Progress progress(rank_ == 0, config_.train.progress_seconds);
   LossStats zero;
   backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
   const double wait0 = train_loader_ ? train_loader_->wait_seconds() : 0.0;
-  const double t0 = now_seconds();
+  const double t0 = now_seconds(), cpu0 = process_cpu_seconds();
   double exchange_s = 0;
   EpochEnd end = EpochEnd::kCompleted;
   global_step_ = epoch_begin + first_step;
@@ -106,16 +107,14 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
       if (last) {
         save_after_row_ = true;
       } else {
+        backend_->synchronize();
+        keep_epoch_so_far(epoch, own_tally(t0, wait0, exchange_s, cpu0));
         save_checkpoint(/*wait=*/false);
       }
     }
   }
   backend_->synchronize();
-  double times[3] = {now_seconds() - t0, train_loader_ ? train_loader_->wait_seconds() - wait0 : 0,
-                     exchange_s};
-  LossStats s;
-  backend_->copy_to_host(&s, stats_.data(), sizeof(s));
-  double sums[3] = {s.loss_sum, s.correct, s.count};
+  const EpochTally figures = own_tally(t0, wait0, exchange_s, cpu0);
   const ServerStats mine = async_->take_server_stats();
   const double stats[6] = {static_cast<double>(mine.pushes),
                            static_cast<double>(mine.pulls),
@@ -126,8 +125,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
   std::vector<double> all(static_cast<size_t>(world_size_) * 6);
   {
     WatchdogScope w(*watchdog_, "epoch metrics reduction", global_step_);
-    comm_->allreduce_max(times, 3);
-    comm_->allreduce_sum(sums, 3);
+    own = reduce_tally(*comm_, figures, tally_scratch_);
     comm_->allgather(stats, 6, all.data());
     staleness_.push_back(async_->take_staleness());
   }
@@ -141,17 +139,11 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
     t.busy_s += v[3];
     t.cpu_s += v[4];
     t.bytes += v[5];
-    t.wall_s += times[0];
+    t.wall_s += own.train_s;
   }
-  if (!std::isfinite(sums[0])) end = EpochEnd::kDiverged;
+  if (!std::isfinite(own.loss_sum)) end = EpochEnd::kDiverged;
   m.epoch = epoch;
-  m.train_loss = sums[2] > 0 ? sums[0] / sums[2] : 0.0;
-  m.train_accuracy = sums[2] > 0 ? sums[1] / sums[2] : 0.0;
   m.lr = schedule_->at(std::max<int64_t>(0, global_step_ - 1));
-  m.time_train_s = times[0];
-  m.data_wait_s = times[1];
-  m.comm_s = times[2];
-  m.samples_per_second = times[0] > 0 ? sums[2] / labels_per_sample_ / times[0] : 0.0;
   return end;
 }
 

@@ -12,7 +12,7 @@ import time
 
 import h5py
 
-from harness import (ARGS, check, checkpoints, expect_ok, fail, fresh, kill_and_resume,
+from harness import (ARGS, check, check_rows_match, checkpoints, expect_ok, fail, fresh, kill_and_resume,
                      metrics_rows, mpi_rank, newest_step, one_error_line, rank_pids, run_dir,
                      session, train, train_cmd)
 
@@ -69,6 +69,7 @@ def case_async_deterministic_kill9():
                             ranks=3)
         check(s["params_sha256"] == a["params_sha256"],
               f"rank {victim} killed near step {target}: parameters differ after resume")
+        check_rows_match(f"async_kill_{victim}", "async_det_a")
 
 
 def case_async_checkpoints_hold_their_step():

@@ -9,7 +9,7 @@ import subprocess
 import time
 
 from harness import (
-    ARGS, DET, check, checkpoints, expect_ok, fail, fresh, h5_values, hpctrain,
+    ARGS, DET, check, check_rows_match, checkpoints, expect_ok, fail, fresh, h5_values, hpctrain,
     kill_and_resume, metrics_rows, newest_step, one_error_line, rank_pids, run_dir, session, train,
     train_cmd, uninterrupted_sha)
 
@@ -29,6 +29,7 @@ def case_kill9_resume_bit_identical():
                             lambda n: victim if newest_step(n) >= target else None)
         check(s["params_sha256"] == want, f"kill at ~step {target}: parameters differ")
         check(s["resumed_from"] is not None, "resumed_from not recorded")
+        check_rows_match(f"kill9_{i}", "det_full_kill9")
 
     # Rank 0 writes checkpoints: killed while the one of step 105 is half written, held in
     # its file's fsync (fsync_shim.c), after the manifest recorded it.
@@ -118,6 +119,7 @@ def case_signal_stop_resume():
     check(not os.path.exists(marker), "STOPPED marker left after the resumed run")
     check(s["resumed_from"] == stopped_at, f"resumed_from {s['resumed_from']} != {stopped_at}")
     check(s["params_sha256"] == want, "resumed parameters differ from the uninterrupted run")
+    check_rows_match("sigstop", "det_full_signal")
 
     fresh("sigterm")
     p = session(train_cmd("sigterm", 2, DET))

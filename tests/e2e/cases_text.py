@@ -12,7 +12,7 @@ import subprocess
 from collections import Counter
 
 from harness import (
-    ARGS, check, checkpoints, expect_ok, fresh, hpctrain, kill_and_resume, newest_step,
+    ARGS, check, check_rows_match, checkpoints, expect_ok, fresh, hpctrain, kill_and_resume, newest_step,
     one_error_line, run_dir, train)
 
 CONFIG = "configs/fortunes_char_lstm.yaml"
@@ -78,6 +78,7 @@ def case_char_lm_trains_resumes_generates():
     k = kill_and_resume("char_lm_kill", sets, lambda n: 1 if newest_step(n) >= 40 else None,
                         config=CONFIG)
     check(k["params_sha256"] == s["params_sha256"], "resumed language model parameters differ")
+    check_rows_match("char_lm_kill", "char_lm_full")
 
     ckpt = checkpoints("char_lm_full")[-1]
     a, b, c = (generate(ckpt, data, seed) for seed in (7, 7, 8))

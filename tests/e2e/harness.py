@@ -133,6 +133,25 @@ def metrics_rows(name):
         return list(csv.DictReader(f))
 
 
+def check_rows_match(name, ref):
+    """metrics.csv of run `name`, stopped or killed and resumed, against that of the
+    uninterrupted run `ref`: every epoch's loss, accuracy and samples (samples_per_second x
+    time_train_s) are the whole epoch's, also for an epoch resumed in its middle, whose
+    checkpoint carried its figures so far."""
+    rows, want = metrics_rows(name), metrics_rows(ref)
+    check([r["epoch"] for r in rows] == [w["epoch"] for w in want],
+          f"{name}: epochs {[r['epoch'] for r in rows]} in metrics.csv")
+    for r, w in zip(rows, want):
+        for key in ("train_loss", "train_accuracy"):
+            got, expected = float(r[key]), float(w[key])
+            check(abs(got - expected) <= 1e-7 * abs(expected),
+                  f"{name}: epoch {r['epoch']} {key} {got}, uninterrupted {expected}")
+        got, expected = (float(x["samples_per_second"]) * float(x["time_train_s"])
+                         for x in (r, w))
+        check(abs(got - expected) < 0.5, f"{name}: epoch {r['epoch']} counted {got:.1f} "
+              f"samples, the uninterrupted run {expected:.1f}")
+
+
 def expect_ok(name, ranks, sets, **kw):
     rc, out, err = train(name, ranks, sets, **kw)
     check(rc == 0, f"{name}: exit code {rc}")

@@ -1,5 +1,5 @@
-// Ring all-reduce against MPI_Allreduce, parameter averaging, and set-up
-// agreement, on whatever world size mpiexec started.
+// Ring all-reduce against MPI_Allreduce, parameter averaging, set-up agreement, and an
+// epoch's figures over the ranks, on whatever world size mpiexec started.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -14,6 +14,7 @@
 #include "comm/ring_allreduce.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "train/epoch_tally.hpp"
 
 namespace hpctrain {
 namespace {
@@ -159,6 +160,25 @@ TEST(ParamAverage, EveryRankGetsTheMean) {
   average_parameters(comm, p.data(), p.size());
   const double mean_rank = (world_size() - 1) / 2.0;
   for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(p[i], mean_rank * 2 + i, 1e-4);
+}
+
+TEST(EpochTally, SlowestSecondsMeanCpuAndSumsInRankOrder) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  const int r = world_rank(), n = world_size();
+  const EpochTally mine{1.0 + r, 10.0 - r,      r == n - 1 ? 5.0 : 0.0,
+                        2.0 * r, 0.1 * (r + 1), static_cast<double>(r),
+                        10.0};
+  std::vector<double> scratch(kTallyFigures * static_cast<size_t>(n));
+  const EpochTally all = reduce_tally(comm, mine, scratch);
+  double loss = 0;
+  for (int k = 0; k < n; ++k) loss += 0.1 * (k + 1);  // the same order: the same bits
+  EXPECT_EQ(all.train_s, n);
+  EXPECT_EQ(all.wait_s, 10.0);
+  EXPECT_EQ(all.comm_s, 5.0);
+  EXPECT_EQ(all.cpu_s, n - 1.0);
+  EXPECT_EQ(all.loss_sum, loss);
+  EXPECT_EQ(all.correct, n * (n - 1) / 2.0);
+  EXPECT_EQ(all.count, 10.0 * n);
 }
 
 TEST(Agreement, OneFailingRankFailsAllWithItsCode) {

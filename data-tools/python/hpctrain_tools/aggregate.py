@@ -47,8 +47,8 @@ def read_run(run_dir):
 
     Phase times come from metrics.csv (each epoch's row, whichever process trained it) and
     the test time from summary.json. An epoch interrupted and resumed has the row of the
-    process that finished it, which covers only the steps after the resume
-    (docs/contracts.md): the steps before it are not counted. Energy covers only the
+    process that finished it, which adds the figures its checkpoint carried
+    (docs/contracts.md): each step kept counts once. Energy covers only the
     process that wrote summary.json: it is left out of resumed repeats (summary.json's
     resumed_from). A figure that is null (hpctrain writes non-finite ones as null) or not
     finite counts as missing, never as 0."""

@@ -1,0 +1,32 @@
+// The figures of an epoch across a resume: what a checkpoint in the middle of an epoch
+// carries, so that the epoch's metrics.csv row covers the whole epoch.
+#include "core/timer.hpp"
+#include "train/trainer.hpp"
+
+namespace hpctrain {
+
+EpochTally Trainer::own_tally(double t0, double wait0, double comm_s, double cpu0) {
+  EpochTally t;
+  t.train_s = now_seconds() - t0;
+  t.wait_s = train_loader_ ? train_loader_->wait_seconds() - wait0 : 0.0;
+  t.comm_s = comm_s;
+  t.cpu_s = process_cpu_seconds() - cpu0;
+  LossStats s;
+  backend_->copy_to_host(&s, stats_.data(), sizeof(s));
+  t.loss_sum = s.loss_sum;
+  t.correct = s.correct;
+  t.count = s.count;
+  return t;
+}
+
+void Trainer::keep_epoch_so_far(int epoch, const EpochTally& mine) {
+  EpochTally all = carried(epoch);
+  all += reduce_tally(*comm_, mine, tally_scratch_);
+  encode_tally(epoch, all, epoch_so_far_);
+}
+
+EpochTally Trainer::carried(int epoch) const {
+  return epoch == carried_epoch_ ? carried_ : EpochTally{};
+}
+
+}  // namespace hpctrain
