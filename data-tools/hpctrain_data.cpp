@@ -154,7 +154,8 @@ constexpr const char* kTextUsage =
     "options:\n"
     "  --out OUT          the file to write; with a fraction, the directory for\n"
     "                     OUT/train.h5 and val.h5, test.h5 (those with a fraction above\n"
-    "                     0), which share the vocabulary\n"
+    "                     0), which share the vocabulary; an earlier split's file that\n"
+    "                     this one does not write is removed, another file kept\n"
     "  --seq-len T        steps per window (at least 2)\n"
     "  --level L          char (default): UTF-8 characters; word: runs of letters, digits,\n"
     "                     apostrophes and non-ASCII characters, each other ASCII\n"
@@ -458,6 +459,10 @@ int cmd_text(const std::vector<std::string>& argv) {
             << " tokens, vocabulary " << r.vocab << ", windows of " << o.seq_len + 1 << "\n";
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     std::cout << "wrote " << r.outputs[i] << ": " << r.windows[i] << " windows\n";
+  }
+  for (const std::string& path : r.kept) {
+    std::cout << "kept " << path
+              << ": not written by hpctrain-data text (this split writes no file of that name)\n";
   }
   return 0;
 }

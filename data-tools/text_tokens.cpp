@@ -187,6 +187,18 @@ void check_split_directory(const std::string& out) {
   }
 }
 
+// Whether `path` is a regular file that this command wrote (its `source` attribute), which a
+// new split that does not write it removes; any other file there is the user's, and stays.
+bool written_by_text(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(fs::symlink_status(path, ec))) return false;
+  try {
+    return read_source_attribute(path).rfind("hpctrain-data text ", 0) == 0;
+  } catch (const std::exception&) {
+    return false;  // not a data file
+  }
+}
+
 // Renames each finished temporary over its output; on a failure the temporaries not yet
 // renamed are removed before the error goes on.
 void commit_or_remove(const std::vector<std::string>& temps,
@@ -322,15 +334,22 @@ TextReport convert_text(const TextOptions& o) {
     }
   }
   make_directories(o.out);
-  // All written before any is renamed, the earlier files removed in between (every split,
-  // also those this run does not write): a failure or a kill never leaves new splits
-  // beside old ones of other windows or another vocabulary.
+  // All written before any is renamed, the earlier files removed in between (those of an
+  // earlier split that this run does not write too): a failure or a kill never leaves new
+  // splits beside old ones of other windows or another vocabulary.
   std::vector<std::string> temps, all;
   try {
     for (int k = 0; k < 3; ++k) {
       const std::string path = (fs::path(o.out) / names[k]).string();
+      if (!wanted[k]) {
+        if (written_by_text(path)) {
+          all.push_back(path);
+        } else if (std::error_code ec; fs::exists(fs::symlink_status(path, ec))) {
+          report.kept.push_back(path);
+        }
+        continue;
+      }
       all.push_back(path);
-      if (!wanted[k]) continue;
       temps.push_back(write_windows(path, ids, rows[k], o, vocabulary, source));
       report.outputs.push_back(path);
       report.windows.push_back(static_cast<int64_t>(rows[k].size()));

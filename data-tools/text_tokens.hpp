@@ -28,6 +28,9 @@ struct TextReport {
   int64_t tokens = 0, vocab = 0;
   std::vector<std::string> outputs;  // the files written
   std::vector<int64_t> windows;      // per output
+  // A split's: files under the name of a split it does not write that an earlier split did
+  // not write either (the user's), left in place.
+  std::vector<std::string> kept;
 };
 
 // Throws UsageError naming the file or option for bad input (a missing or empty file,

@@ -188,9 +188,16 @@ TEST(TextTool, SplitSpreadsWindowsAndSharesTheVocabulary) {
   // Split again without a test fraction: the earlier test.h5, whose windows are now in
   // train.h5, is removed with the others.
   o.test_fraction = 0;
-  convert_text(o);
+  TextReport again = convert_text(o);
   EXPECT_TRUE(std::filesystem::exists(o.out + "/val.h5"));
   EXPECT_FALSE(std::filesystem::exists(o.out + "/test.h5"));
+  EXPECT_TRUE(again.kept.empty());
+  // A test.h5 that this command did not write (the user's) stays, and the report says so.
+  write_text(o.out + "/test.h5", "results of another tool\n");
+  again = convert_text(o);
+  EXPECT_EQ(again.kept, std::vector<std::string>{o.out + "/test.h5"});
+  std::ifstream kept(o.out + "/test.h5");
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "results of another tool\n");
 }
 
 TEST(TextTool, OutputsThatCannotBeWrittenAreRefusedFirst) {
