@@ -37,6 +37,12 @@ class Watchdog {
 
  private:
   void monitor();
+  // A stop signal seen at `signal_seen` (now_seconds()) kStopNoteSeconds ago, while the
+  // wait armed with `deadline` has lasted as long: one warning naming the wait (a rank stuck
+  // in a collective cannot checkpoint, and a scheduler's kill may come first). Returns
+  // whether it warned.
+  bool note_slow_stop(double signal_seen, double deadline) const;
+  static constexpr double kStopNoteSeconds = 5.0;
 
   double timeout_;
   // When the armed wait times out (now_seconds()); 0 = disarmed. One value, so that the

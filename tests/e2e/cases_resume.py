@@ -3,6 +3,7 @@ checkpoints, other world sizes, refusals, a hung rank, Adam's state.
 """
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -314,7 +315,9 @@ def case_resume_checks_epoch_and_rank_arrays():
 
 def case_watchdog_hung_rank():
     """A rank that stops answering (SIGSTOP) makes the others abort after the
-    collective timeout instead of waiting forever."""
+    collective timeout instead of waiting forever. A SIGTERM to the rank left waiting
+    cannot stop it with a checkpoint: 5 s on, it says where it waits and for how long the
+    stop may wait."""
     fresh("hung")
     p = session(train_cmd("hung", 2, ["train.epochs=50", "data.val=", "data.test=",
                                       "distributed.timeout_seconds=10"]))
@@ -327,6 +330,7 @@ def case_watchdog_hung_rank():
     # 10 s, not less: the watchdog also bounds start-up, whose fsyncs are slow on some disks
     check(len(ranks) == 2, f"expected 2 ranks, found {ranks}; the job printed:\n" + "".join(lines))
     os.kill(ranks[1], signal.SIGSTOP)
+    os.kill(ranks[0], signal.SIGTERM)
     t0 = time.time()
     try:
         out, _ = p.communicate(timeout=60)
@@ -343,6 +347,9 @@ def case_watchdog_hung_rank():
     print(out)
     check(p.returncode != 0, "job reported success with a hung rank")
     check("has not finished after 10 s" in out, "no watchdog message")
+    check(re.search(r"SIGTERM came \d+ s ago, and this rank is still in .* at step \d+ "
+                    r"\(for \d+ s\): the stop waits for it", out) is not None,
+          "no word of the stop that the waiting rank could not act on")
     print(f"job ended {time.time() - t0:.1f} s after the rank hung")
     # A step that does not end (here one rank alone, slowed 10000 times) is watched as a
     # whole, not only its collectives: a reader or the device that never delivers.
