@@ -215,8 +215,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
       if (last) {
         save_after_row_ = true;
       } else {
-        backend_->synchronize();
-        keep_epoch_so_far(epoch, own_tally(t0, wait0, comm_->comm_seconds(), cpu0));
+        keep_epoch_so_far(epoch, t0, wait0, comm_->comm_seconds(), cpu0);
         save_checkpoint(/*wait=*/false);
       }
     }

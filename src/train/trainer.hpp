@@ -119,10 +119,10 @@ class Trainer {
   // loader's wait since wait0, comm_s, and its CPU seconds since cpu0. The caller has waited
   // for the device work.
   EpochTally own_tally(double t0, double wait0, double comm_s, double cpu0);
-  // Collective, before a checkpoint in the middle of epoch `epoch`: the figures it carries
-  // (kEpochSoFarArray) become this run's `mine` over all ranks, with those of the runs before
-  // it.
-  void keep_epoch_so_far(int epoch, const EpochTally& mine);
+  // Collective, before a checkpoint in the middle of epoch `epoch`: once the device work is
+  // done, the figures it carries (kEpochSoFarArray) become this run's (own_tally's, over all
+  // ranks) with those of the runs before it.
+  void keep_epoch_so_far(int epoch, double t0, double wait0, double comm_s, double cpu0);
   // The figures of `epoch` that the checkpoint resumed from carried (zeros for another).
   EpochTally carried(int epoch) const;
   // A worker's part of the segment [begin, end); returns the seconds spent pushing and

@@ -107,8 +107,7 @@ Trainer::EpochEnd Trainer::train_epoch_async(int epoch, int64_t first_step, Epoc
       if (last) {
         save_after_row_ = true;
       } else {
-        backend_->synchronize();
-        keep_epoch_so_far(epoch, own_tally(t0, wait0, exchange_s, cpu0));
+        keep_epoch_so_far(epoch, t0, wait0, exchange_s, cpu0);
         save_checkpoint(/*wait=*/false);
       }
     }

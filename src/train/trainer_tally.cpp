@@ -19,9 +19,11 @@ EpochTally Trainer::own_tally(double t0, double wait0, double comm_s, double cpu
   return t;
 }
 
-void Trainer::keep_epoch_so_far(int epoch, const EpochTally& mine) {
+void Trainer::keep_epoch_so_far(int epoch, double t0, double wait0, double comm_s, double cpu0) {
+  WatchdogScope w(*watchdog_, "the epoch's figures for a checkpoint", global_step_);
+  backend_->synchronize();
   EpochTally all = carried(epoch);
-  all += reduce_tally(*comm_, mine, tally_scratch_);
+  all += reduce_tally(*comm_, own_tally(t0, wait0, comm_s, cpu0), tally_scratch_);
   encode_tally(epoch, all, epoch_so_far_);
 }
 
