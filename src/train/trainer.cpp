@@ -260,36 +260,6 @@ void Trainer::save_checkpoint(bool wait) {
   checkpoints_->save(*comm_, global_step_, wait);
 }
 
-Trainer::EvalResult Trainer::evaluate(Loader& loader, const char* phase) {
-  LossStats zero;
-  backend_->copy_to_device(stats_.data(), &zero, sizeof(zero));
-  Progress progress(rank_ == 0, config_.train.progress_seconds);
-  const int64_t batches = loader.batches_per_epoch();
-  for (int64_t i = 0; i < batches; ++i) {
-    WatchdogScope watched(*watchdog_, "evaluation batch (data and compute)", global_step_);
-    if (const double now = now_seconds(); progress.due(now)) progress.print(phase, i, batches, now);
-    const BatchBuffer& b = loader.next();
-    const BatchStager::Input in = stager_->stage(loader, b);
-    const Tensor& logits = model_->forward(in.images, b.size, /*training=*/false);
-    backend_->softmax_xent(logits.data, in.labels, static_cast<int>(b.size * labels_per_sample_),
-                           num_classes_, 0.0f, nullptr, nullptr, stats_.data());
-    stager_->release();
-  }
-  LossStats s;
-  backend_->copy_to_host(&s, stats_.data(), sizeof(s));
-  double sums[3] = {s.loss_sum, s.correct, s.count};
-  {
-    WatchdogScope w(*watchdog_, "evaluation reduction", global_step_);
-    comm_->allreduce_sum(sums, 3);
-  }
-  EvalResult r;
-  if (sums[2] > 0) {
-    r.loss = sums[0] / sums[2];
-    r.accuracy = sums[1] / sums[2];
-  }
-  return r;
-}
-
 void Trainer::connect() {
   WatchdogScope w(*watchdog_, "choice of collectives", 0);
   collectives_ = std::make_unique<ModelCollectives>(
@@ -435,17 +405,27 @@ int Trainer::run() {
     total_cpu += own.cpu_s;
     total_samples += own.count / static_cast<double>(labels_per_sample_);
     fill_training_metrics(whole, labels_per_sample_, m);
+    // A stop agreed on at the epoch's last step, or a signal during its validation (not
+    // the last epoch's, which finishes the run), stops at the epoch's end.
+    bool stop_after = ended == EpochEnd::kStopAfter;
     if (val_loader_ && !diverged &&
         (epoch % config_.train.val_every == 0 || epoch == config_.train.epochs)) {
       exchange_->sync_for_evaluation(global_step_);
       const double t0 = now_seconds();
-      const EvalResult v = evaluate(*val_loader_, "validation");
-      m.time_val_s = now_seconds() - t0;
-      total_val += m.time_val_s;
-      m.val_loss = v.loss;
-      m.val_accuracy = v.accuracy;
-      summary.val_loss = v.loss;
-      summary.val_accuracy = v.accuracy;
+      const EvalResult v =
+          evaluate(*val_loader_, "validation", /*stoppable=*/epoch < config_.train.epochs);
+      stop_after = stop_after || v.stop;
+      if (v.cut_short) {
+        log_info("validation of epoch " + std::to_string(epoch) +
+                 " cut short by a stop signal: the epoch has no validation figures");
+      } else {
+        m.time_val_s = now_seconds() - t0;
+        total_val += m.time_val_s;
+        m.val_loss = v.loss;
+        m.val_accuracy = v.accuracy;
+        summary.val_loss = v.loss;
+        summary.val_accuracy = v.accuracy;
+      }
     }
     log_info(epoch_line(m, config_.train.epochs));
     if (metrics_csv_) metrics_csv_->append(m);
@@ -457,7 +437,7 @@ int Trainer::run() {
       save_checkpoint(/*wait=*/false);
     }
     save_after_row_ = false;
-    if (ended == EpochEnd::kStopAfter && !diverged) return stop_run();
+    if (stop_after && !diverged) return stop_run();
     summary.final_train_loss = m.train_loss;
     summary.final_train_accuracy = m.train_accuracy;
     if (!diverged) summary.epochs_completed = epoch;
@@ -535,41 +515,6 @@ int Trainer::run() {
                 "; lower optimizer.lr or set optimizer.clip_grad_norm");
     }
     return kExitFailure;
-  }
-  return kExitOk;
-}
-
-int Trainer::evaluate_checkpoint() {
-  int code = 0;
-  std::optional<int64_t> step;
-  {
-    WatchdogScope w(*watchdog_, "start-up (checkpoint and data loading)", 0);
-    step = checkpoints_->restore(*comm_);
-    code = run_and_agree(comm_->get(), [&] {
-      if (!step) {
-        throw UsageError("eval: no valid checkpoint in " + config_.checkpoint.dir +
-                         " (checkpoint.dir of " + config_.source_file + ")");
-      }
-      create_loaders(checkpoints_->start_step(), /*training=*/false);
-    });
-  }
-  if (code != 0) return code;
-  std::string json = "{\n  \"step\": " + std::to_string(*step) +
-                     ",\n  \"world_size\": " + std::to_string(world_size_);
-  auto report = [&](const char* split, Loader& loader) {
-    const EvalResult r = evaluate(loader, split);
-    char line[160];
-    std::snprintf(line, sizeof(line), "%s loss %.4f acc %.4f", split, r.loss, r.accuracy);
-    log_info(line);
-    json += ",\n  \"" + std::string(split) + "_loss\": " + json_number(r.loss) + ",\n  \"" + split +
-            "_accuracy\": " + json_number(r.accuracy);
-  };
-  if (val_loader_) report("val", *val_loader_);
-  if (test_loader_) report("test", *test_loader_);
-  json += ",\n  \"params_sha256\": \"" + model_->params_sha256() + "\"\n}\n";
-  if (rank_ == 0) {
-    remove_stale_temporaries(config_.run.dir + "/eval.json");  // of a killed eval
-    write_file_atomic(config_.run.dir + "/eval.json", json);
   }
   return kExitOk;
 }

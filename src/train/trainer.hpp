@@ -68,6 +68,8 @@ class Trainer {
  private:
   struct EvalResult {
     double loss = 0, accuracy = 0;
+    bool cut_short = false;  // a stop signal ended some rank's pass: no figures
+    bool stop = false;       // some rank got a stop signal (a stoppable pass)
   };
   // kDiverged: a step's loss was not finite; the epoch ends before that step's checkpoint.
   // kStopAfter: a stop signal was agreed on at the epoch's last step; the epoch is complete
@@ -87,8 +89,11 @@ class Trainer {
   void plan_restored_batches();
   // One pass over each rank's shard of `loader`; identical result on every rank (when the
   // ranks hold the same model: Exchange::sync_for_evaluation).
-  // `phase` ("validation", "test") names the pass in progress lines.
-  EvalResult evaluate(Loader& loader, const char* phase);
+  // `phase` ("validation", "test") names the pass in progress lines. A `stoppable` pass
+  // (validation between epochs) ends on a rank at the first batch after a stop signal
+  // unless the rest would take at most train.stop_validation_seconds at its rate so far,
+  // and says whether any rank ended so or got one (trainer_eval.cpp).
+  EvalResult evaluate(Loader& loader, const char* phase, bool stoppable = false);
   // The model made the same on every rank (Exchange::sync_for_evaluation), then a
   // checkpoint of the current step. Collective.
   void save_checkpoint(bool wait);

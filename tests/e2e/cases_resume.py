@@ -135,6 +135,50 @@ def case_signal_stop_resume():
     check(newest_step("sigterm") > 429, "no checkpoint after SIGTERM")
 
 
+def case_signal_during_validation():
+    """SIGINT to mpiexec during an epoch's validation. With train.stop_validation_seconds 0
+    the pass ends at the next batch: the epoch's row has no validation figures, and the
+    ranks commit a checkpoint of the epoch's end and exit 75 without training a step of the
+    next epoch; the resumed run trains the epochs left. With a limit longer than the pass,
+    the pass is finished, its figures kept, and the ranks stop at the epoch's end too."""
+    # A small training set and a large validation set: the pass takes seconds.
+    sets = [f"data.train={ARGS.data}/val.h5", f"data.val={ARGS.data}/train.h5", "data.test=",
+            "train.epochs=3", "model.hidden=[2048,2048]", "train.progress_seconds=0.2"]
+
+    def stop_in_validation(name, limit):
+        fresh(name)
+        p = session(train_cmd(name, 2, sets + [f"train.stop_validation_seconds={limit}"]))
+        lines = []
+        for line in p.stdout:
+            lines.append(line)
+            if "  validation  batch " in line:
+                p.send_signal(signal.SIGINT)
+                break
+        out = "".join(lines) + p.communicate(timeout=120)[0]
+        print(out)
+        steps = int(re.search(r"(\d+) steps/epoch", out).group(1))
+        check(p.returncode in (0, 75) and os.path.exists(os.path.join(run_dir(name), "STOPPED")),
+              f"{name}: exit {p.returncode} after SIGINT during validation and no STOPPED")
+        check(newest_step(name) == steps, f"{name}: stop checkpoint at step "
+              f"{newest_step(name)}, not at the end of epoch 1 (step {steps})")
+        rows = metrics_rows(name)
+        check([r["epoch"] for r in rows] == ["1"], f"{name}: metrics.csv after the stop: {rows}")
+        return out, rows[0], steps
+
+    out, row, steps = stop_in_validation("sigval_cut", 0)
+    check("validation of epoch 1 cut short by a stop signal" in out and row["val_loss"] == ""
+          and float(row["time_val_s"]) == 0, f"validation not cut short: {row}")
+    s = expect_ok("sigval_cut", 2, sets + ["train.stop_validation_seconds=0"])
+    check(s["resumed_from"] == steps and s["epochs_completed"] == 3, f"resumed run: {s}")
+    rows = metrics_rows("sigval_cut")
+    check([r["val_loss"] != "" for r in rows] == [False, True, True],
+          f"validation figures per epoch after the resume: {rows}")
+
+    out, row, _ = stop_in_validation("sigval_finished", 1000)
+    check("cut short" not in out and row["val_loss"] != "",
+          f"a pass shorter than the limit was not finished: {row}")
+
+
 def flip_byte(path, offset):
     with open(path, "r+b") as f:
         f.seek(offset)
