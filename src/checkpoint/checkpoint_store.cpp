@@ -158,14 +158,18 @@ void record_checkpoint(const std::string& path, const std::string& owner) {
 }
 
 void forget_checkpoint(const std::string& path) {
-  const std::string dir = fs::path(path).parent_path().string();
   std::error_code ec;
   if (fs::exists(path, ec)) return;
+  forget_missing_checkpoints(fs::path(path).parent_path().string(),
+                             "a record of " + path + ", which was not committed");
+}
+
+void forget_missing_checkpoints(const std::string& dir, const std::string& what) {
   try {
     std::map<std::string, std::string> owners = read_manifest(dir);
     if (drop_missing(dir, owners)) write_manifest(dir, owners);
   } catch (const Error& e) {
-    log_warn(std::string(e.what()) + " (a record of " + path + ", which was not committed)");
+    log_warn(std::string(e.what()) + " (" + what + ")");
   }
 }
 

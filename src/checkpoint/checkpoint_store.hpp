@@ -46,6 +46,11 @@ void record_checkpoint(const std::string& path, const std::string& owner);
 // run's. Best effort: a manifest that cannot be rewritten is left (with a warning), to be
 // tidied by the next prune.
 void forget_checkpoint(const std::string& path);
+// The same for every record in `dir` whose file is not there (a writer killed between its
+// record and its rename), at a run's start-up while it holds the directory (a file copied in
+// later under such a name is then not taken for the run's); `what` says, in a warning, what
+// was being tidied where the manifest cannot be rewritten.
+void forget_missing_checkpoints(const std::string& dir, const std::string& what);
 
 // The checkpoints in `dir` the manifest lists as `owner`'s and prune_checkpoints may
 // therefore delete (not through a symbolic link), newest first.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "checkpoint/checkpoint_store.hpp"
 #include "comm/agreement.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
@@ -336,6 +337,8 @@ int Trainer::run() {
         std::error_code ec;  // an old STOPPED; an earlier, shorter run's summary
         std::filesystem::remove(stopped_marker(), ec);
         std::filesystem::remove(config_.run.dir + "/summary.json", ec);
+        // Records of checkpoints a killed writer never committed (docs/formats.md).
+        forget_missing_checkpoints(config_.checkpoint.dir, "tidying it at start-up");
         write_file_atomic(config_.run.dir + "/config.yaml", config_to_yaml(config_));
         std::optional<int> completed;
         if (summary.resumed_from) completed = static_cast<int>(global_step_ / steps_per_epoch_);

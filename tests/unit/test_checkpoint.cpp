@@ -243,8 +243,8 @@ TEST(CheckpointStore, FailureBeforeTheCommitLeavesNoFile) {
 }
 
 // A record whose file never came (the write failed after recording it) is taken back, so a
-// file copied in under that name later is not the run's to delete; prune drops such lines
-// too (a writer killed between its record and its rename).
+// file copied in under that name later is not the run's to delete; prune and a run's
+// start-up drop such lines too (a writer killed between its record and its rename).
 TEST(CheckpointStore, RecordsWithoutTheirFileAreDropped) {
   const std::string dir = fresh_dir("unrecord");
   const std::string manifest = dir + "/" + kManifestName;
@@ -267,6 +267,11 @@ TEST(CheckpointStore, RecordsWithoutTheirFileAreDropped) {
   EXPECT_EQ(steps, (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(listed(), "ckpt-000000000003.h5\trun\n");
   forget_checkpoint(checkpoint_path(dir, 3));  // a file that is there keeps its record
+  EXPECT_EQ(listed(), "ckpt-000000000003.h5\trun\n");
+  // At a run's start-up: every record without its file goes, whoever's; files stay listed.
+  record_checkpoint(checkpoint_path(dir, 7), "run");
+  record_checkpoint(checkpoint_path(dir, 8), "other");
+  forget_missing_checkpoints(dir, "start-up");
   EXPECT_EQ(listed(), "ckpt-000000000003.h5\trun\n");
 }
 
