@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.hpp"
+
 namespace hpctrain {
 EpochTally& EpochTally::operator+=(const EpochTally& o) {
   train_s += o.train_s;
@@ -16,6 +18,8 @@ EpochTally& EpochTally::operator+=(const EpochTally& o) {
 }
 
 EpochTally reduce_tally(Communicator& comm, const EpochTally& mine, std::vector<double>& scratch) {
+  HT_REQUIRE(scratch.size() >= kTallyFigures * static_cast<size_t>(comm.size()),
+             "reduce_tally: scratch smaller than the ranks' figures");
   const double v[kTallyFigures] = {mine.train_s,  mine.wait_s,  mine.comm_s, mine.cpu_s,
                                    mine.loss_sum, mine.correct, mine.count};
   comm.allgather(v, static_cast<int>(kTallyFigures), scratch.data());
