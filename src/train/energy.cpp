@@ -241,12 +241,30 @@ void EnergySampler::append(const std::string& text) {
 
 void EnergySampler::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!cv_.wait_for(lock, std::chrono::duration<double>(interval_s_),
-                       [this] { return stopping_; })) {
+  for (;;) {
+    // Every interval, and at once when sample_now() asks.
+    cv_.wait_for(lock, std::chrono::duration<double>(interval_s_),
+                 [this] { return stopping_ || requested_ != answered_; });
+    if (stopping_) return;
+    const uint64_t request = requested_;
     lock.unlock();
-    sample_and_write(now_seconds());
+    const double now = now_seconds();
+    sample_and_write(now);
+    const EnergyCounts counts = counts_of(totals(now));
     lock.lock();
+    latest_ = counts;
+    answered_ = request;
+    answered_cv_.notify_all();
   }
+}
+
+EnergyCounts EnergySampler::sample_now() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (stopping_) return latest_;
+  const uint64_t request = ++requested_;
+  cv_.notify_all();
+  answered_cv_.wait(lock, [&] { return answered_ >= request; });
+  return latest_;
 }
 
 void EnergySampler::sample_and_write(double now) {
@@ -285,6 +303,26 @@ void EnergySampler::sample_and_write(double now) {
   if (!text.empty()) append(text);
 }
 
+EnergyTotals EnergySampler::totals(double now) const {
+  EnergyTotals t;
+  t.cpu = rapl_.cpu();
+  t.dram = rapl_.dram();
+  t.gpu = nvml_.gpu();
+  t.seconds = now - start_;
+  return t;
+}
+
+EnergyCounts counts_of(const EnergyTotals& t) {
+  EnergyCounts c;
+  const EnergySource* sources[3] = {&t.cpu, &t.dram, &t.gpu};
+  for (int i = 0; i < 3; ++i) {
+    c.joules[i] = sources[i]->joules.value_or(0.0);
+    c.read[i] = sources[i]->joules.has_value();
+  }
+  c.seconds = t.seconds;
+  return c;
+}
+
 EnergyTotals EnergySampler::finish() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -294,11 +332,9 @@ EnergyTotals EnergySampler::finish() {
   thread_.join();
   const double now = now_seconds();
   sample_and_write(now);
-  EnergyTotals t;
-  t.cpu = rapl_.cpu();
-  t.dram = rapl_.dram();
-  t.gpu = nvml_.gpu();
-  t.seconds = now - start_;
+  const EnergyTotals t = totals(now);
+  std::lock_guard<std::mutex> lock(mutex_);
+  latest_ = counts_of(t);
   return t;
 }
 

@@ -86,6 +86,15 @@ struct EnergyTotals {
   double seconds = 0;  // sampled
 };
 
+// The same as plain numbers, without the reasons, which the training thread passes around
+// without allocating: per source (cpu, dram, gpu) the joules and whether they were read.
+struct EnergyCounts {
+  double joules[3] = {0, 0, 0};
+  bool read[3] = {false, false, false};
+  double seconds = 0;
+};
+EnergyCounts counts_of(const EnergyTotals& t);
+
 class EnergySampler {
  public:
   // Samples every `interval_s`, appending rows to `csv_path` (created with a header).
@@ -93,12 +102,17 @@ class EnergySampler {
   ~EnergySampler();
   EnergySampler(const EnergySampler&) = delete;
   EnergySampler& operator=(const EnergySampler&) = delete;
+  // Has the sampling thread take a sample now (a row of the CSV file, like the others) and
+  // returns the counts so far; the calling thread waits but allocates nothing. After
+  // finish(), its counts.
+  EnergyCounts sample_now();
   // Stops sampling (one last sample first) and returns the totals.
   EnergyTotals finish();
 
  private:
   void loop();
   void sample_and_write(double now);
+  EnergyTotals totals(double now) const;
   void append(const std::string& text);
 
   double interval_s_;
@@ -109,8 +123,10 @@ class EnergySampler {
   double start_ = 0, last_ = 0;      // the sampling thread's, then finish()'s
   std::vector<double> last_joules_;  // per CSV device, for the power column
   std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY mutex_
+  std::condition_variable cv_, answered_cv_;
+  bool stopping_ = false;                  // GUARDED_BY mutex_
+  uint64_t requested_ = 0, answered_ = 0;  // GUARDED_BY mutex_: sample_now()'s requests
+  EnergyCounts latest_;                    // GUARDED_BY mutex_: of the last sample
   std::thread thread_;
 };
 

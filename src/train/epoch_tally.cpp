@@ -38,24 +38,27 @@ EpochTally reduce_tally(Communicator& comm, const EpochTally& mine, std::vector<
   return all;
 }
 
+void split_double(double v, float* pair) {
+  pair[0] = static_cast<float>(v);
+  pair[1] = static_cast<float>(v - static_cast<double>(pair[0]));
+}
+
+double join_floats(const float* pair) {
+  return static_cast<double>(pair[0]) + static_cast<double>(pair[1]);
+}
+
 void encode_tally(int epoch, const EpochTally& t, std::vector<float>& out) {
   const double v[kTallyFigures] = {t.train_s,  t.wait_s,  t.comm_s, t.cpu_s,
                                    t.loss_sum, t.correct, t.count};
   out.assign(1 + 2 * kTallyFigures, 0.0f);
   out[0] = static_cast<float>(epoch);
-  for (size_t i = 0; i < kTallyFigures; ++i) {
-    const float high = static_cast<float>(v[i]);
-    out[1 + 2 * i] = high;
-    out[2 + 2 * i] = static_cast<float>(v[i] - static_cast<double>(high));
-  }
+  for (size_t i = 0; i < kTallyFigures; ++i) split_double(v[i], &out[1 + 2 * i]);
 }
 
 EpochTally decode_tally(const std::vector<float>& saved, int epoch) {
   if (saved.size() != 1 + 2 * kTallyFigures || saved[0] != static_cast<float>(epoch)) return {};
   double v[kTallyFigures];
-  for (size_t i = 0; i < kTallyFigures; ++i) {
-    v[i] = static_cast<double>(saved[1 + 2 * i]) + static_cast<double>(saved[2 + 2 * i]);
-  }
+  for (size_t i = 0; i < kTallyFigures; ++i) v[i] = join_floats(&saved[1 + 2 * i]);
   return {v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
 }
 

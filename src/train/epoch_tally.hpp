@@ -26,8 +26,12 @@ inline constexpr size_t kTallyFigures = 7;
 // that a reduction in a step allocates nothing.
 EpochTally reduce_tally(Communicator& comm, const EpochTally& mine, std::vector<double>& scratch);
 
-// The checkpoint array: the 1-based epoch, then each figure as a pair of floats (the float
-// nearest, and the float nearest the rest), which keep it to about 48 bits in float32.
+// A double as a pair of floats (the float nearest, and the float nearest the rest), which
+// keep it to about 48 bits in a float32 checkpoint array; and back.
+void split_double(double v, float* pair);
+double join_floats(const float* pair);
+
+// The checkpoint array: the 1-based epoch, then each figure as a pair of floats.
 void encode_tally(int epoch, const EpochTally& t, std::vector<float>& out);
 // The figures of `epoch` in `saved`, an array encode_tally made; zeros where it is another
 // epoch's, or empty or of another length (a checkpoint of a release before it).

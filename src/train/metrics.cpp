@@ -56,6 +56,38 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
+// An energy object of summary.json, or null; returns its total_j. `per_sample` adds
+// joules_per_sample, and otherwise the energy-delay product ("edp").
+std::optional<double> write_energy(std::ostream& o, const std::optional<EnergySummary>& energy,
+                                   bool per_sample) {
+  if (!energy) {
+    o << "null";
+    return std::nullopt;
+  }
+  const EnergySummary& e = *energy;
+  std::optional<double> total;
+  o << "{";
+  const char* names[3] = {"cpu", "dram", "gpu"};
+  const EnergySummary::Source* sources[3] = {&e.cpu, &e.dram, &e.gpu};
+  for (int i = 0; i < 3; ++i) {
+    const EnergySummary::Source& src = *sources[i];
+    o << (i > 0 ? ", " : "") << '"' << names[i] << "_j\": " << opt_num(src.joules, "null");
+    if (!src.joules) o << ", \"" << names[i] << "_reason\": " << json_string(src.reason);
+    if (src.joules) total = total.value_or(0.0) + *src.joules;
+  }
+  o << ", \"total_j\": " << opt_num(total, "null") << ", \"seconds\": " << num(e.seconds)
+    << ", \"average_power_w\": "
+    << (total && e.seconds > 0 ? num(*total / e.seconds) : std::string("null"));
+  if (per_sample) {
+    o << ", \"joules_per_sample\": "
+      << (total && e.samples > 0 ? num(*total / e.samples) : std::string("null"));
+  } else {
+    o << ", \"edp\": " << (total ? num(*total * e.seconds) : std::string("null"));
+  }
+  o << "}";
+  return total;
+}
+
 }  // namespace
 
 std::string json_number(double x) { return num(x); }
@@ -191,28 +223,11 @@ std::string summary_to_json(const RunSummary& s) {
     o << "null,\n";
   }
   o << "  \"energy\": ";
-  std::optional<double> total;
-  if (s.energy) {
-    const EnergySummary& e = *s.energy;
-    o << "{";
-    const char* names[3] = {"cpu", "dram", "gpu"};
-    const EnergySummary::Source* sources[3] = {&e.cpu, &e.dram, &e.gpu};
-    for (int i = 0; i < 3; ++i) {
-      const EnergySummary::Source& src = *sources[i];
-      o << (i > 0 ? ", " : "") << '"' << names[i] << "_j\": " << opt_num(src.joules, "null");
-      if (!src.joules) o << ", \"" << names[i] << "_reason\": " << json_string(src.reason);
-      if (src.joules) total = total.value_or(0.0) + *src.joules;
-    }
-    o << ", \"total_j\": " << opt_num(total, "null") << ", \"seconds\": " << num(e.seconds)
-      << ", \"average_power_w\": "
-      << (total && e.seconds > 0 ? num(*total / e.seconds) : std::string("null"))
-      << ", \"joules_per_sample\": "
-      << (total && e.samples > 0 ? num(*total / e.samples) : std::string("null")) << "},\n";
-  } else {
-    o << "null,\n";
-  }
-  o << "  \"edp\": " << (total && s.energy ? num(*total * s.energy->seconds) : std::string("null"))
-    << ",\n";
+  const std::optional<double> total = write_energy(o, s.energy, /*per_sample=*/true);
+  o << ",\n  \"edp\": " << (total ? num(*total * s.energy->seconds) : std::string("null")) << ",\n";
+  o << "  \"energy_whole_run\": ";
+  write_energy(o, s.energy_whole_run, /*per_sample=*/false);
+  o << ",\n";
   o << "  \"params_sha256\": " << json_string(s.params_sha256) << ",\n";
   o << "  \"version\": " << json_string(version()) << ",\n";
   o << "  \"git_commit\": " << json_string(git_commit()) << ",\n";

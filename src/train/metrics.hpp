@@ -103,6 +103,9 @@ struct RunSummary {
   std::optional<int64_t> cuda_graph_steps;
   std::optional<AsyncReport> async;     // strategy async
   std::optional<EnergySummary> energy;  // energy.interval_ms > 0
+  // The run's epochs across its resumes: what the checkpoint resumed from carried and
+  // `energy` (samples 0: unknown); none where this run trained without sampling.
+  std::optional<EnergySummary> energy_whole_run;
   // Provenance: the job's nodes (each once, in rank order); the Slurm ids of the job
   // (summary key -> value, only those Slurm set; empty outside Slurm); the run's wall-clock
   // start and end (utc_now()).

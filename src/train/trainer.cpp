@@ -256,6 +256,7 @@ Trainer::EpochEnd Trainer::train_epoch(int epoch, int64_t first_step, EpochMetri
 }
 
 void Trainer::save_checkpoint(bool wait) {
+  if (sampling_) keep_energy_so_far();
   exchange_->sync_for_evaluation(global_step_);
   WatchdogScope w(*watchdog_, "checkpoint", global_step_);
   checkpoints_->save(*comm_, global_step_, wait);
@@ -319,9 +320,7 @@ int Trainer::run() {
     WatchdogScope w(*watchdog_, "start-up (resume and data loading)", 0);
     summary.resumed_from = checkpoints_->restore(*comm_);
     global_step_ = checkpoints_->start_step();
-    carried_epoch_ = static_cast<int>(global_step_ / steps_per_epoch_) + 1;
-    carried_ = decode_tally(epoch_so_far_, carried_epoch_);
-    encode_tally(carried_epoch_, carried_, epoch_so_far_);
+    take_carried(summary.resumed_from.has_value());
     if (already_complete()) return kExitOk;
     if (meter_) plan_restored_batches();
     // Every rank's checks first (its data rows included): a start refused on any rank leaves
@@ -446,6 +445,7 @@ int Trainer::run() {
     if (!diverged) summary.epochs_completed = epoch;
   }
   if (trains) summary.energy = finish_energy(total_samples);
+  summary.energy_whole_run = whole_run_energy(summary.energy, trains);
   // 4. The final state is always checkpointed (for eval, export, model.init_from and
   //    already_complete()) and committed before the test phase: a run killed during its test
   //    resumes for the test alone.

@@ -26,6 +26,7 @@
 #include "train/batch_stager.hpp"
 #include "train/checkpointing.hpp"
 #include "train/energy.hpp"
+#include "train/energy_carry.hpp"
 #include "train/epoch_tally.hpp"
 #include "train/exchange.hpp"
 #include "train/loss_scaler.hpp"
@@ -130,6 +131,9 @@ class Trainer {
   void keep_epoch_so_far(int epoch, double t0, double wait0, double comm_s, double cpu0);
   // The figures of `epoch` that the checkpoint resumed from carried (zeros for another).
   EpochTally carried(int epoch) const;
+  // After the restore (resumed: from a checkpoint): what its arrays carry, and those arrays
+  // at their lengths for the checkpoints of this run.
+  void take_carried(bool resumed);
   // A worker's part of the segment [begin, end); returns the seconds spent pushing and
   // pulling. The progress line counts from batch `first`, trained from time t0.
   double work_async_segment(int64_t begin, int64_t end, int epoch, int64_t first, double t0,
@@ -138,8 +142,17 @@ class Trainer {
   AsyncReport async_report(double samples) const;
   // Node-local rank 0 starts sampling energy (energy.interval_ms > 0).
   void start_energy();
+  // Collective, before a checkpoint while the samplers run: a sample now on every node,
+  // and the energy it carries (kEnergySoFarArray) becomes this run's so far over the nodes
+  // with what the checkpoint resumed from carried.
+  void keep_energy_so_far();
   // Collective: stops the samplers and sums the nodes' energy; `samples` trained meanwhile.
   std::optional<EnergySummary> finish_energy(double samples);
+  // The energy of the run's epochs across its resumes (summary.json "energy_whole_run"):
+  // what the checkpoint resumed from carried and `part`, this run's; none where this run
+  // trained (`trained`) without sampling.
+  std::optional<EnergySummary> whole_run_energy(const std::optional<EnergySummary>& part,
+                                                bool trained) const;
   // Samples of one optimizer update: the global batch, or under async one worker's batch.
   int64_t update_batch() const;
   // Arrays of the parameters' size besides parameters and gradients (memory_check.hpp).
@@ -234,8 +247,14 @@ class Trainer {
   std::vector<float> epoch_so_far_;
   EpochTally carried_;
   int carried_epoch_ = 0;
-  std::vector<double> tally_scratch_;  // reduce_tally's
-  DeviceArray<float> accumulated_;     // train.accumulate_steps > 1: the summed micro-batches
+  std::vector<double> tally_scratch_;  // reduce_tally's and reduce_energy's
+  // The energy of the run's epochs up to a checkpoint's step (kEnergySoFarArray), kept in
+  // checkpoints; energy_carried_ that of the checkpoint resumed from. sampling_: on every
+  // rank, the samplers run (from start_energy to finish_energy, energy.interval_ms > 0).
+  std::vector<float> energy_so_far_;
+  EnergySoFar energy_carried_;
+  bool sampling_ = false;
+  DeviceArray<float> accumulated_;  // train.accumulate_steps > 1: the summed micro-batches
   int64_t steps_per_epoch_ = 0;
   int64_t global_step_ = 0;
   PhaseSeconds phase_totals_{};  // train.step_timing: summed over epochs (slowest rank's)

@@ -1,6 +1,7 @@
 // Energy sampling around the epochs: one sampler per node (node-local rank 0), summed over
-// the nodes at the end.
+// the nodes at each checkpoint (which carries the run's energy so far) and at the end.
 
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -10,7 +11,12 @@
 namespace hpctrain {
 namespace {
 
-constexpr const char* kPowercapRoot = "/sys/class/powercap";
+// The powercap class folder: HPCTRAIN_POWERCAP_ROOT, a folder laid out as it (to test the
+// accounting on a machine without readable RAPL), or Linux's.
+std::string powercap_root() {
+  const char* root = std::getenv("HPCTRAIN_POWERCAP_ROOT");
+  return root && *root ? root : "/sys/class/powercap";
+}
 
 }  // namespace
 
@@ -31,13 +37,18 @@ void Trainer::start_energy() {
     WatchdogScope w(*watchdog_, "removing earlier power samples", global_step_);
     comm_->barrier();
   }
-  if (config_.energy.interval_ms <= 0) return;
+  if (config_.energy.interval_ms <= 0) {
+    // This run's epochs are not sampled: the run's energy is no longer known.
+    encode_energy(EnergySoFar{}, energy_so_far_);
+    return;
+  }
+  sampling_ = true;
   if (local_rank_ == 0) {
     // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.
     const std::string csv =
         config_.run.dir + (rank_ == 0 ? "/power.csv" : "/power-" + host_name() + ".csv");
     energy_ =
-        std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, kPowercapRoot);
+        std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, powercap_root());
   }
   // Every rank starts its first epoch's clock once the samplers run (nvmlInit can take a
   // second or two, which the slowest rank's clock would otherwise count as training).
@@ -45,40 +56,79 @@ void Trainer::start_energy() {
   comm_->barrier();
 }
 
+void Trainer::keep_energy_so_far() {
+  WatchdogScope w(*watchdog_, "the energy so far for a checkpoint", global_step_);
+  EnergyCounts mine;
+  if (energy_) mine = energy_->sample_now();
+  EnergySoFar all = energy_carried_;
+  all += reduce_energy(*comm_, energy_ ? &mine : nullptr, tally_scratch_);
+  encode_energy(all, energy_so_far_);
+}
+
 std::optional<EnergySummary> Trainer::finish_energy(double samples) {
-  if (config_.energy.interval_ms <= 0) return std::nullopt;
+  if (!sampling_) return std::nullopt;
+  sampling_ = false;
   EnergyTotals t;
-  double v[7] = {0, 0, 0, 0, 0, 0, 0};  // joules and readable, per source; samplers
-  if (energy_) {
+  EnergyCounts mine;
+  const bool sampler = energy_ != nullptr;
+  if (sampler) {
     t = energy_->finish();
     energy_.reset();
-    const EnergySource* sources[3] = {&t.cpu, &t.dram, &t.gpu};
-    for (int i = 0; i < 3; ++i) {
-      v[2 * i] = sources[i]->joules.value_or(0.0);
-      v[2 * i + 1] = sources[i]->joules ? 1.0 : 0.0;
-    }
-    v[6] = 1;
+    mine = counts_of(t);
   }
-  double seconds = t.seconds;
+  EnergyCounts all;
   {
     WatchdogScope w(*watchdog_, "energy reduction", global_step_);
-    comm_->allreduce_sum(v, 7);
-    comm_->allreduce_max(&seconds, 1);
+    all = reduce_energy(*comm_, sampler ? &mine : nullptr, tally_scratch_);
   }
+  EnergySoFar whole = energy_carried_;  // what the final checkpoint carries
+  whole += all;
+  encode_energy(whole, energy_so_far_);
   EnergySummary e;
-  e.seconds = seconds;
+  e.seconds = all.seconds;
   e.samples = samples;
   EnergySummary::Source* out[3] = {&e.cpu, &e.dram, &e.gpu};
-  const EnergySource* mine[3] = {&t.cpu, &t.dram, &t.gpu};
+  const EnergySource* own[3] = {&t.cpu, &t.dram, &t.gpu};
   for (int i = 0; i < 3; ++i) {
-    if (v[2 * i + 1] == v[6]) {
-      out[i]->joules = v[2 * i];
+    if (all.read[i]) {
+      out[i]->joules = all.joules[i];
     } else {
       // Rank 0's node says why; else some other node could not read it.
-      out[i]->reason = !mine[i]->joules ? mine[i]->reason : "not readable on every node of the job";
+      out[i]->reason = !own[i]->joules ? own[i]->reason : "not readable on every node of the job";
     }
   }
   return e;
+}
+
+std::optional<EnergySummary> Trainer::whole_run_energy(const std::optional<EnergySummary>& part,
+                                                       bool trained) const {
+  if (trained && !part) return std::nullopt;
+  const EnergyCounts& c = energy_carried_.counts;
+  EnergySummary w;
+  w.seconds = c.seconds + (part ? part->seconds : 0.0);
+  EnergySummary::Source* out[3] = {&w.cpu, &w.dram, &w.gpu};
+  const EnergySummary::Source* mine[3] = {nullptr, nullptr, nullptr};  // this run's
+  if (part) {
+    mine[0] = &part->cpu;
+    mine[1] = &part->dram;
+    mine[2] = &part->gpu;
+  }
+  for (int i = 0; i < 3; ++i) {
+    const EnergySummary::Source* own = mine[i];
+    if (own && !own->joules) {
+      out[i]->reason = own->reason;
+    } else if (!energy_carried_.known) {
+      out[i]->reason =
+          "the checkpoint resumed from carries no energy: an earlier part of the run was not "
+          "sampled (energy.interval_ms: 0), or its checkpoint was written by a release before "
+          "energy was kept in checkpoints";
+    } else if (!c.read[i]) {
+      out[i]->reason = "an earlier part of the run could not read it on every node";
+    } else {
+      out[i]->joules = c.joules[i] + (own ? *own->joules : 0.0);
+    }
+  }
+  return w;
 }
 
 }  // namespace hpctrain

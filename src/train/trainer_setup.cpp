@@ -329,7 +329,9 @@ void Trainer::prepare(Purpose purpose) {
   checkpoints_ = std::make_unique<TrainingCheckpoints>(
       config_, *model_, *optimizer_, scaler_ && !scaler_->fixed() ? scaler_.get() : nullptr, job);
   checkpoints_->keep_array(kEpochSoFarArray, &epoch_so_far_);
-  tally_scratch_.assign(kTallyFigures * static_cast<size_t>(world_size_), 0.0);
+  checkpoints_->keep_array(kEnergySoFarArray, &energy_so_far_);
+  tally_scratch_.assign(std::max(kTallyFigures, kEnergyFigures) * static_cast<size_t>(world_size_),
+                        0.0);
   if (config_.distributed.balance == "auto") {
     meter_ = std::make_unique<BalanceMeter>();
     batches_.assign(plan_.batch.begin(), plan_.batch.end());

@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import subprocess
+import threading
 import time
 
 from harness import (
@@ -446,3 +447,124 @@ def case_run_dir_in_use():
     first.wait(timeout=60)
     rc, _, _ = train(name, 2, sets[:2] + ["train.epochs=1"], resume="never")
     check(rc == 0, f"a run started at once after the kill -9: exit {rc}")
+
+
+class _FakeRapl:
+    """A powercap class folder (for HPCTRAIN_POWERCAP_ROOT) whose package and DRAM counters
+    count at fixed powers of wall-clock time: a thread replaces each counter file every
+    10 ms (a rename, so a reader sees one whole value)."""
+
+    def __init__(self, root, watts=(40.0, 4.0)):
+        self.root, self.watts, self.t0 = root, watts, time.monotonic()
+        shutil.rmtree(root, ignore_errors=True)
+        self.zones = [os.path.join(root, z) for z in ("intel-rapl:0", "intel-rapl:0:0")]
+        for zone, name in zip(self.zones, ("package-0", "dram")):
+            os.makedirs(zone)
+            for f, text in (("name", name), ("max_energy_range_uj", "262143328850")):
+                with open(os.path.join(zone, f), "w") as out:
+                    out.write(text + "\n")
+        self._write()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _write(self):
+        elapsed = time.monotonic() - self.t0
+        for zone, w in zip(self.zones, self.watts):
+            tmp = os.path.join(zone, ".energy_uj")
+            with open(tmp, "w") as out:
+                out.write(f"{int(w * elapsed * 1e6)}\n")
+            os.replace(tmp, os.path.join(zone, "energy_uj"))
+
+    def _run(self):
+        while not self.stop.wait(0.01):
+            self._write()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
+
+def _carried_energy(path):
+    """train/energy_so_far of a checkpoint: (known, {source: joules or None}, seconds)."""
+    v = h5_values(path, "/arrays/train/energy_so_far", 0, 12)
+    joules = {s: (v[1 + 3 * i] + v[2 + 3 * i]) if v[3 + 3 * i] == 1 else None
+              for i, s in enumerate(("cpu", "dram", "gpu"))}
+    return v[0] == 1, joules, v[10] + v[11]
+
+
+def case_energy_carried_across_resume():
+    """Each checkpoint carries the run's energy so far, taken by a sample at the checkpoint
+    (a power.csv row of that moment), and the run that finishes a resumed one reports the
+    whole run's in summary.json energy_whole_run: what was carried plus its own. A run resumed
+    for its test phase alone reports what the final checkpoint carried; a part trained with
+    sampling off makes the whole run's energy unknown, with the reason."""
+    fake = _FakeRapl(os.path.join(ARGS.build, "e2e-runs", "fake-powercap"))
+    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root}
+    try:
+        sets = DET + ["checkpoint.every_steps=100"]
+        fresh("energy_carry")
+        p = session(train_cmd("energy_carry", 2, sets), env=dict(os.environ, **env))
+        deadline = time.time() + 120
+        while not os.path.exists(os.path.join(run_dir("energy_carry"), "metrics.csv")):
+            check(time.time() < deadline and p.poll() is None, "training did not start")
+            time.sleep(0.01)
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        print(p.communicate(timeout=120)[0])
+        check(os.path.exists(os.path.join(run_dir("energy_carry"), "STOPPED")), "no STOPPED")
+        with open(os.path.join(run_dir("energy_carry"), "power.csv")) as f:
+            rows = [line.strip().split(",") for line in f][1:]
+        seconds_before = 0
+        for path in checkpoints("energy_carry"):
+            known, joules, seconds = _carried_energy(path)
+            check(known and joules["cpu"] is not None and joules["dram"] is not None,
+                  f"{path}: carried {known} {joules}")
+            check(seconds > seconds_before, f"{path}: {seconds} s after {seconds_before} s")
+            seconds_before = seconds
+            # A sample of the checkpoint's moment: its power.csv rows have these joules.
+            at = {r[1]: float(r[3]) for r in rows if abs(float(r[0]) - seconds) < 6e-4}
+            check(abs(at.get("cpu0", -1) - joules["cpu"]) < 1.1e-3 and
+                  abs(at.get("dram0", -1) - joules["dram"]) < 1.1e-3,
+                  f"{path}: carried {joules} at {seconds} s; power.csv then: {at}")
+            check(0.7 < joules["cpu"] / (40 * seconds) < 1.3, f"{path}: {joules} in {seconds} s "
+                  "of counters at 40 W")
+        _, carried, carried_s = _carried_energy(checkpoints("energy_carry")[-1])
+        stopped_at = newest_step("energy_carry")
+
+        s = expect_ok("energy_carry", 2, sets, env=env)
+        check(s["resumed_from"] == stopped_at, f"resumed from {s['resumed_from']}, not "
+              f"{stopped_at}")
+        own, whole = s["energy"], s["energy_whole_run"]
+        for src in ("cpu", "dram"):
+            check(abs(whole[f"{src}_j"] - (carried[src] + own[f"{src}_j"])) < 1e-6 * whole[
+                f"{src}_j"] + 1e-9, f"{src}: whole run {whole}, carried {carried}, own {own}")
+        check(abs(whole["seconds"] - (carried_s + own["seconds"])) < 1e-6 * whole["seconds"],
+              f"seconds: whole run {whole['seconds']}, carried {carried_s}, own {own['seconds']}")
+        check(abs(whole["edp"] - whole["total_j"] * whole["seconds"]) <= 1e-6 * whole["edp"],
+              f"whole run's edp {whole}")
+        check(0.7 < whole["total_j"] / (44 * whole["seconds"]) < 1.3, f"whole run {whole}")
+
+        # The test phase alone: the energy the final checkpoint carried.
+        os.remove(os.path.join(run_dir("energy_carry"), "summary.json"))
+        t = expect_ok("energy_carry", 2, sets, env=env)
+        check(t["energy"] is None, f"a test phase alone has energy {t['energy']}")
+        for key in ("cpu_j", "dram_j", "seconds"):
+            check(abs(t["energy_whole_run"][key] - whole[key]) <= 1e-9 * whole[key],
+                  f"{key}: {t['energy_whole_run']} after the test phase alone, {whole} before")
+
+        # A part without sampling: the whole run's energy is unknown, saying why.
+        one = [f"data.train={ARGS.data}/val.h5", "data.val=", "data.test="]
+        fresh("energy_part_off")
+        expect_ok("energy_part_off", 1, one + ["train.epochs=1", "energy.interval_ms=0"], env=env)
+        s = expect_ok("energy_part_off", 1, one + ["train.epochs=2"], env=env)
+        check(s["energy"]["cpu_j"] is not None, f"this run's energy {s['energy']}")
+        w = s["energy_whole_run"]
+        check(w["total_j"] is None and "carries no energy" in w["cpu_reason"],
+              f"whole run after a part without sampling: {w}")
+        s = expect_ok("energy_part_off", 1, one + ["train.epochs=3", "energy.interval_ms=0"],
+                      env=env)
+        check(s["energy"] is None and s["energy_whole_run"] is None,
+              f"a run without sampling: {s['energy']}, {s['energy_whole_run']}")
+    finally:
+        fake.close()

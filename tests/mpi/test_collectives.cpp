@@ -14,6 +14,7 @@
 #include "comm/ring_allreduce.hpp"
 #include "core/error.hpp"
 #include "core/random.hpp"
+#include "train/energy_carry.hpp"
 #include "train/epoch_tally.hpp"
 
 namespace hpctrain {
@@ -179,6 +180,30 @@ TEST(EpochTally, SlowestSecondsMeanCpuAndSumsInRankOrder) {
   EXPECT_EQ(all.loss_sum, loss);
   EXPECT_EQ(all.correct, n * (n - 1) / 2.0);
   EXPECT_EQ(all.count, 10.0 * n);
+}
+
+// One sampler per node, here on the even ranks: the joules summed in rank order, a source
+// read only where every sampler read it (the last sampler cannot read the GPU's, where
+// there are two), the longest node's seconds; the other ranks add nothing.
+TEST(EnergyCarry, SamplersSumAndSourcesReadByEveryOne) {
+  Communicator comm(MPI_COMM_WORLD, 4096);
+  const int r = world_rank(), n = world_size();
+  const int last_sampler = (n - 1) / 2 * 2;
+  EnergyCounts mine;
+  for (int i = 0; i < 3; ++i) {
+    mine.joules[i] = 0.1 * (r + 1) + i;
+    mine.read[i] = i < 2 || r != last_sampler || last_sampler == 0;
+  }
+  mine.seconds = 3.0 + r;
+  std::vector<double> scratch(kEnergyFigures * static_cast<size_t>(n));
+  const EnergyCounts all = reduce_energy(comm, r % 2 == 0 ? &mine : nullptr, scratch);
+  double cpu = 0;
+  for (int k = 0; k < n; k += 2) cpu += 0.1 * (k + 1);  // the same order: the same bits
+  EXPECT_EQ(all.joules[0], cpu);
+  EXPECT_TRUE(all.read[0] && all.read[1]);
+  EXPECT_EQ(all.read[2], last_sampler == 0);
+  EXPECT_EQ(all.joules[2], last_sampler == 0 ? 2.1 : 0.0) << "no part of a source not read";
+  EXPECT_EQ(all.seconds, 3.0 + last_sampler);
 }
 
 TEST(Agreement, OneFailingRankFailsAllWithItsCode) {

@@ -114,16 +114,32 @@ class Aggregation(unittest.TestCase):
         v = aggregate.summarise_variant({"name": "v", "ranks": 1, "devices": 1}, runs[:1])
         self.assertIsNone(v["step_phase_fractions"]["backward"])
 
-    def test_energy_reason_of_a_repeat_resumed_for_its_test_phase_alone(self):
-        # Resumed after its last epoch: summary.json's energy is null with sampling on.
-        for interval, why in ((100, "resumed for its test phase alone"),
-                              (0, "energy sampling off (energy.interval_ms: 0)")):
-            d = make_run(self.root, f"r{interval}", [(1, 1.0, 0.1, 0.7)], energy=None,
-                         edp=None, resumed_from=40)
+    def test_energy_of_a_resumed_repeat_is_the_whole_runs(self):
+        # summary.json's energy is the last process's; energy_whole_run adds what the
+        # checkpoints carried (null for a test phase alone, or with sampling off).
+        whole = {"cpu_j": 300.0, "dram_j": None, "dram_reason": "no dram domain",
+                 "total_j": 300.0, "seconds": 6.0, "edp": 1800.0}
+        for name, own in (("part", {"cpu_j": 100.0, "total_j": 100.0, "seconds": 2.0}),
+                          ("test-alone", None)):
+            d = make_run(self.root, name, [(1, 1.0, 0.1, 0.7)], energy=own, edp=200.0,
+                         resumed_from=40, energy_whole_run=whole)
+            r = aggregate.read_run(d)
+            self.assertEqual((r["energy_j"], r["edp"], r["energy_reason"]), (300.0, 1800.0, None))
+            self.assertEqual(r["energy_sources"], ["cpu"])
+            self.assertEqual(r["energy_unread"], {"dram": "no dram domain", "gpu": "not read"})
+        unknown = {"cpu_j": None, "cpu_reason": "the checkpoint resumed from carries no energy",
+                   "total_j": None, "seconds": 6.0, "edp": None}
+        for interval, kw, why in (
+                (100, {"energy_whole_run": unknown}, "the checkpoint resumed from carries no"),
+                (100, {}, "resumed, and its summary.json has no energy_whole_run"),
+                (0, {"energy_whole_run": None}, "energy sampling off (energy.interval_ms: 0)")):
+            d = make_run(self.root, f"r{interval}-{len(kw)}-{why[:3]}", [(1, 1.0, 0.1, 0.7)],
+                         resumed_from=40, **kw)
             with open(os.path.join(d, "config.yaml"), "w") as f:
                 f.write(f"energy: {{interval_ms: {interval}}}\n")
             r = aggregate.read_run(d)
             self.assertIsNone(r["energy_j"])
+            self.assertIsNone(r["edp"])
             self.assertTrue(r["energy_reason"].startswith(why), r["energy_reason"])
 
     def test_stats_and_per_epoch_bands(self):

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "train/energy.hpp"
+#include "train/energy_carry.hpp"
 
 namespace hpctrain {
 namespace {
@@ -152,6 +154,63 @@ TEST(Energy, NoRowsForADomainOnceItFailed) {
   const auto last_dram = std::find(devices.rbegin(), devices.rend(), "dram");
   ASSERT_NE(last_dram, devices.rend()) << "no dram row before it failed";
   EXPECT_GE(std::count(devices.rbegin(), last_dram, "cpu0"), 3) << "cpu0 rows after dram's end";
+}
+
+// A sample asked for at a checkpoint: taken at once (its rows in the CSV file, at the
+// seconds it returns), with the counters' joules; after finish(), finish()'s counts.
+TEST(Energy, SampleNowIsARowOfThatMoment) {
+  const fs::path root = fake_powercap("now", 0, 0);
+  const fs::path csv = root / "power.csv";
+  EnergySampler sampler(3600.0, csv.string(), root.string());  // no sample but those asked
+  write(root / "intel-rapl:0" / "energy_uj", "250000");
+  const EnergyCounts c = sampler.sample_now();
+  EXPECT_NEAR(c.joules[0], 0.25, 1e-9);
+  EXPECT_TRUE(c.read[0] && c.read[1]);
+  EXPECT_GT(c.seconds, 0.0);
+  write(root / "intel-rapl:0" / "energy_uj", "400000");
+  const EnergyTotals t = sampler.finish();
+  const EnergyCounts after = sampler.sample_now();
+  EXPECT_NEAR(after.joules[0], 0.4, 1e-9);
+  EXPECT_EQ(after.seconds, t.seconds);
+  std::ifstream in(csv);
+  std::string line;
+  std::vector<std::string> cpu;
+  while (std::getline(in, line)) {
+    if (line.find(",cpu0,") != std::string::npos) cpu.push_back(line);
+  }
+  ASSERT_EQ(cpu.size(), 2u) << "the asked-for sample and finish()'s";
+  char at[32];
+  std::snprintf(at, sizeof(at), "%.3f,cpu0,", c.seconds);
+  EXPECT_EQ(cpu[0].rfind(at, 0), 0u) << cpu[0] << " for a sample at " << c.seconds << " s";
+  EXPECT_NE(cpu[0].find(",0.250"), std::string::npos) << cpu[0];
+  fs::remove_all(root.parent_path());
+}
+
+// The checkpoint array keeps the joules and seconds to about 48 bits and the read flags;
+// one that is empty or of another length (an older release's), or says unknown, is unknown.
+TEST(EnergyCarry, CheckpointArrayRoundTripAndUnknown) {
+  EnergySoFar e = EnergySoFar::nothing_yet();
+  EnergyCounts part;
+  part.joules[0] = 1234567.891234567;
+  part.joules[1] = 0.000123456789;
+  part.read[0] = part.read[1] = true;
+  part.seconds = 86400.123456789;
+  e += part;
+  EXPECT_FALSE(e.counts.read[2]) << "a source one part did not read";
+  std::vector<float> saved;
+  encode_energy(e, saved);
+  ASSERT_EQ(saved.size(), kEnergySoFarFloats);
+  const EnergySoFar back = decode_energy(saved);
+  ASSERT_TRUE(back.known);
+  EXPECT_NEAR(back.counts.joules[0], part.joules[0], part.joules[0] * 1e-13);
+  EXPECT_NEAR(back.counts.joules[1], part.joules[1], part.joules[1] * 1e-13);
+  EXPECT_NEAR(back.counts.seconds, part.seconds, part.seconds * 1e-13);
+  EXPECT_TRUE(back.counts.read[0] && back.counts.read[1]);
+  EXPECT_FALSE(back.counts.read[2]);
+  encode_energy(EnergySoFar{}, saved);
+  EXPECT_FALSE(decode_energy(saved).known);
+  EXPECT_FALSE(decode_energy({}).known);
+  EXPECT_FALSE(decode_energy(std::vector<float>(kEnergySoFarFloats - 1, 1.0f)).known);
 }
 
 }  // namespace

@@ -48,10 +48,10 @@ def read_run(run_dir):
     Phase times come from metrics.csv (each epoch's row, whichever process trained it) and
     the test time from summary.json. An epoch interrupted and resumed has the row of the
     process that finished it, which adds the figures its checkpoint carried
-    (docs/contracts.md): each step kept counts once. Energy covers only the
-    process that wrote summary.json: it is left out of resumed repeats (summary.json's
-    resumed_from). A figure that is null (hpctrain writes non-finite ones as null) or not
-    finite counts as missing, never as 0."""
+    (docs/contracts.md): each step kept counts once. The energy of a resumed repeat
+    (summary.json's resumed_from) is its energy_whole_run, which likewise adds what its
+    checkpoints carried. A figure that is null (hpctrain writes non-finite ones as null) or
+    not finite counts as missing, never as 0."""
     spath = os.path.join(run_dir, "summary.json")
     try:
         with open(spath) as f:
@@ -70,20 +70,20 @@ def read_run(run_dir):
     resumed = s.get("resumed_from") is not None
     test_s = finite(s.get("time_test_s")) or 0.0  # null: no test set
     sps = finite(s.get("samples_per_second"))
-    energy = s.get("energy") or None
+    # A resumed repeat's energy is that of the whole run (what its checkpoints carried and
+    # the last process's); its summary.json's "energy" is the last process's alone.
+    energy = s.get("energy_whole_run" if resumed else "energy") or None
     every, servers, interval_ms = run_config(run_dir)
     reason = None
     total_j = energy.get("total_j") if energy else None
-    # A run resumed for its test phase alone trained no epoch: no energy, with sampling on.
+    edp = (energy or {}).get("edp") if resumed else s.get("edp")
     if energy is None and (interval_ms == 0 or not resumed):
         reason = "energy sampling off (energy.interval_ms: 0)"
     elif energy is None:
-        reason = "resumed for its test phase alone: no energy of its epochs"
+        reason = "resumed, and its summary.json has no energy_whole_run (an earlier release's)"
     elif total_j is None:
         reason = "; ".join(sorted({energy[k] for k in ("cpu_reason", "dram_reason",
                                                         "gpu_reason") if energy.get(k)}))
-    elif resumed:
-        total_j, reason = None, "resumed: the energy covers only the part after the resume"
     # The sources read and, for those not read, why: a total of the GPUs alone (no RAPL
     # in a virtual machine, say) is not the node's energy, and study.md says so.
     sources = [k for k in ENERGY_SOURCES if energy and finite(energy.get(f"{k}_j")) is not None]
@@ -112,7 +112,7 @@ def read_run(run_dir):
         "energy_reason": reason,
         "energy_sources": sources,
         "energy_unread": unread,
-        "edp": s.get("edp") if total_j is not None else None,
+        "edp": edp if total_j is not None else None,
         "step_phase_fractions": s.get("step_phase_fractions"),
         "step_phases_s": s.get("step_phases_s"),
         "cpu_load_per_rank": s.get("cpu_load_per_rank"),
