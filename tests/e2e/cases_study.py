@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from harness import ARGS, check, fail, hpctrain, one_error_line, run_dir, session
+from harness import ARGS, FakeRapl, check, fail, hpctrain, one_error_line, run_dir, session
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -39,10 +39,10 @@ variants:
 """)
 
 
-def start(study, out, log):
+def start(study, out, log, env=None):
     cmd = [hpctrain(), "study", study, "--out", out]
     print("+ " + " ".join(cmd), flush=True)
-    return session(cmd, stdout=log, text=False)
+    return session(cmd, stdout=log, text=False, env=dict(os.environ, **(env or {})))
 
 
 def wait_for_checkpoint(proc, folder, timeout=120):
@@ -72,14 +72,24 @@ def case_study_stop_kill_resume():
     """SIGTERM to the driver in the middle of a run: the ranks checkpoint, exit 75. Run
     again and SIGKILL the whole process group in a later run. The third start finishes:
     the runs that had finished are not run again, each interrupted run resumed from its
-    checkpoint, and study.csv, study.md, study.json and the six plots are written."""
+    checkpoint, and study.csv, study.md, study.json and the six plots are written. The
+    energy of the resumed repeats (counters of a fake powercap folder) is the whole run's."""
+    fake = FakeRapl("study_kill")
+    try:
+        stop_kill_resume(fake)
+    finally:
+        fake.close()
+
+
+def stop_kill_resume(fake):
+    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root}
     folder = run_dir("study_kill")
     subprocess.run(["rm", "-rf", folder], check=True)
     study = small_study(folder)
     out = os.path.join(folder, "out")
     runs = os.path.join(out, "runs")
     with open(os.path.join(folder, "driver.log"), "ab") as log:
-        p = start(study, out, log)
+        p = start(study, out, log, env)
         wait_for_checkpoint(p, os.path.join(runs, "two", "r0"))
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=120)
@@ -88,7 +98,7 @@ def case_study_stop_kill_resume():
         done_one = {r: os.stat(os.path.join(runs, "one", r, "summary.json")).st_mtime_ns
                     for r in ("r0", "r1")}
 
-        p = start(study, out, log)
+        p = start(study, out, log, env)
         wait_for_checkpoint(p, os.path.join(runs, "two", "r1"))
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=60)
@@ -98,7 +108,7 @@ def case_study_stop_kill_resume():
         check(not os.path.exists(os.path.join(runs, "two", "r1", "summary.json")),
               "the killed run wrote a summary")
 
-        p = start(study, out, log)
+        p = start(study, out, log, env)
         rc = p.wait(timeout=600)
     with open(os.path.join(folder, "driver.log")) as f:
         print(f.read())
@@ -107,12 +117,20 @@ def case_study_stop_kill_resume():
         now = os.stat(os.path.join(runs, "one", r, "summary.json")).st_mtime_ns
         check(now == mtime, f"finished run one/{r} ran again")
         check(marker(os.path.join(runs, "one", r))["attempts"] == 1, f"one/{r} attempts")
+    wholes = []
     for r in ("r0", "r1"):
         d = os.path.join(runs, "two", r)
         m, s = marker(d), summary_of(d)
         check(m["attempts"] == 2 and m["exit_code"] == 0, f"two/{r}: marker {m}")
         check(s["resumed_from"] is not None, f"two/{r} did not resume from its checkpoint")
         check(s["epochs_completed"] == 3, f"two/{r}: {s['epochs_completed']} epochs")
+        # Its energy: what its checkpoints carried (the killed or stopped process's up to
+        # the last one) and the last process's.
+        own, whole = s["energy"], s["energy_whole_run"]
+        check(whole["total_j"] and whole["seconds"] > own["seconds"] and
+              0.5 < whole["total_j"] / (44 * whole["seconds"]) < 1.5,
+              f"two/{r}: the whole run's energy {whole}, the last process's {own}")
+        wholes.append(whole)
     with open(os.path.join(out, "study.csv")) as f:
         rows = {r["variant"]: r for r in csv.DictReader(f)}
     check(sorted(rows) == ["one", "two"], f"study.csv variants {sorted(rows)}")
@@ -123,6 +141,10 @@ def case_study_stop_kill_resume():
     two = doc["variants"][1]
     check(two["resumed_repeats"] == 2 and len(two["val_accuracy_per_epoch"]["mean"]) == 3,
           f"study.json variant two: {two['resumed_repeats']} resumed")
+    mean_j = sum(w["total_j"] for w in wholes) / 2
+    check(two["energy_reason"] is None and abs(two["energy_j"]["mean"] - mean_j) < 1e-6 * mean_j,
+          f"study.json variant two: energy {two['energy_j']} ({two['energy_reason']}), the "
+          f"runs' {mean_j}")
     with open(os.path.join(out, "study.md")) as f:
         check("(2 resumed)" in f.read(), "study.md does not say which repeats resumed")
     pngs = sorted(os.path.basename(x) for x in glob.glob(os.path.join(out, "plots", "*.png")))

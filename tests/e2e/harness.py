@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 # Filled in by e2e.py's main before a case runs.
@@ -358,3 +359,40 @@ def h5_values(path, dataset, start, count):
                           "-w", "0", path], capture_output=True, text=True, check=True).stdout
     body = out[out.index("DATA {"):]
     return [float(x) for x in body[body.index("{") + 1:body.index("}")].replace(",", " ").split()]
+
+
+class FakeRapl:
+    """A powercap class folder (for HPCTRAIN_POWERCAP_ROOT) of the case's own (`name`) whose
+    package and DRAM counters count at fixed powers of wall-clock time: a thread replaces
+    each counter file every 10 ms (a rename, so a reader sees one whole value)."""
+
+    def __init__(self, name, watts=(40.0, 4.0)):
+        root = os.path.join(ARGS.build, "e2e-runs", f"powercap-{name}")
+        self.root, self.watts, self.t0 = root, watts, time.monotonic()
+        shutil.rmtree(root, ignore_errors=True)
+        self.zones = [os.path.join(root, z) for z in ("intel-rapl:0", "intel-rapl:0:0")]
+        for zone, name in zip(self.zones, ("package-0", "dram")):
+            os.makedirs(zone)
+            for f, text in (("name", name), ("max_energy_range_uj", "262143328850")):
+                with open(os.path.join(zone, f), "w") as out:
+                    out.write(text + "\n")
+        self._write()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _write(self):
+        elapsed = time.monotonic() - self.t0
+        for zone, w in zip(self.zones, self.watts):
+            tmp = os.path.join(zone, ".energy_uj")
+            with open(tmp, "w") as out:
+                out.write(f"{int(w * elapsed * 1e6)}\n")
+            os.replace(tmp, os.path.join(zone, "energy_uj"))
+
+    def _run(self):
+        while not self.stop.wait(0.01):
+            self._write()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
