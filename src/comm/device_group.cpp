@@ -27,6 +27,17 @@ int ranks_on_my_device(Communicator& comm, const std::string& device_id) {
   return static_cast<int>(std::count(ids.begin(), ids.end(), mine));
 }
 
+std::vector<std::string> devices_on_my_node(Communicator& comm, const std::string& device_id) {
+  const std::string host = device_key("");  // "host/"
+  std::vector<std::string> mine;
+  for (const std::string& key : comm.allgather(device_key(device_id))) {
+    if (key.size() <= host.size() || key.compare(0, host.size(), host) != 0) continue;
+    std::string id = key.substr(host.size());
+    if (std::find(mine.begin(), mine.end(), id) == mine.end()) mine.push_back(std::move(id));
+  }
+  return mine;
+}
+
 void join_device_collectives(Communicator& comm, Backend& backend) {
   std::vector<std::byte> id =
       comm.rank() == 0 ? backend.new_collective_id() : std::vector<std::byte>(kCollectiveIdBytes);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "comm/communicator.hpp"
@@ -16,6 +17,10 @@ bool ranks_share_a_device(Communicator& comm, const std::string& device_id);
 // How many ranks of `comm`, this one included, name device_id on this host: the ranks
 // that share this rank's GPU and its memory. Collective.
 int ranks_on_my_device(Communicator& comm, const std::string& device_id);
+
+// The device ids that the ranks of `comm` on this host name, each once, in rank order
+// (none empty: a CPU rank names none). Collective.
+std::vector<std::string> devices_on_my_node(Communicator& comm, const std::string& device_id);
 
 // Rank 0 makes the group's id, every rank receives it over MPI and joins. Collective.
 void join_device_collectives(Communicator& comm, Backend& backend);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -115,6 +116,18 @@ EnergySource RaplCounters::total(const std::string& kind) const {
   return s;
 }
 
+std::optional<PciAddress> parse_pci_bus_id(const std::string& bus_id) {
+  PciAddress a;
+  unsigned function = 0;
+  int end = 0;
+  if (std::sscanf(bus_id.c_str(), "%x:%x:%x.%x%n", &a.domain, &a.bus, &a.device, &function, &end) !=
+          4 ||
+      static_cast<size_t>(end) != bus_id.size()) {
+    return std::nullopt;
+  }
+  return a;
+}
+
 // The NVML calls used, by their C signatures (nvml.h): 0 is NVML_SUCCESS.
 struct NvmlEnergy::Api {
   void* lib = nullptr;
@@ -122,10 +135,21 @@ struct NvmlEnergy::Api {
   int (*energy)(void* device, unsigned long long* millijoules) = nullptr;
 };
 
-NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
-  void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+namespace {
+
+// nvmlPciInfo_t (nvml.h).
+struct NvmlPciInfo {
+  char bus_id_legacy[16];
+  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
+  char bus_id[32];
+};
+
+}  // namespace
+
+NvmlEnergy::NvmlEnergy(const std::string& library) : api_(std::make_unique<Api>()) {
+  void* lib = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) {
-    reason_ = "libnvidia-ml.so.1 cannot be loaded (no NVIDIA driver on this machine)";
+    reason_ = library + " cannot be loaded (no NVIDIA driver on this machine)";
     return;
   }
   api_->lib = lib;
@@ -136,6 +160,7 @@ NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
   api_->shutdown = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlShutdown"));
   api_->energy = reinterpret_cast<int (*)(void*, unsigned long long*)>(
       dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
+  auto pci = reinterpret_cast<int (*)(void*, NvmlPciInfo*)>(dlsym(lib, "nvmlDeviceGetPciInfo_v3"));
   if (init == nullptr || count == nullptr || handle == nullptr || api_->energy == nullptr ||
       api_->shutdown == nullptr) {
     reason_ = "libnvidia-ml.so.1 lacks the energy calls (driver older than Volta's)";
@@ -159,6 +184,10 @@ NvmlEnergy::NvmlEnergy() : api_(std::make_unique<Api>()) {
     if (handle(i, &device) != 0 || api_->energy(device, &mj) != 0) continue;
     devices_.push_back(device);
     last_mj_.push_back(mj);
+    NvmlPciInfo info{};
+    pci_.push_back(pci != nullptr && pci(device, &info) == 0
+                       ? std::optional<PciAddress>(PciAddress{info.domain, info.bus, info.device})
+                       : std::nullopt);
   }
   if (devices_.empty()) {
     reason_ = "no GPU reports its energy through NVML to this process (of " + std::to_string(n) +
@@ -206,9 +235,48 @@ EnergySource NvmlEnergy::gpu() const {
   return s;
 }
 
+EnergySource NvmlEnergy::gpus_at(const std::vector<PciAddress>& used) const {
+  EnergySource s;
+  if (!used.empty() && devices_.empty()) {
+    s.reason = reason_;
+    return s;
+  }
+  double sum = 0;  // none used: 0 J, every GPU idle
+  for (const PciAddress& a : used) {
+    const auto it = std::find(pci_.begin(), pci_.end(), std::optional<PciAddress>(a));
+    char name[32];
+    std::snprintf(name, sizeof(name), "%04x:%02x:%02x.0", a.domain, a.bus, a.device);
+    if (it == pci_.end()) {
+      s.reason = std::string("the GPU at ") + name +
+                 ", which a rank uses, is not among those that report their energy through "
+                 "NVML to this process";
+      return s;
+    }
+    const size_t i = static_cast<size_t>(it - pci_.begin());
+    if (failed_[i] != 0) {
+      s.reason =
+          std::string("the energy of the GPU at ") + name + " could not be read during the run";
+      return s;
+    }
+    sum += joules_[i];
+  }
+  s.joules = sum;
+  return s;
+}
+
 EnergySampler::EnergySampler(double interval_s, const std::string& csv_path,
-                             const std::string& powercap_root)
-    : interval_s_(interval_s), csv_path_(csv_path), rapl_(powercap_root) {
+                             const std::string& powercap_root,
+                             const std::vector<std::string>& active_gpus,
+                             const std::string& nvml_library)
+    : interval_s_(interval_s), csv_path_(csv_path), nvml_(nvml_library), rapl_(powercap_root) {
+  for (const std::string& id : active_gpus) {
+    const std::optional<PciAddress> a = parse_pci_bus_id(id);
+    if (!a) {
+      active_reason_ = "a rank's GPU has a PCI bus id of an unknown form: " + id;
+    } else if (std::find(active_.begin(), active_.end(), *a) == active_.end()) {
+      active_.push_back(*a);
+    }
+  }
   // start_ right after the counters' first readings (rapl_ is built after nvml_).
   start_ = last_ = now_seconds();
   // A symbolic link at the path is replaced, never written through (what it points to is
@@ -308,14 +376,16 @@ EnergyTotals EnergySampler::totals(double now) const {
   t.cpu = rapl_.cpu();
   t.dram = rapl_.dram();
   t.gpu = nvml_.gpu();
+  t.gpu_active = nvml_.gpus_at(active_);
+  if (!active_reason_.empty()) t.gpu_active = EnergySource{std::nullopt, active_reason_};
   t.seconds = now - start_;
   return t;
 }
 
 EnergyCounts counts_of(const EnergyTotals& t) {
   EnergyCounts c;
-  const EnergySource* sources[3] = {&t.cpu, &t.dram, &t.gpu};
-  for (int i = 0; i < 3; ++i) {
+  const auto sources = t.sources();
+  for (int i = 0; i < kEnergySources; ++i) {
     c.joules[i] = sources[i]->joules.value_or(0.0);
     c.read[i] = sources[i]->joules.has_value();
   }

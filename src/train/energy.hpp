@@ -6,6 +6,7 @@
 // only the reason, never a zero.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -57,16 +58,29 @@ class RaplCounters {
   std::vector<Domain> unreadable_;  // domains whose counter could not be read at the start
 };
 
+// A GPU's PCI address (domain, bus, device), from CUDA's bus id ("0000:3B:00.0") or NVML's
+// ("00000000:3B:00.0"), which write the domain with 4 and 8 digits.
+struct PciAddress {
+  unsigned domain = 0, bus = 0, device = 0;
+  bool operator==(const PciAddress&) const = default;
+};
+// None where `bus_id` is not of that form.
+std::optional<PciAddress> parse_pci_bus_id(const std::string& bus_id);
+
 // NVML's energy counters (millijoules since the driver loaded) per GPU.
 class NvmlEnergy {
  public:
-  NvmlEnergy();  // never throws: unavailable with a reason
+  // Never throws: unavailable with a reason. `library`: NVML's (tests load a stand-in).
+  explicit NvmlEnergy(const std::string& library = "libnvidia-ml.so.1");
   ~NvmlEnergy();
   NvmlEnergy(const NvmlEnergy&) = delete;
   NvmlEnergy& operator=(const NvmlEnergy&) = delete;
 
   void sample();
   EnergySource gpu() const;
+  // Those of the GPUs at `used` (the node's ranks' GPUs): 0 J where none is used, none
+  // where one of them cannot be read.
+  EnergySource gpus_at(const std::vector<PciAddress>& used) const;
   const std::vector<double>& joules() const { return joules_; }  // per GPU, so far
   bool failed(size_t gpu) const { return failed_[gpu] != 0; }    // a reading failed
 
@@ -75,30 +89,43 @@ class NvmlEnergy {
   std::unique_ptr<Api> api_;
   std::string reason_;
   std::vector<void*> devices_;
+  std::vector<std::optional<PciAddress>> pci_;  // per GPU, where NVML tells it
   std::vector<uint64_t> last_mj_;
   std::vector<double> joules_;
   std::vector<char> failed_;  // per GPU: a reading failed, so the sum would be partial
 };
 
+// The sources, in the order of EnergyCounts and summary.json: the CPU packages, the DRAM,
+// every GPU, and the GPUs that the job's ranks use (the "active" ones; the others idle).
+inline constexpr int kEnergySources = 4;
+inline constexpr const char* kEnergySourceNames[kEnergySources] = {"cpu", "dram", "gpu",
+                                                                   "gpu_active"};
+
 // What a node used while training; the sum over the nodes is the job's.
 struct EnergyTotals {
-  EnergySource cpu, dram, gpu;
+  EnergySource cpu, dram, gpu, gpu_active;
   double seconds = 0;  // sampled
+  std::array<const EnergySource*, kEnergySources> sources() const {
+    return {&cpu, &dram, &gpu, &gpu_active};
+  }
 };
 
 // The same as plain numbers, without the reasons, which the training thread passes around
-// without allocating: per source (cpu, dram, gpu) the joules and whether they were read.
+// without allocating: per source the joules and whether they were read.
 struct EnergyCounts {
-  double joules[3] = {0, 0, 0};
-  bool read[3] = {false, false, false};
+  double joules[kEnergySources] = {0, 0, 0, 0};
+  bool read[kEnergySources] = {false, false, false, false};
   double seconds = 0;
 };
 EnergyCounts counts_of(const EnergyTotals& t);
 
 class EnergySampler {
  public:
-  // Samples every `interval_s`, appending rows to `csv_path` (created with a header).
-  EnergySampler(double interval_s, const std::string& csv_path, const std::string& powercap_root);
+  // Samples every `interval_s`, appending rows to `csv_path` (created with a header);
+  // `active_gpus`: the bus ids of the GPUs the node's ranks use (gpu_active).
+  EnergySampler(double interval_s, const std::string& csv_path, const std::string& powercap_root,
+                const std::vector<std::string>& active_gpus = {},
+                const std::string& nvml_library = "libnvidia-ml.so.1");
   ~EnergySampler();
   EnergySampler(const EnergySampler&) = delete;
   EnergySampler& operator=(const EnergySampler&) = delete;
@@ -120,6 +147,8 @@ class EnergySampler {
   int fd_ = -1;      // csv_path_, written by the sampling thread, then by finish()
   NvmlEnergy nvml_;  // first: nvmlInit is not inside the window the counters measure
   RaplCounters rapl_;
+  std::vector<PciAddress> active_;   // the GPUs the node's ranks use
+  std::string active_reason_;        // a bus id that could not be parsed
   double start_ = 0, last_ = 0;      // the sampling thread's, then finish()'s
   std::vector<double> last_joules_;  // per CSV device, for the power column
   std::mutex mutex_;

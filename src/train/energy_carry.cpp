@@ -15,7 +15,7 @@ EnergySoFar EnergySoFar::nothing_yet() {
 }
 
 EnergySoFar& EnergySoFar::operator+=(const EnergyCounts& part) {
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kEnergySources; ++i) {
     counts.joules[i] += part.joules[i];
     counts.read[i] = counts.read[i] && part.read[i];
   }
@@ -27,26 +27,27 @@ EnergyCounts reduce_energy(Communicator& comm, const EnergyCounts* mine,
                            std::vector<double>& scratch) {
   HT_REQUIRE(scratch.size() >= kEnergyFigures * static_cast<size_t>(comm.size()),
              "reduce_energy: scratch smaller than the ranks' figures");
-  double v[kEnergyFigures] = {0, 0, 0, 0, 0, 0, 0};  // joules and unread, per source; seconds
+  constexpr int n = kEnergySources;
+  double v[kEnergyFigures] = {};  // joules, then unread, per source; seconds
   if (mine) {
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < n; ++i) {
       v[i] = mine->joules[i];
-      v[3 + i] = mine->read[i] ? 0.0 : 1.0;
+      v[n + i] = mine->read[i] ? 0.0 : 1.0;
     }
-    v[6] = mine->seconds;
+    v[2 * n] = mine->seconds;
   }
   comm.allgather(v, static_cast<int>(kEnergyFigures), scratch.data());
   EnergyCounts all;
-  double unread[3] = {0, 0, 0};
+  double unread[n] = {};
   for (int r = 0; r < comm.size(); ++r) {
     const double* f = scratch.data() + kEnergyFigures * static_cast<size_t>(r);
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < n; ++i) {
       all.joules[i] += f[i];
-      unread[i] += f[3 + i];
+      unread[i] += f[n + i];
     }
-    all.seconds = std::max(all.seconds, f[6]);
+    all.seconds = std::max(all.seconds, f[2 * n]);
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < n; ++i) {
     all.read[i] = unread[i] == 0;
     if (!all.read[i]) all.joules[i] = 0;
   }
@@ -56,22 +57,22 @@ EnergyCounts reduce_energy(Communicator& comm, const EnergyCounts* mine,
 void encode_energy(const EnergySoFar& e, std::vector<float>& out) {
   out.assign(kEnergySoFarFloats, 0.0f);
   out[0] = e.known ? 1.0f : 0.0f;
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < kEnergySources; ++i) {
     split_double(e.counts.joules[i], &out[1 + 3 * i]);
     out[3 + 3 * i] = e.counts.read[i] ? 1.0f : 0.0f;
   }
-  split_double(e.counts.seconds, &out[10]);
+  split_double(e.counts.seconds, &out[1 + 3 * kEnergySources]);
 }
 
 EnergySoFar decode_energy(const std::vector<float>& saved) {
   EnergySoFar e;
   if (saved.size() != kEnergySoFarFloats || saved[0] != 1.0f) return e;
   e.known = true;
-  for (size_t i = 0; i < 3; ++i) {
+  for (size_t i = 0; i < kEnergySources; ++i) {
     e.counts.joules[i] = join_floats(&saved[1 + 3 * i]);
     e.counts.read[i] = saved[3 + 3 * i] == 1.0f;
   }
-  e.counts.seconds = join_floats(&saved[10]);
+  e.counts.seconds = join_floats(&saved[1 + 3 * kEnergySources]);
   return e;
 }
 

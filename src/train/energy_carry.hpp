@@ -22,8 +22,9 @@ struct EnergySoFar {
   EnergySoFar& operator+=(const EnergyCounts& part);
 };
 
-// The figures of one rank in reduce_energy.
-inline constexpr size_t kEnergyFigures = 7;
+// The figures of one rank in reduce_energy: per source the joules and whether it was not
+// read, and the seconds.
+inline constexpr size_t kEnergyFigures = 2 * kEnergySources + 1;
 // Collective: the job's counts from each rank's own, `mine` null on a rank without a
 // sampler: the joules summed over the samplers in rank order (the same on every rank), a
 // source read where every sampler read it, the longest node's seconds. `scratch` holds
@@ -32,9 +33,10 @@ inline constexpr size_t kEnergyFigures = 7;
 EnergyCounts reduce_energy(Communicator& comm, const EnergyCounts* mine,
                            std::vector<double>& scratch);
 
-// The checkpoint array (kEnergySoFarFloats): 1 if known else 0, then per source (cpu, dram,
-// gpu) its joules as a pair of floats and 1 if read else 0, then the seconds as a pair.
-inline constexpr size_t kEnergySoFarFloats = 12;
+// The checkpoint array (kEnergySoFarFloats): 1 if known else 0, then per source (in the
+// order of kEnergySourceNames) its joules as a pair of floats and 1 if read else 0, then
+// the seconds as a pair.
+inline constexpr size_t kEnergySoFarFloats = 3 * kEnergySources + 3;
 void encode_energy(const EnergySoFar& e, std::vector<float>& out);
 // What `saved` carries; not known where it is empty or of another length.
 EnergySoFar decode_energy(const std::vector<float>& saved);

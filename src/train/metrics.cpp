@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/version.hpp"
+#include "train/energy.hpp"
 
 namespace hpctrain {
 namespace {
@@ -56,36 +57,42 @@ std::string json_string(const std::string& s) {
   return out + "\"";
 }
 
-// An energy object of summary.json, or null; returns its total_j. `per_sample` adds
-// joules_per_sample, and otherwise the energy-delay product ("edp").
-std::optional<double> write_energy(std::ostream& o, const std::optional<EnergySummary>& energy,
-                                   bool per_sample) {
+// An energy object of summary.json, or null; returns its total_j and active_j (each the
+// sum of its sources that were read; gpu_active is a part of gpu). `per_sample` adds
+// joules_per_sample, and otherwise the energy-delay products ("edp", "edp_active").
+std::pair<std::optional<double>, std::optional<double>> write_energy(
+    std::ostream& o, const std::optional<EnergySummary>& energy, bool per_sample) {
   if (!energy) {
     o << "null";
-    return std::nullopt;
+    return {};
   }
   const EnergySummary& e = *energy;
-  std::optional<double> total;
+  std::optional<double> total, active;
   o << "{";
-  const char* names[3] = {"cpu", "dram", "gpu"};
-  const EnergySummary::Source* sources[3] = {&e.cpu, &e.dram, &e.gpu};
-  for (int i = 0; i < 3; ++i) {
+  const auto sources = e.sources();
+  for (int i = 0; i < 4; ++i) {
     const EnergySummary::Source& src = *sources[i];
-    o << (i > 0 ? ", " : "") << '"' << names[i] << "_j\": " << opt_num(src.joules, "null");
-    if (!src.joules) o << ", \"" << names[i] << "_reason\": " << json_string(src.reason);
-    if (src.joules) total = total.value_or(0.0) + *src.joules;
+    const char* name = kEnergySourceNames[i];
+    o << (i > 0 ? ", " : "") << '"' << name << "_j\": " << opt_num(src.joules, "null");
+    if (!src.joules) {
+      o << ", \"" << name << "_reason\": " << json_string(src.reason);
+      continue;
+    }
+    if (i != 3) total = total.value_or(0.0) + *src.joules;
+    if (i != 2) active = active.value_or(0.0) + *src.joules;
   }
-  o << ", \"total_j\": " << opt_num(total, "null") << ", \"seconds\": " << num(e.seconds)
-    << ", \"average_power_w\": "
+  o << ", \"total_j\": " << opt_num(total, "null") << ", \"active_j\": " << opt_num(active, "null")
+    << ", \"seconds\": " << num(e.seconds) << ", \"average_power_w\": "
     << (total && e.seconds > 0 ? num(*total / e.seconds) : std::string("null"));
   if (per_sample) {
     o << ", \"joules_per_sample\": "
       << (total && e.samples > 0 ? num(*total / e.samples) : std::string("null"));
   } else {
-    o << ", \"edp\": " << (total ? num(*total * e.seconds) : std::string("null"));
+    o << ", \"edp\": " << (total ? num(*total * e.seconds) : std::string("null"))
+      << ", \"edp_active\": " << (active ? num(*active * e.seconds) : std::string("null"));
   }
   o << "}";
-  return total;
+  return {total, active};
 }
 
 }  // namespace
@@ -223,8 +230,10 @@ std::string summary_to_json(const RunSummary& s) {
     o << "null,\n";
   }
   o << "  \"energy\": ";
-  const std::optional<double> total = write_energy(o, s.energy, /*per_sample=*/true);
-  o << ",\n  \"edp\": " << (total ? num(*total * s.energy->seconds) : std::string("null")) << ",\n";
+  const auto [total, active] = write_energy(o, s.energy, /*per_sample=*/true);
+  o << ",\n  \"edp\": " << (total ? num(*total * s.energy->seconds) : std::string("null"))
+    << ",\n  \"edp_active\": " << (active ? num(*active * s.energy->seconds) : std::string("null"))
+    << ",\n";
   o << "  \"energy_whole_run\": ";
   write_energy(o, s.energy_whole_run, /*per_sample=*/false);
   o << ",\n";

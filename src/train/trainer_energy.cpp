@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "comm/device_group.hpp"
 #include "core/host.hpp"
 #include "train/trainer.hpp"
 
@@ -43,12 +44,17 @@ void Trainer::start_energy() {
     return;
   }
   sampling_ = true;
+  std::vector<std::string> gpus;  // of this node's ranks: the active GPUs
+  {
+    WatchdogScope w(*watchdog_, "the GPUs of each node", global_step_);
+    gpus = devices_on_my_node(*comm_, backend_->device_id());
+  }
   if (local_rank_ == 0) {
     // Rank 0's node writes power.csv; any other node power-<host>.csv beside it.
     const std::string csv =
         config_.run.dir + (rank_ == 0 ? "/power.csv" : "/power-" + host_name() + ".csv");
-    energy_ =
-        std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv, powercap_root());
+    energy_ = std::make_unique<EnergySampler>(config_.energy.interval_ms / 1000.0, csv,
+                                              powercap_root(), gpus);
   }
   // Every rank starts its first epoch's clock once the samplers run (nvmlInit can take a
   // second or two, which the slowest rank's clock would otherwise count as training).
@@ -87,9 +93,9 @@ std::optional<EnergySummary> Trainer::finish_energy(double samples) {
   EnergySummary e;
   e.seconds = all.seconds;
   e.samples = samples;
-  EnergySummary::Source* out[3] = {&e.cpu, &e.dram, &e.gpu};
-  const EnergySource* own[3] = {&t.cpu, &t.dram, &t.gpu};
-  for (int i = 0; i < 3; ++i) {
+  const auto out = e.sources();
+  const auto own = t.sources();
+  for (int i = 0; i < kEnergySources; ++i) {
     if (all.read[i]) {
       out[i]->joules = all.joules[i];
     } else {
@@ -106,15 +112,9 @@ std::optional<EnergySummary> Trainer::whole_run_energy(const std::optional<Energ
   const EnergyCounts& c = energy_carried_.counts;
   EnergySummary w;
   w.seconds = c.seconds + (part ? part->seconds : 0.0);
-  EnergySummary::Source* out[3] = {&w.cpu, &w.dram, &w.gpu};
-  const EnergySummary::Source* mine[3] = {nullptr, nullptr, nullptr};  // this run's
-  if (part) {
-    mine[0] = &part->cpu;
-    mine[1] = &part->dram;
-    mine[2] = &part->gpu;
-  }
-  for (int i = 0; i < 3; ++i) {
-    const EnergySummary::Source* own = mine[i];
+  const auto out = w.sources();
+  for (int i = 0; i < kEnergySources; ++i) {
+    const EnergySummary::Source* own = part ? part->sources()[i] : nullptr;  // this run's
     if (own && !own->joules) {
       out[i]->reason = own->reason;
     } else if (!energy_carried_.known) {

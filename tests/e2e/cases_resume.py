@@ -450,10 +450,10 @@ def case_run_dir_in_use():
 
 def _carried_energy(path):
     """train/energy_so_far of a checkpoint: (known, {source: joules or None}, seconds)."""
-    v = h5_values(path, "/arrays/train/energy_so_far", 0, 12)
+    v = h5_values(path, "/arrays/train/energy_so_far", 0, 15)
     joules = {s: (v[1 + 3 * i] + v[2 + 3 * i]) if v[3 + 3 * i] == 1 else None
-              for i, s in enumerate(("cpu", "dram", "gpu"))}
-    return v[0] == 1, joules, v[10] + v[11]
+              for i, s in enumerate(("cpu", "dram", "gpu", "gpu_active"))}
+    return v[0] == 1, joules, v[13] + v[14]
 
 
 def case_energy_carried_across_resume():
@@ -461,9 +461,12 @@ def case_energy_carried_across_resume():
     (a power.csv row of that moment), and the run that finishes a resumed one reports the
     whole run's in summary.json energy_whole_run: what was carried plus its own. A run resumed
     for its test phase alone reports what the final checkpoint carried; a part trained with
-    sampling off makes the whole run's energy unknown, with the reason."""
+    sampling off makes the whole run's energy unknown, with the reason. The GPUs (two, of a
+    stand-in NVML) are idle in a CPU run: not in its active devices' energy."""
     fake = FakeRapl("energy_carry")
-    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root}
+    nvml = os.path.join(ARGS.build, "test-shims", "nvml")
+    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root,
+           "LD_LIBRARY_PATH": ":".join(filter(None, [nvml, os.environ.get("LD_LIBRARY_PATH")]))}
     try:
         sets = DET + ["checkpoint.every_steps=100"]
         fresh("energy_carry")
@@ -481,14 +484,15 @@ def case_energy_carried_across_resume():
         seconds_before = 0
         for path in checkpoints("energy_carry"):
             known, joules, seconds = _carried_energy(path)
-            check(known and joules["cpu"] is not None and joules["dram"] is not None,
+            check(known and None not in joules.values() and joules["gpu_active"] == 0,
                   f"{path}: carried {known} {joules}")
             check(seconds > seconds_before, f"{path}: {seconds} s after {seconds_before} s")
             seconds_before = seconds
             # A sample of the checkpoint's moment: its power.csv rows have these joules.
             at = {r[1]: float(r[3]) for r in rows if abs(float(r[0]) - seconds) < 6e-4}
             check(abs(at.get("cpu0", -1) - joules["cpu"]) < 1.1e-3 and
-                  abs(at.get("dram0", -1) - joules["dram"]) < 1.1e-3,
+                  abs(at.get("dram0", -1) - joules["dram"]) < 1.1e-3 and
+                  abs(at.get("gpu0", -1) + at.get("gpu1", -1) - joules["gpu"]) < 2.1e-3,
                   f"{path}: carried {joules} at {seconds} s; power.csv then: {at}")
             check(joules["cpu"] > 0, f"{path}: {joules} in {seconds} s of counters at 40 W")
         _, carried, carried_s = _carried_energy(checkpoints("energy_carry")[-1])
@@ -498,22 +502,31 @@ def case_energy_carried_across_resume():
         check(s["resumed_from"] == stopped_at, f"resumed from {s['resumed_from']}, not "
               f"{stopped_at}")
         own, whole = s["energy"], s["energy_whole_run"]
-        for src in ("cpu", "dram"):
+        for src in ("cpu", "dram", "gpu", "gpu_active"):
             check(abs(whole[f"{src}_j"] - (carried[src] + own[f"{src}_j"])) < 1e-6 * whole[
                 f"{src}_j"] + 1e-9, f"{src}: whole run {whole}, carried {carried}, own {own}")
+        # The active devices: the CPUs and DRAM; the GPUs no rank uses are left out.
+        for e in (own, whole):
+            check(e["gpu_active_j"] == 0 and e["gpu_j"] > 0 and
+                  abs(e["active_j"] - e["cpu_j"] - e["dram_j"]) <= 1e-6 * e["active_j"] and
+                  abs(e["total_j"] - e["active_j"] - e["gpu_j"]) <= 1e-6 * e["total_j"],
+                  f"active and idle devices: {e}")
+        check(abs(s["edp_active"] - own["active_j"] * own["seconds"]) <= 1e-6 * s["edp_active"],
+              f"edp_active {s['edp_active']} of {own}")
         check(abs(whole["seconds"] - (carried_s + own["seconds"])) < 1e-6 * whole["seconds"],
               f"seconds: whole run {whole['seconds']}, carried {carried_s}, own {own['seconds']}")
-        check(abs(whole["edp"] - whole["total_j"] * whole["seconds"]) <= 1e-6 * whole["edp"],
-              f"whole run's edp {whole}")
+        for edp, j in (("edp", "total_j"), ("edp_active", "active_j")):
+            check(abs(whole[edp] - whole[j] * whole["seconds"]) <= 1e-6 * whole[edp],
+                  f"whole run's {edp}: {whole}")
         # Joules, not microjoules: the counters' powers (the thread that advances them may
         # lag behind under load).
-        check(0.5 < whole["total_j"] / (44 * whole["seconds"]) < 1.5, f"whole run {whole}")
+        check(0.5 < whole["active_j"] / (44 * whole["seconds"]) < 1.5, f"whole run {whole}")
 
         # The test phase alone: the energy the final checkpoint carried.
         os.remove(os.path.join(run_dir("energy_carry"), "summary.json"))
         t = expect_ok("energy_carry", 2, sets, env=env)
         check(t["energy"] is None, f"a test phase alone has energy {t['energy']}")
-        for key in ("cpu_j", "dram_j", "seconds"):
+        for key in ("cpu_j", "dram_j", "gpu_j", "active_j", "seconds"):
             check(abs(t["energy_whole_run"][key] - whole[key]) <= 1e-9 * whole[key],
                   f"{key}: {t['energy_whole_run']} after the test phase alone, {whole} before")
 

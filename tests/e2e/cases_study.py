@@ -73,7 +73,8 @@ def case_study_stop_kill_resume():
     again and SIGKILL the whole process group in a later run. The third start finishes:
     the runs that had finished are not run again, each interrupted run resumed from its
     checkpoint, and study.csv, study.md, study.json and the six plots are written. The
-    energy of the resumed repeats (counters of a fake powercap folder) is the whole run's."""
+    energy of the resumed repeats (counters of a fake powercap folder, and two idle GPUs of a
+    stand-in NVML) is the whole run's."""
     fake = FakeRapl("study_kill")
     try:
         stop_kill_resume(fake)
@@ -82,7 +83,9 @@ def case_study_stop_kill_resume():
 
 
 def stop_kill_resume(fake):
-    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root}
+    nvml = os.path.join(ARGS.build, "test-shims", "nvml")  # two idle GPUs
+    env = {"HPCTRAIN_POWERCAP_ROOT": fake.root,
+           "LD_LIBRARY_PATH": ":".join(filter(None, [nvml, os.environ.get("LD_LIBRARY_PATH")]))}
     folder = run_dir("study_kill")
     subprocess.run(["rm", "-rf", folder], check=True)
     study = small_study(folder)
@@ -128,7 +131,7 @@ def stop_kill_resume(fake):
         # the last one) and the last process's.
         own, whole = s["energy"], s["energy_whole_run"]
         check(whole["total_j"] and whole["seconds"] > own["seconds"] and
-              0.5 < whole["total_j"] / (44 * whole["seconds"]) < 1.5,
+              0.5 < whole["active_j"] / (44 * whole["seconds"]) < 1.5,
               f"two/{r}: the whole run's energy {whole}, the last process's {own}")
         wholes.append(whole)
     with open(os.path.join(out, "study.csv")) as f:
@@ -141,10 +144,16 @@ def stop_kill_resume(fake):
     two = doc["variants"][1]
     check(two["resumed_repeats"] == 2 and len(two["val_accuracy_per_epoch"]["mean"]) == 3,
           f"study.json variant two: {two['resumed_repeats']} resumed")
-    mean_j = sum(w["total_j"] for w in wholes) / 2
-    check(two["energy_reason"] is None and abs(two["energy_j"]["mean"] - mean_j) < 1e-6 * mean_j,
-          f"study.json variant two: energy {two['energy_j']} ({two['energy_reason']}), the "
-          f"runs' {mean_j}")
+    for key, j in (("energy_j", "total_j"), ("energy_active_j", "active_j")):
+        mean_j = sum(w[j] for w in wholes) / 2
+        check(two["energy_reason"] is None and abs(two[key]["mean"] - mean_j) < 1e-6 * mean_j,
+              f"study.json variant two: {key} {two[key]} ({two['energy_reason']}), the runs' "
+              f"{mean_j}")
+    # CPU variants: the GPUs idle, in the energy but not in that of the active devices.
+    for v in doc["variants"]:
+        check(0 < v["energy_active_j"]["max"] < v["energy_j"]["min"] and v["edp_active_norm"],
+              f"study.json variant {v['name']}: energy {v['energy_j']}, active "
+              f"{v['energy_active_j']}")
     with open(os.path.join(out, "study.md")) as f:
         check("(2 resumed)" in f.read(), "study.md does not say which repeats resumed")
     pngs = sorted(os.path.basename(x) for x in glob.glob(os.path.join(out, "plots", "*.png")))

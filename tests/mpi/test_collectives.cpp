@@ -190,9 +190,9 @@ TEST(EnergyCarry, SamplersSumAndSourcesReadByEveryOne) {
   const int r = world_rank(), n = world_size();
   const int last_sampler = (n - 1) / 2 * 2;
   EnergyCounts mine;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < kEnergySources; ++i) {
     mine.joules[i] = 0.1 * (r + 1) + i;
-    mine.read[i] = i < 2 || r != last_sampler || last_sampler == 0;
+    mine.read[i] = i != 2 || r != last_sampler || last_sampler == 0;
   }
   mine.seconds = 3.0 + r;
   std::vector<double> scratch(kEnergyFigures * static_cast<size_t>(n));
@@ -200,7 +200,7 @@ TEST(EnergyCarry, SamplersSumAndSourcesReadByEveryOne) {
   double cpu = 0;
   for (int k = 0; k < n; k += 2) cpu += 0.1 * (k + 1);  // the same order: the same bits
   EXPECT_EQ(all.joules[0], cpu);
-  EXPECT_TRUE(all.read[0] && all.read[1]);
+  EXPECT_TRUE(all.read[0] && all.read[1] && all.read[3]);
   EXPECT_EQ(all.read[2], last_sampler == 0);
   EXPECT_EQ(all.joules[2], last_sampler == 0 ? 2.1 : 0.0) << "no part of a source not read";
   EXPECT_EQ(all.seconds, 3.0 + last_sampler);

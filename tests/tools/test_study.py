@@ -29,7 +29,7 @@ class Aggregation(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
-    def test_resumed_epoch_counts_once_and_loses_its_energy(self):
+    def test_resumed_epoch_counts_once_and_an_old_summary_has_no_energy(self):
         # Epoch 2 was interrupted and trained again: its last row is the one that counts.
         d = make_run(self.root, "r", [(1, 2.0, 0.1, 0.7), (2, 9.0, 0.1, 0.1),
                                       (2, 2.0, 0.1, 0.8)])
@@ -42,6 +42,8 @@ class Aggregation(unittest.TestCase):
         self.assertFalse(r["resumed"])
         # Resumed is what summary.json says (resumed_from), not how often the driver
         # started the run: a first attempt that failed before any checkpoint resumes nothing.
+        # A summary.json without energy_whole_run (an earlier release's) has no energy of
+        # the whole run.
         with open(os.path.join(d, "summary.json")) as f:
             s = json.load(f)
         s["resumed_from"] = 40
@@ -236,6 +238,35 @@ class Aggregation(unittest.TestCase):
         self.assertIn("Not in the energy of cpu: dram and gpu (not read).", md)
         # A speedup under 0.1 keeps two significant digits: 10 s against 2280 s.
         self.assertIn("| cpu | 0.0044x [0.0044, 0.0044] | 0.0044x |", md)
+
+    def test_energy_of_the_active_devices_leaves_the_idle_gpus_out(self):
+        # The classic study's figures: a CPU run on a node with two GPUs, 8.48e6 J of the
+        # active devices and 1.11e7 J with the idle GPUs; one GPU's run 1.17e6 / 1.28e6 J.
+        def run(name, backend, total, active, seconds):
+            e = {"cpu_j": active, "gpu_j": total - active, "gpu_active_j": 0.0,
+                 "total_j": total, "active_j": active, "seconds": seconds}
+            d = make_run(self.root, name, [(1, seconds, 0.0, 0.8)], test_s=0.0, energy=e,
+                         edp=total * seconds, edp_active=active * seconds, backend=backend)
+            return aggregate.read_run(d)
+        cpu = aggregate.summarise_variant({"name": "cpu", "ranks": 1, "devices": 1},
+                                          [run("c", "cpu", 1.11e7, 8.48e6, 50000.0)])
+        gpu = aggregate.summarise_variant({"name": "gpu-1", "ranks": 1, "devices": 1},
+                                          [run("g", "cuda", 1.28e6, 1.17e6, 4000.0)])
+        aggregate.add_comparisons([gpu, cpu], ["gpu-1"])
+        self.assertEqual(cpu["energy_active_j"]["mean"], 8.48e6)
+        self.assertAlmostEqual(cpu["edp_norm"], 1.11e7 * 50000 / (1.28e6 * 4000))
+        self.assertAlmostEqual(cpu["edp_active_norm"], 8.48e6 * 50000 / (1.17e6 * 4000))
+        row = report.csv_row(cpu, "gpu-1")
+        self.assertEqual((row["energy_active_j"], row["edp_active"]), (8.48e6, 8.48e6 * 50000))
+        self.assertAlmostEqual(row["edp_active_norm"], cpu["edp_active_norm"])
+        md = report.markdown({"study": "s", "config": "c.yaml", "repeats": 1, "written": "now",
+                              "baselines": ["gpu-1"], "variants": [gpu, cpu], "model": None})
+        self.assertIn("| 5.12e+09 [5.12e+09, 5.12e+09] | 1.00 | 1.17e+06 [1.17e+06, 1.17e+06] "
+                      "| 1.00 |", md)
+        self.assertIn("| 108.40 | 8.48e+06 [8.48e+06, 8.48e+06] | 90.60 |", md)
+        # An earlier release's summary.json has no active energy: n/a, not 0.
+        old = aggregate.read_run(make_run(self.root, "old", [(1, 1.0, 0.0, 0.8)]))
+        self.assertEqual((old["energy_active_j"], old["edp_active"]), (None, None))
 
     def test_a_baseline_without_a_finished_run_is_named(self):
         two = self.variant("two", 2, [6.0], [50.0])

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -156,6 +157,51 @@ TEST(Energy, NoRowsForADomainOnceItFailed) {
   EXPECT_GE(std::count(devices.rbegin(), last_dram, "cpu0"), 3) << "cpu0 rows after dram's end";
 }
 
+TEST(Energy, PciBusIdsOfCudaAndNvmlAlike) {
+  const PciAddress gpu{0, 0x3b, 0};
+  EXPECT_EQ(parse_pci_bus_id("0000:3B:00.0"), gpu);      // CUDA's form
+  EXPECT_EQ(parse_pci_bus_id("00000000:3b:00.0"), gpu);  // NVML's
+  EXPECT_EQ(parse_pci_bus_id("0001:3B:1F.0"), (PciAddress{1, 0x3b, 0x1f}));
+  EXPECT_EQ(parse_pci_bus_id(""), std::nullopt);
+  EXPECT_EQ(parse_pci_bus_id("0000:3B:00.0 "), std::nullopt);
+  EXPECT_EQ(parse_pci_bus_id("GPU-0"), std::nullopt);
+}
+
+// Through a stand-in NVML (two GPUs, at 0000:10:00.0 and 0000:11:00.0, whose counters
+// advance 3000 and 600 mJ at every reading): every GPU's energy, and that of the GPUs the
+// ranks use; a GPU in use that NVML does not report leaves that figure unknown.
+TEST(Energy, ActiveGpusAreThoseTheRanksUse) {
+  ::setenv("FAKE_NVML_MJ_PER_READ", "3000,600", 1);
+  NvmlEnergy nvml(HT_FAKE_NVML);
+  ASSERT_EQ(nvml.joules().size(), 2u) << nvml.gpu().reason;
+  nvml.sample();
+  nvml.sample();
+  EXPECT_NEAR(*nvml.gpu().joules, 7.2, 1e-9);
+  EXPECT_NEAR(*nvml.gpus_at({{0, 0x11, 0}}).joules, 1.2, 1e-9);
+  EXPECT_NEAR(*nvml.gpus_at({}).joules, 0.0, 0.0) << "no GPU in use: all of them idle";
+  const EnergySource lost = nvml.gpus_at({{0, 0x11, 0}, {0, 0x7f, 0}});
+  EXPECT_FALSE(lost.joules.has_value());
+  EXPECT_NE(lost.reason.find("0000:7f:00.0, which a rank uses, is not among"), std::string::npos)
+      << lost.reason;
+  NvmlEnergy none("libhpctrain-no-such-nvml.so");
+  EXPECT_FALSE(none.gpus_at({{0, 0x10, 0}}).joules.has_value());
+  EXPECT_NEAR(*none.gpus_at({}).joules, 0.0, 0.0);
+
+  const fs::path root = fake_powercap("active", 0, 0);
+  EnergySampler sampler(3600.0, (root / "power.csv").string(), root.string(), {"0000:10:00.0"},
+                        HT_FAKE_NVML);
+  const EnergyCounts c = sampler.sample_now();
+  EXPECT_TRUE(c.read[2] && c.read[3]);
+  EXPECT_NEAR(c.joules[3] / c.joules[2], 3000.0 / 3600.0, 1e-12) << "GPU 0 of the two";
+  const EnergyTotals t = sampler.finish();
+  EXPECT_NEAR(*t.gpu_active.joules, 6.0, 1e-9) << "two readings of GPU 0 since the start";
+  EnergySampler odd(3600.0, (root / "power2.csv").string(), root.string(), {"GPU-0"}, HT_FAKE_NVML);
+  EXPECT_NE(odd.finish().gpu_active.reason.find("PCI bus id of an unknown form: GPU-0"),
+            std::string::npos);
+  ::unsetenv("FAKE_NVML_MJ_PER_READ");
+  fs::remove_all(root.parent_path());
+}
+
 // A sample asked for at a checkpoint: taken at once (its rows in the CSV file, at the
 // seconds it returns), with the counters' joules; after finish(), finish()'s counts.
 TEST(Energy, SampleNowIsARowOfThatMoment) {
@@ -193,7 +239,8 @@ TEST(EnergyCarry, CheckpointArrayRoundTripAndUnknown) {
   EnergyCounts part;
   part.joules[0] = 1234567.891234567;
   part.joules[1] = 0.000123456789;
-  part.read[0] = part.read[1] = true;
+  part.joules[3] = 4.5;
+  part.read[0] = part.read[1] = part.read[3] = true;
   part.seconds = 86400.123456789;
   e += part;
   EXPECT_FALSE(e.counts.read[2]) << "a source one part did not read";
@@ -205,7 +252,8 @@ TEST(EnergyCarry, CheckpointArrayRoundTripAndUnknown) {
   EXPECT_NEAR(back.counts.joules[0], part.joules[0], part.joules[0] * 1e-13);
   EXPECT_NEAR(back.counts.joules[1], part.joules[1], part.joules[1] * 1e-13);
   EXPECT_NEAR(back.counts.seconds, part.seconds, part.seconds * 1e-13);
-  EXPECT_TRUE(back.counts.read[0] && back.counts.read[1]);
+  EXPECT_EQ(back.counts.joules[3], 4.5);
+  EXPECT_TRUE(back.counts.read[0] && back.counts.read[1] && back.counts.read[3]);
   EXPECT_FALSE(back.counts.read[2]);
   encode_energy(EnergySoFar{}, saved);
   EXPECT_FALSE(decode_energy(saved).known);

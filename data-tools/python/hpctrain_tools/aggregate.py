@@ -77,6 +77,9 @@ def read_run(run_dir):
     reason = None
     total_j = energy.get("total_j") if energy else None
     edp = (energy or {}).get("edp") if resumed else s.get("edp")
+    # The active devices (the CPUs, the DRAM and the GPUs the ranks use, not the idle ones).
+    active_j = finite((energy or {}).get("active_j"))
+    edp_active = (energy or {}).get("edp_active") if resumed else s.get("edp_active")
     if energy is None and (interval_ms == 0 or not resumed):
         reason = "energy sampling off (energy.interval_ms: 0)"
     elif energy is None:
@@ -113,6 +116,8 @@ def read_run(run_dir):
         "energy_sources": sources,
         "energy_unread": unread,
         "edp": edp if total_j is not None else None,
+        "energy_active_j": active_j,
+        "edp_active": finite(edp_active) if active_j is not None else None,
         "step_phase_fractions": s.get("step_phase_fractions"),
         "step_phases_s": s.get("step_phases_s"),
         "cpu_load_per_rank": s.get("cpu_load_per_rank"),
@@ -199,6 +204,8 @@ def summarise_variant(variant, runs):
         "energy_sources": measured["energy_sources"] if measured else [],
         "energy_unread": measured["energy_unread"] if measured else {},
         "edp": stats(r["edp"] for r in runs),
+        "energy_active_j": stats(r["energy_active_j"] for r in runs),
+        "edp_active": stats(r["edp_active"] for r in runs),
         "step_phase_fractions": phase,
         "cpu_load_per_rank": stats(r["cpu_load_per_rank"] for r in runs),
         "epochs": sorted(set().union(*(r["epochs"].keys() for r in runs))),
@@ -211,7 +218,8 @@ def summarise_variant(variant, runs):
 
 def add_comparisons(variants, baselines):
     """Speedup against every baseline (total time and training time), parallel efficiency
-    and EDP normalised against the first baseline, in place. Speedup = the baseline's mean
+    and EDP (of all devices, and of the active ones) normalised against the first
+    baseline, in place. Speedup = the baseline's mean
     time over the variant's mean time; its min/max use the variant's max/min time.
     Efficiency = speedup / (devices / the baseline's devices)."""
     by_name = {v["name"]: v for v in variants}
@@ -234,8 +242,9 @@ def add_comparisons(variants, baselines):
             scale = v["devices"] / first["devices"]
             v["efficiency"] = sp["total"] / scale
             v["efficiency_train"] = sp["train"] / scale
-        if first and v["edp"] and first["edp"]:
-            v["edp_norm"] = v["edp"]["mean"] / first["edp"]["mean"]
-        else:
-            v["edp_norm"] = None
+        for key in ("edp", "edp_active"):
+            if first and v[key] and first[key]:
+                v[key + "_norm"] = v[key]["mean"] / first[key]["mean"]
+            else:
+                v[key + "_norm"] = None
     return variants

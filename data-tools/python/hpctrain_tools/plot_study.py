@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from hpctrain_tools.plot_common import (ONE_PANEL, ONE_PANEL_LEGEND, TWO_PANELS,
@@ -369,8 +370,9 @@ def _power_figure(doc, study_dir):
 
 
 def _energy_figure(doc, _study_dir):
-    """Energy per variant and EDP normalised to the baseline, each panel on a log axis
-    (values written above the bars) when its bars spread over LOG_SPREAD."""
+    """Energy per variant (the active devices' hatched inside where the idle GPUs used
+    some) and EDP normalised to the baseline, each panel on a log axis (values written
+    above the bars) when its bars spread over LOG_SPREAD."""
     variants = doc["variants"]
     energy = [_stat(v, "energy_j") for v in variants]
     if not any(energy):
@@ -381,7 +383,9 @@ def _energy_figure(doc, _study_dir):
     base = (doc.get("baselines") or ["?"])[0]
     colors = _colors([v["name"] for v in variants])
     edp = [v.get("edp_norm") for v in variants]
-    bottom_j = _log_bottom([e and e[0] for e in energy])
+    # The active devices' (the idle GPUs left out), hatched over each variant's bar.
+    active = [(v.get("energy_active_j") or {}).get("mean") for v in variants]
+    bottom_j = _log_bottom([e and e[0] for e in energy], min(filter(None, active), default=None))
     bottom_edp = _log_bottom(edp)
     fig, (ax_j, ax_edp) = plt.subplots(1, 2, figsize=TWO_PANELS)
     for i, v in enumerate(variants):
@@ -389,6 +393,9 @@ def _energy_figure(doc, _study_dir):
             mean, lo, hi = energy[i]
             ax_j.bar(i, mean - (bottom_j or 0.0), 0.6, bottom=bottom_j or 0.0,
                      color=colors[v["name"]], yerr=[[mean - lo], [hi - mean]], capsize=5)
+            if active[i] is not None and active[i] < mean:
+                ax_j.bar(i, active[i] - (bottom_j or 0.0), 0.3, bottom=bottom_j or 0.0,
+                         color="none", edgecolor="black", hatch="//", linewidth=0.8)
         if edp[i] is not None:
             ax_edp.bar(i, edp[i] - (bottom_edp or 0.0), 0.6, bottom=bottom_edp or 0.0,
                        color=colors[v["name"]])
@@ -405,6 +412,10 @@ def _energy_figure(doc, _study_dir):
         _log_bars(ax_edp, bottom_edp, edp, edp, "x")
     ax_j.set_ylabel("energy (J)")
     ax_j.set_title("energy per run (mean, bars: min to max)")
+    if any(a is not None and e and a < e[0] for a, e in zip(active, energy)):
+        ax_j.legend(handles=[Patch(facecolor="none", edgecolor="black", hatch="//",
+                                   label="active devices (idle GPUs left out)")],
+                    fontsize="small", loc="best")
     ax_edp.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax_edp.set_ylabel(f"EDP / EDP of {base}")
     ax_edp.set_title("energy-delay product (J x s), normalised")

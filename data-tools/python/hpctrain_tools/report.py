@@ -16,6 +16,8 @@ CSV_COLUMNS = [
     "samples_per_second", "speedup", "speedup_min", "speedup_max", "speedup_train",
     "efficiency", "efficiency_train", "energy_j", "energy_j_min", "energy_j_max", "edp",
     "edp_norm", "test_accuracy", "test_accuracy_min", "test_accuracy_max",
+    "energy_active_j", "energy_active_j_min", "energy_active_j_max", "edp_active",
+    "edp_active_norm",
 ]
 
 
@@ -32,9 +34,11 @@ def csv_row(v, baseline):
            "speedup": sp.get("total"), "speedup_min": sp.get("total_min"),
            "speedup_max": sp.get("total_max"), "speedup_train": sp.get("train"),
            "efficiency": v["efficiency"], "efficiency_train": v["efficiency_train"],
-           "edp": (v["edp"] or {}).get("mean"), "edp_norm": v["edp_norm"]}
+           "edp": (v["edp"] or {}).get("mean"), "edp_norm": v["edp_norm"],
+           "edp_active": (v["edp_active"] or {}).get("mean"),
+           "edp_active_norm": v["edp_active_norm"]}
     for key in ("time_train_s", "time_val_s", "time_test_s", "time_s", "energy_j",
-                "test_accuracy"):
+                "test_accuracy", "energy_active_j"):
         s = v[key] or {}
         row[key] = s.get("mean")
         row[key + "_min"] = s.get("min")
@@ -93,8 +97,9 @@ def markdown(doc):
                        f"{_g(eff and 100 * eff, '{:.1f}%') or '-'} | "
                        f"{_g(efft and 100 * efft, '{:.1f}%') or '-'} |")
     out += ["", "## Accuracy and energy", "",
-            f"| variant | test accuracy | energy J | sources | EDP J s | EDP / {base} |",
-            "|---|---|---|---|---|---:|"]
+            f"| variant | test accuracy | energy J | sources | EDP J s | EDP / {base} | "
+            f"active J | active EDP / {base} |",
+            "|---|---|---|---|---|---:|---|---:|"]
     reasons = set()
     unread = {}  # (sources, reason): the variants whose energy lacks those sources
     for v in vs:
@@ -108,18 +113,22 @@ def markdown(doc):
                 unread.setdefault((" and ".join(sources), why), []).append(v["name"])
         out.append(f"| {v['name']} | {_mmm(v['test_accuracy'], '{:.4f}')} | "
                    f"{_mmm(v['energy_j'])} | {', '.join(v['energy_sources']) or '-'} | "
-                   f"{_mmm(v['edp'])} | {_g(v['edp_norm'], '{:.2f}') or 'n/a'} |")
+                   f"{_mmm(v['edp'])} | {_g(v['edp_norm'], '{:.2f}') or 'n/a'} | "
+                   f"{_mmm(v['energy_active_j'])} | "
+                   f"{_g(v['edp_active_norm'], '{:.2f}') or 'n/a'} |")
     for r in sorted(reasons):
         out.append("")
         out.append(f"Energy n/a: {r}.")
     for (source, why), names in sorted(unread.items()):
         out.append("")
         out.append(f"Not in the energy of {', '.join(names)}: {source} ({why}).")
-    if unread:
+    if any(v["energy_j"] for v in vs):
         out.append("")
-        out.append("The energy is that of the sources read on the nodes of the run, "
-                   "whichever device trained: a CPU variant's includes the idle GPUs, a GPU "
-                   "variant's leaves out the CPUs where RAPL could not be read.")
+        out.append("The energy is that of the sources read on the nodes of the run, whichever "
+                   "device trained: a CPU variant's includes the idle GPUs, a GPU variant's "
+                   "leaves out the CPUs where RAPL could not be read. The active energy "
+                   "leaves out the GPUs no rank used: it is the CPUs', the DRAM's and the "
+                   "ranks' GPUs'.")
     out += ["", "Validation accuracy per epoch (mean [min, max]):", "",
             "| variant | " + " | ".join(f"epoch {e}" for e in _epochs(vs)) + " |",
             "|---|" + "---|" * len(_epochs(vs))]
