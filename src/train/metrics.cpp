@@ -58,7 +58,7 @@ std::string json_string(const std::string& s) {
 }
 
 // An energy object of summary.json, or null; returns its total_j and active_j (each the
-// sum of its sources that were read; gpu_active is a part of gpu). `per_sample` adds
+// sum of its sources that were read, null for none; gpu_active is a part of gpu). `per_sample` adds
 // joules_per_sample, and otherwise the energy-delay products ("edp", "edp_active").
 std::pair<std::optional<double>, std::optional<double>> write_energy(
     std::ostream& o, const std::optional<EnergySummary>& energy, bool per_sample) {
@@ -79,7 +79,8 @@ std::pair<std::optional<double>, std::optional<double>> write_energy(
       continue;
     }
     if (i != 3) total = total.value_or(0.0) + *src.joules;
-    if (i != 2) active = active.value_or(0.0) + *src.joules;
+    // 0 J of the ranks' GPUs (none used) is no reading of the active devices by itself.
+    if (i != 2 && (i != 3 || *src.joules > 0)) active = active.value_or(0.0) + *src.joules;
   }
   o << ", \"total_j\": " << opt_num(total, "null") << ", \"active_j\": " << opt_num(active, "null")
     << ", \"seconds\": " << num(e.seconds) << ", \"average_power_w\": "

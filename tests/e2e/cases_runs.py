@@ -43,6 +43,10 @@ def case_mlp_allreduce_ring():
         check(isinstance(e[f"{src}_j"], float) or e.get(f"{src}_reason"),
               f"energy {src}: neither joules nor a reason: {e}")
     check((e["total_j"] is None) == (s["edp"] is None), f"edp {s['edp']} with total {e}")
+    check((e["active_j"] is None) == (s["edp_active"] is None), f"edp_active with {e}")
+    # No CPU or DRAM reading and no GPU in use (0 J): no energy of the active devices, not 0.
+    if e["cpu_j"] is None and e["dram_j"] is None and not e["gpu_active_j"]:
+        check(e["active_j"] is None, f"active_j of no reading: {e}")
     with open(os.path.join(run_dir("mlp_ring"), "power.csv")) as f:
         check(f.readline().strip() == "time_s,device,power_w,energy_j", "power.csv header")
 

@@ -264,6 +264,10 @@ class Aggregation(unittest.TestCase):
         self.assertIn("| 5.12e+09 [5.12e+09, 5.12e+09] | 1.00 | 1.17e+06 [1.17e+06, 1.17e+06] "
                       "| 1.00 |", md)
         self.assertIn("| 108.40 | 8.48e+06 [8.48e+06, 8.48e+06] | 90.60 |", md)
+        # A baseline whose EDP is 0 (nothing read but a GPU's 0 J) normalises nothing.
+        gpu["edp_active"]["mean"] = 0.0
+        aggregate.add_comparisons([gpu, cpu], ["gpu-1"])
+        self.assertIsNone(cpu["edp_active_norm"])
         # An earlier release's summary.json has no active energy: n/a, not 0.
         old = aggregate.read_run(make_run(self.root, "old", [(1, 1.0, 0.0, 0.8)]))
         self.assertEqual((old["energy_active_j"], old["edp_active"]), (None, None))

@@ -243,7 +243,7 @@ def add_comparisons(variants, baselines):
             v["efficiency"] = sp["total"] / scale
             v["efficiency_train"] = sp["train"] / scale
         for key in ("edp", "edp_active"):
-            if first and v[key] and first[key]:
+            if first and v[key] and first[key] and first[key]["mean"]:
                 v[key + "_norm"] = v[key]["mean"] / first[key]["mean"]
             else:
                 v[key + "_norm"] = None
