@@ -161,9 +161,10 @@ NvmlEnergy::NvmlEnergy(const std::string& library) : api_(std::make_unique<Api>(
   api_->energy = reinterpret_cast<int (*)(void*, unsigned long long*)>(
       dlsym(lib, "nvmlDeviceGetTotalEnergyConsumption"));
   auto pci = reinterpret_cast<int (*)(void*, NvmlPciInfo*)>(dlsym(lib, "nvmlDeviceGetPciInfo_v3"));
+  if (pci == nullptr) pci_reason_ = library + " lacks nvmlDeviceGetPciInfo_v3 (an old driver)";
   if (init == nullptr || count == nullptr || handle == nullptr || api_->energy == nullptr ||
       api_->shutdown == nullptr) {
-    reason_ = "libnvidia-ml.so.1 lacks the energy calls (driver older than Volta's)";
+    reason_ = library + " lacks the energy calls (driver older than Volta's)";
     return;
   }
   if (init() != 0) {
@@ -247,9 +248,10 @@ EnergySource NvmlEnergy::gpus_at(const std::vector<PciAddress>& used) const {
     char name[32];
     std::snprintf(name, sizeof(name), "%04x:%02x:%02x.0", a.domain, a.bus, a.device);
     if (it == pci_.end()) {
-      s.reason = std::string("the GPU at ") + name +
-                 ", which a rank uses, is not among those that report their energy through "
-                 "NVML to this process";
+      s.reason = !pci_reason_.empty() ? pci_reason_
+                                      : std::string("the GPU at ") + name +
+                                            ", which a rank uses, is not among those that report "
+                                            "their energy through NVML to this process";
       return s;
     }
     const size_t i = static_cast<size_t>(it - pci_.begin());

@@ -90,6 +90,7 @@ class NvmlEnergy {
   std::string reason_;
   std::vector<void*> devices_;
   std::vector<std::optional<PciAddress>> pci_;  // per GPU, where NVML tells it
+  std::string pci_reason_;                      // why NVML tells no GPU's address
   std::vector<uint64_t> last_mj_;
   std::vector<double> joules_;
   std::vector<char> failed_;  // per GPU: a reading failed, so the sum would be partial
