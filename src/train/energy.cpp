@@ -245,6 +245,11 @@ EnergySource NvmlEnergy::gpus_at(const std::vector<PciAddress>& used) const {
   double sum = 0;  // none used: 0 J, every GPU idle
   for (const PciAddress& a : used) {
     const auto it = std::find(pci_.begin(), pci_.end(), std::optional<PciAddress>(a));
+    const size_t i = static_cast<size_t>(it - pci_.begin());
+    if (it != pci_.end() && failed_[i] == 0) {
+      sum += joules_[i];
+      continue;
+    }
     char name[32];
     std::snprintf(name, sizeof(name), "%04x:%02x:%02x.0", a.domain, a.bus, a.device);
     if (it == pci_.end()) {
@@ -252,15 +257,11 @@ EnergySource NvmlEnergy::gpus_at(const std::vector<PciAddress>& used) const {
                                       : std::string("the GPU at ") + name +
                                             ", which a rank uses, is not among those that report "
                                             "their energy through NVML to this process";
-      return s;
-    }
-    const size_t i = static_cast<size_t>(it - pci_.begin());
-    if (failed_[i] != 0) {
+    } else {
       s.reason =
           std::string("the energy of the GPU at ") + name + " could not be read during the run";
-      return s;
     }
-    sum += joules_[i];
+    return s;
   }
   s.joules = sum;
   return s;
@@ -271,12 +272,11 @@ EnergySampler::EnergySampler(double interval_s, const std::string& csv_path,
                              const std::vector<std::string>& active_gpus,
                              const std::string& nvml_library)
     : interval_s_(interval_s), csv_path_(csv_path), nvml_(nvml_library), rapl_(powercap_root) {
-  for (const std::string& id : active_gpus) {
-    const std::optional<PciAddress> a = parse_pci_bus_id(id);
-    if (!a) {
-      active_reason_ = "a rank's GPU has a PCI bus id of an unknown form: " + id;
-    } else if (std::find(active_.begin(), active_.end(), *a) == active_.end()) {
+  for (const std::string& id : active_gpus) {  // each once (devices_on_my_node)
+    if (const std::optional<PciAddress> a = parse_pci_bus_id(id)) {
       active_.push_back(*a);
+    } else {
+      active_reason_ = "a rank's GPU has a PCI bus id of an unknown form: " + id;
     }
   }
   // start_ right after the counters' first readings (rapl_ is built after nvml_).
@@ -317,9 +317,14 @@ void EnergySampler::loop() {
                  [this] { return stopping_ || requested_ != answered_; });
     if (stopping_) return;
     const uint64_t request = requested_;
+    const bool asked = request != answered_;
     lock.unlock();
     const double now = now_seconds();
     sample_and_write(now);
+    if (!asked) {  // an interval's sample; one asked for meanwhile comes next
+      lock.lock();
+      continue;
+    }
     const EnergyCounts counts = counts_of(totals(now));
     lock.lock();
     latest_ = counts;

@@ -101,6 +101,7 @@ class NvmlEnergy {
 inline constexpr int kEnergySources = 4;
 inline constexpr const char* kEnergySourceNames[kEnergySources] = {"cpu", "dram", "gpu",
                                                                    "gpu_active"};
+inline constexpr int kGpuSource = 2, kGpuActiveSource = 3;
 
 // What a node used while training; the sum over the nodes is the job's.
 struct EnergyTotals {

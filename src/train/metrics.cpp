@@ -70,7 +70,7 @@ std::pair<std::optional<double>, std::optional<double>> write_energy(
   std::optional<double> total, active;
   o << "{";
   const auto sources = e.sources();
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < kEnergySources; ++i) {
     const EnergySummary::Source& src = *sources[i];
     const char* name = kEnergySourceNames[i];
     o << (i > 0 ? ", " : "") << '"' << name << "_j\": " << opt_num(src.joules, "null");
@@ -78,9 +78,10 @@ std::pair<std::optional<double>, std::optional<double>> write_energy(
       o << ", \"" << name << "_reason\": " << json_string(src.reason);
       continue;
     }
-    if (i != 3) total = total.value_or(0.0) + *src.joules;
+    const bool all_gpus = i == kGpuSource, ranks_gpus = i == kGpuActiveSource;
+    if (!ranks_gpus) total = total.value_or(0.0) + *src.joules;
     // 0 J of the ranks' GPUs (none used) is no reading of the active devices by itself.
-    if (i != 2 && (i != 3 || *src.joules > 0)) active = active.value_or(0.0) + *src.joules;
+    if (!all_gpus && (!ranks_gpus || *src.joules > 0)) active = active.value_or(0.0) + *src.joules;
   }
   o << ", \"total_j\": " << opt_num(total, "null") << ", \"active_j\": " << opt_num(active, "null")
     << ", \"seconds\": " << num(e.seconds) << ", \"average_power_w\": "

@@ -72,6 +72,7 @@ struct EnergySummary {
   Source cpu, dram, gpu, gpu_active;  // gpu_active: the GPUs the ranks use, a part of gpu
   double seconds = 0;                 // sampled, the longest node's
   double samples = 0;                 // trained while sampling
+  // In the order of kEnergySourceNames (train/energy.hpp).
   std::array<Source*, 4> sources() { return {&cpu, &dram, &gpu, &gpu_active}; }
   std::array<const Source*, 4> sources() const { return {&cpu, &dram, &gpu, &gpu_active}; }
 };
