@@ -153,10 +153,12 @@ AsyncReport Trainer::async_report(double samples) const {
   a.deterministic = config_.run.deterministic;
   a.staleness_per_epoch = staleness_;
   double bytes = 0;
-  for (int i = 0; i < a.servers; ++i) {
-    const ServerStats& t = server_totals_.at(static_cast<size_t>(i));
+  // Sized at the first epoch's end: a run that trains no epoch (resumed for its test phase)
+  // has no server figures.
+  for (size_t i = 0; i < server_totals_.size(); ++i) {
+    const ServerStats& t = server_totals_[i];
     AsyncServerReport r;
-    r.rank = async_layout_->server_rank(i);
+    r.rank = async_layout_->server_rank(static_cast<int>(i));
     if (t.wall_s > 0) {
       r.pushes_per_second = static_cast<double>(t.pushes) / t.wall_s;
       r.pulls_per_second = static_cast<double>(t.pulls) / t.wall_s;
@@ -167,7 +169,7 @@ AsyncReport Trainer::async_report(double samples) const {
     bytes += t.bytes;
     a.server_reports.push_back(r);
   }
-  a.bytes_per_sample = samples > 0 ? bytes / samples : 0;
+  a.bytes_per_sample = samples > 0 ? bytes / samples : std::nan("");
   // A ring all-reduce sends 2 (n - 1) / n of the gradients from each of n ranks per step of
   // n batches.
   const double n = a.workers;

@@ -227,6 +227,16 @@ def case_async_two_servers():
               for r in a["server_reports"]), f"a server did no work: {a['server_reports']}")
     check(a["bytes_per_sample"] > 0 and a["allreduce_bytes_per_sample"] > 0, "no byte counts")
     check(s["test_accuracy"] >= 0.75, f"test accuracy {s['test_accuracy']:.4f} < 0.75")
+    # Killed in its test phase (no summary.json beside the final checkpoint): the rerun trains
+    # no epoch and has no server figures (it failed at the servers' totals, exit 1).
+    os.remove(os.path.join(run_dir("async_2s"), "summary.json"))
+    t = expect_ok("async_2s", 4, sets + ["distributed.parameter_servers=2"])
+    check(t["test_accuracy"] == s["test_accuracy"] and t["params_sha256"] == s["params_sha256"],
+          "the test phase alone differs from the run's")
+    a = t["async"]
+    check(a["server_reports"] == [] and a["staleness_per_epoch"] == []
+          and a["bytes_per_sample"] is None and a["servers"] == 2,
+          f"server figures of a run that trained no epoch: {a}")
 
 
 def case_async_bad_settings():
