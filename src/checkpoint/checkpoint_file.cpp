@@ -365,7 +365,10 @@ bool is_checkpoint_file(const std::string& path) {
   }
 }
 
-bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
+namespace {
+
+// The description of inspect_checkpoint_file; false where a checksum failed.
+bool describe_checkpoint(const std::string& path, std::ostream& out) {
   // A file whose checksum matches may still hold HDF5 structures the reader does not
   // expect (written so on purpose): named as bad input, like any other.
   return h5_reading(path, [&] {
@@ -430,6 +433,23 @@ bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
       throw UsageError(describe_error(path, e));
     }
   });
+}
+
+}  // namespace
+
+bool inspect_checkpoint_file(const std::string& path, std::ostream& out) {
+  if (!describe_checkpoint(path, out)) return false;
+  // What train and eval check beyond the checksums, which another tool's file can match all
+  // the same: the cursor, the parameters there and finite, a format version it reads.
+  try {
+    read_checkpoint_file(path);
+  } catch (const UsageError& e) {
+    const std::string what = e.what(), prefix = path + ": ";
+    out << "  train and eval refuse it: "
+        << (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what) << "\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace hpctrain

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "backend/cpu_backend.hpp"
 #include "checkpoint/async_writer.hpp"
@@ -500,10 +501,18 @@ TEST(CheckpointFile, InconsistentCursorIsRefused) {
   const auto refused = [&](CheckpointState s) {
     const std::string path = dir + "/c.h5";
     write_checkpoint_file(path, s);
+    // inspect names what train and eval refuse (its checksums all match).
+    std::ostringstream out;
+    const bool inspected = inspect_checkpoint_file(path, out);
+    const bool named =
+        out.str().find(
+            "checksums: all ok\n  train and eval refuse it: inconsistent cursor: step ") !=
+        std::string::npos;
+    EXPECT_EQ(inspected, !named) << out.str();
     try {
       read_checkpoint_file(path);
     } catch (const UsageError& e) {
-      return std::string(e.what()).find("inconsistent cursor") != std::string::npos;
+      return named && std::string(e.what()).find("inconsistent cursor") != std::string::npos;
     }
     return false;
   };
@@ -545,6 +554,12 @@ TEST(CheckpointFile, ParametersThatAreNotFiniteAreRefused) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
   }
+  std::ostringstream out;
+  EXPECT_FALSE(inspect_checkpoint_file(path, out));
+  EXPECT_NE(out.str().find("train and eval refuse it: array 'model/params' holds values that are "
+                           "not finite\n"),
+            std::string::npos)
+      << out.str();
 }
 
 }  // namespace
