@@ -21,7 +21,7 @@ namespace {
 
 constexpr int64_t kPixelSamples = 16;     // samples whose min/max are shown
 constexpr int64_t kLabelBlock = 1 << 20;  // labels read per HDF5 call
-constexpr int64_t kValueBlock = 1 << 22;  // sample values read per HDF5 call (at least a sample)
+constexpr int64_t kValueBlock = 1 << 22;  // sample values read per HDF5 call, at most
 constexpr hssize_t kMaxShownValues = 8;   // array attributes are abbreviated after this
 constexpr size_t kMaxShownChars = 400;    // long string attributes are cut here
 
@@ -114,48 +114,84 @@ std::vector<int64_t> label_histogram(hid_t file, const DatasetShape& shape, int6
   return counts;
 }
 
-// Samples [start, start + count) as floats: the stored type read raw (as the loader reads
-// it) and widened, which keeps NaN and infinity.
-void read_values(hid_t file, const DatasetShape& shape, int64_t start, int64_t count,
-                 std::vector<float>& values) {
-  const hsize_t offset[4] = {static_cast<hsize_t>(start), 0, 0, 0};
-  const hsize_t dims[4] = {static_cast<hsize_t>(count), static_cast<hsize_t>(shape.c),
-                           static_cast<hsize_t>(shape.h), static_cast<hsize_t>(shape.w)};
-  H5Handle images(HT_CHECK_H5(H5Dopen2(file, "images", H5P_DEFAULT)), H5Dclose);
-  H5Handle file_space(HT_CHECK_H5(H5Dget_space(images.get())), H5Sclose);
+// A block of sample values as floats: the stored type read raw (as the loader reads it) and
+// widened, which keeps NaN and infinity. `offset` and `dims` select it in [N, C, H, W].
+void read_values(hid_t images, const DatasetShape& shape, const hsize_t offset[4],
+                 const hsize_t dims[4], std::vector<float>& values) {
+  H5Handle file_space(HT_CHECK_H5(H5Dget_space(images)), H5Sclose);
   HT_CHECK_H5(
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset, nullptr, dims, nullptr));
   H5Handle mem_space(HT_CHECK_H5(H5Screate_simple(4, dims, nullptr)), H5Sclose);
-  const size_t elems = static_cast<size_t>(count * shape.sample_elems());
+  const size_t elems = static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]);
   values.resize(elems);
   if (shape.type == SampleType::kU8) {
     std::vector<uint8_t> raw(elems);
-    HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(),
-                        H5P_DEFAULT, raw.data()));
+    HT_CHECK_H5(H5Dread(images, H5T_NATIVE_UINT8, mem_space.get(), file_space.get(), H5P_DEFAULT,
+                        raw.data()));
     std::copy(raw.begin(), raw.end(), values.begin());
   } else if (shape.type == SampleType::kF16) {
     std::vector<uint16_t> raw(elems);
     const H5Handle f16 = h5_float16_type();
-    HT_CHECK_H5(H5Dread(images.get(), f16.get(), mem_space.get(), file_space.get(), H5P_DEFAULT,
-                        raw.data()));
+    HT_CHECK_H5(
+        H5Dread(images, f16.get(), mem_space.get(), file_space.get(), H5P_DEFAULT, raw.data()));
     half_to_float_n(raw.data(), values.data(), elems);
   } else {
-    HT_CHECK_H5(H5Dread(images.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(),
-                        H5P_DEFAULT, values.data()));
+    HT_CHECK_H5(H5Dread(images, H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), H5P_DEFAULT,
+                        values.data()));
+  }
+}
+
+// Calls fn(sample, values, n) for the values of samples [start, start + count) as floats, in
+// order, read at most kValueBlock at a time (a sample larger than that in parts: a file's
+// sample may hold 2^31 values), so memory stays bounded whatever the shape.
+template <typename Fn>
+void each_values(hid_t file, const DatasetShape& shape, int64_t start, int64_t count, Fn fn) {
+  H5Handle images(HT_CHECK_H5(H5Dopen2(file, "images", H5P_DEFAULT)), H5Dclose);
+  const auto c = static_cast<hsize_t>(shape.c), h = static_cast<hsize_t>(shape.h),
+             w = static_cast<hsize_t>(shape.w);
+  const auto block = static_cast<hsize_t>(kValueBlock);
+  std::vector<float> values;
+  const int64_t elems = shape.sample_elems();
+  if (elems <= kValueBlock) {  // whole samples per read
+    const int64_t per_read = kValueBlock / elems;
+    for (int64_t s = start; s < start + count; s += per_read) {
+      const int64_t n = std::min(per_read, start + count - s);
+      const hsize_t offset[4] = {static_cast<hsize_t>(s), 0, 0, 0};
+      const hsize_t dims[4] = {static_cast<hsize_t>(n), c, h, w};
+      read_values(images.get(), shape, offset, dims, values);
+      for (int64_t i = 0; i < n; ++i) {
+        fn(s + i, values.data() + i * elems, static_cast<size_t>(elems));
+      }
+    }
+    return;
+  }
+  // Rows of a channel per read, or parts of a row where one is longer than a block.
+  const hsize_t rows = std::max<hsize_t>(1, block / w), cols = std::min(w, block);
+  for (int64_t s = start; s < start + count; ++s) {
+    for (hsize_t ch = 0; ch < c; ++ch) {
+      for (hsize_t r = 0; r < h; r += rows) {
+        for (hsize_t col = 0; col < w; col += cols) {
+          const hsize_t offset[4] = {static_cast<hsize_t>(s), ch, r, col};
+          const hsize_t dims[4] = {1, 1, std::min(rows, h - r), std::min(cols, w - col)};
+          read_values(images.get(), shape, offset, dims, values);
+          fn(s, values.data(), values.size());
+        }
+      }
+    }
   }
 }
 
 // Min and max of the finite values of the first `samples` samples.
 std::pair<float, float> pixel_range(hid_t file, const DatasetShape& shape, int64_t samples) {
-  std::vector<float> values;
-  read_values(file, shape, 0, samples, values);
   float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-  for (float v : values) {
-    if (std::isfinite(v)) {
-      lo = std::min(lo, v);
-      hi = std::max(hi, v);
+  each_values(file, shape, 0, samples, [&](int64_t, const float* v, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      if (std::isfinite(v[i])) {
+        lo = std::min(lo, v[i]);
+        hi = std::max(hi, v[i]);
+      }
     }
-  }
+  });
   return {lo, hi};
 }
 
@@ -168,21 +204,17 @@ struct NonFinite {
 NonFinite nonfinite_samples(hid_t file, const DatasetShape& shape) {
   NonFinite found;
   if (shape.type == SampleType::kU8) return found;
-  const int64_t block = std::max<int64_t>(1, kValueBlock / shape.sample_elems());
-  std::vector<float> values;
-  for (int64_t start = 0; start < shape.n; start += block) {
-    const int64_t count = std::min(block, shape.n - start);
-    read_values(file, shape, start, count, values);
-    for (int64_t i = 0; i < count; ++i) {
-      const auto [bad, what] = first_nonfinite(values.data() + i * shape.sample_elems(),
-                                               SampleType::kF32, 1, shape.sample_elems());
-      if (bad < 0) continue;
-      if (found.samples++ == 0) {
-        found.first_row = start + i;
-        found.first = what;
-      }
+  int64_t counted = -1;  // the last sample counted (a sample read in parts counts once)
+  each_values(file, shape, 0, shape.n, [&](int64_t sample, const float* v, size_t n) {
+    if (sample == counted) return;
+    const auto [bad, what] = first_nonfinite(v, SampleType::kF32, 1, static_cast<int64_t>(n));
+    if (bad < 0) return;
+    counted = sample;
+    if (found.samples++ == 0) {
+      found.first_row = sample;
+      found.first = what;
     }
-  }
+  });
   return found;
 }
 

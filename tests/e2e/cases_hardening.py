@@ -41,6 +41,29 @@ def case_nan_pixel():
                            capture_output=True, text=True, timeout=60)
         check(p.returncode == 0 and "not finite (training refuses them): 2, the first at row 5 "
               "(nan)" in p.stdout, f"{tool} inspect {path}: exit {p.returncode}, {p.stdout}")
+    # Samples of 64M values (256 MB as floats each), mostly never written (HDF5's fill
+    # value): read a part at a time, so the memory stays bounded whatever the shape (the first
+    # 16 samples were read at once: a 2 KB file of a huge shape was std::bad_alloc, exit 1).
+    big = os.path.join(run_dir("nan_pixel"), "big-samples.h5")
+    with h5py.File(big, "w") as f:
+        d = f.create_dataset("images", shape=(3, 4, 4000, 4000), dtype="f4",
+                             chunks=(1, 1, 500, 4000))
+        d[0, 0, 0, 0], d[0, 3, 100, 7] = -3, 9
+        d[1, 3, 3999, 3999] = float("inf")
+        d[2, 0, 5, 5] = d[2, 1, 5, 5] = float("nan")
+        f["labels"] = [0, 1, 2]
+        f.attrs["num_classes"] = 3
+    probe = ("import resource, subprocess, sys; p = subprocess.run(sys.argv[1:], "
+             "capture_output=True, text=True); print(p.returncode, resource.getrusage("
+             "resource.RUSAGE_CHILDREN).ru_maxrss); print(p.stdout)")
+    for tool in ("hpctrain", "hpctrain-data"):
+        p = subprocess.run([sys.executable, "-c", probe, os.path.join(ARGS.build, tool),
+                            "inspect", big], capture_output=True, text=True, timeout=300)
+        rc, kib = (int(x) for x in p.stdout.split("\n", 1)[0].split())
+        check(rc == 0 and "min -3, max 9" in p.stdout and
+              "not finite (training refuses them): 2, the first at row 1 (inf)" in p.stdout,
+              f"{tool} inspect of samples of 64M values: exit {rc}, {p.stdout[-600:]}")
+        check(kib < 300 * 1024, f"{tool} inspect of samples of 64M values used {kib // 1024} MiB")
     lzf = os.path.join(run_dir("nan_pixel"), "lzf.h5")
     with h5py.File(f"{ARGS.data}/val.h5", "r") as src, h5py.File(lzf, "w") as f:
         f.create_dataset("images", data=src["images"][:64], chunks=(16, 1, 28, 28),
