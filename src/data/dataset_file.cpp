@@ -40,12 +40,29 @@ std::string describe_type(hid_t type) {
   }
 }
 
-bool is_ieee_half(hid_t type) {
+// Whether a float type is IEEE binary16 (bits 2) or binary32 (4) in all its bytes: bfloat16
+// and other layouts are rejected, and so is a damaged header's (HDF5 converts by the fields).
+bool is_ieee_float(hid_t type, size_t bytes) {
   size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
   HT_CHECK_H5(H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize));
-  // The 2-byte float must be binary16 (bfloat16 and other layouts are rejected).
-  return spos == 15 && epos == 10 && esize == 5 && mpos == 0 && msize == 10 &&
-         H5Tget_ebias(type) == 15;
+  const bool single = bytes == 4;
+  return H5Tget_size(type) == bytes && H5Tget_offset(type) == 0 &&
+         H5Tget_precision(type) == 8 * bytes && spos == 8 * bytes - 1 &&
+         epos == (single ? 23u : 10u) && esize == (single ? 8u : 5u) && mpos == 0 &&
+         msize == (single ? 23u : 10u) && H5Tget_ebias(type) == (single ? 127u : 15u);
+}
+
+// Throws UsageError where an integer type's bits lie outside its bytes: only a damaged header
+// says so (a flipped byte), and HDF5 would read every value of it as 0 without a word.
+void check_integer_bits(hid_t type, const std::string& path, const char* name) {
+  const size_t precision = H5Tget_precision(type), bits = 8 * H5Tget_size(type);
+  const int offset = H5Tget_offset(type);
+  if (precision == 0 || offset < 0 || precision > bits ||
+      static_cast<size_t>(offset) > bits - precision) {
+    throw UsageError(path + ": " + name + " has a damaged integer type (" +
+                     std::to_string(precision) + " bits at bit " + std::to_string(offset) + " of " +
+                     std::to_string(bits) + ")");
+  }
 }
 
 // Opens `name` under the root, requiring it to be a dataset.
@@ -74,6 +91,10 @@ H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
     throw UsageError(path + ": /" + name + " is a virtual dataset whose source " + source +
                      " cannot be opened (HDF5 would read its rows as the fill value)");
   }
+  if (const std::string what = h5_short_external_storage(dataset.get(), path); !what.empty()) {
+    throw UsageError(path + ": /" + name + " is stored in external raw files, and " + what +
+                     " (HDF5 reads what is missing as zeros)");
+  }
   return dataset;
 }
 
@@ -90,10 +111,15 @@ SampleType image_type(hid_t images, const std::string& path) {
   const H5T_class_t cls = HT_CHECK_H5(H5Tget_class(type.get()));
   const size_t size = H5Tget_size(type.get());
   if (cls == H5T_INTEGER && size == 1 && HT_CHECK_H5(H5Tget_sign(type.get())) == H5T_SGN_NONE) {
+    check_integer_bits(type.get(), path, "/images");
     return SampleType::kU8;
   }
-  if (cls == H5T_FLOAT && size == 2 && is_ieee_half(type.get())) return SampleType::kF16;
-  if (cls == H5T_FLOAT && size == 4) return SampleType::kF32;
+  if (cls == H5T_FLOAT && (size == 2 || size == 4)) {
+    if (is_ieee_float(type.get(), size)) return size == 2 ? SampleType::kF16 : SampleType::kF32;
+    throw UsageError(path + ": /images has a " + std::to_string(8 * size) +
+                     "-bit float type that is not IEEE " + (size == 2 ? "binary16" : "binary32") +
+                     " (bfloat16, or a damaged header)");
+  }
   throw UsageError(path + ": /images has type " + describe_type(type.get()) +
                    ", expected uint8, float16 or float32");
 }
@@ -257,6 +283,7 @@ void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const
     throw UsageError(path + ": /labels has type " + describe_type(label_type.get()) +
                      ", expected integer class ids");
   }
+  check_integer_bits(label_type.get(), path, "/labels");
 }
 
 // Ids are read into the model as float values: exact up to 2^24.
@@ -353,6 +380,7 @@ void DatasetFile::open_tokens() {
       throw UsageError(path + ": /tokens has type " + describe_type(type.get()) +
                        ", expected integer token ids");
     }
+    check_integer_bits(type.get(), path, "/tokens");
   }
   if (dims[0] == 0) throw UsageError(path + ": no samples (N = 0)");
   if (HT_CHECK_H5(H5Aexists(file_.get(), "vocab_size")) <= 0) {

@@ -170,6 +170,60 @@ std::string h5_missing_virtual_source(hid_t dataset, const std::string& file_pat
   return {};
 }
 
+std::string h5_short_external_storage(hid_t dataset, const std::string& file_path) {
+  namespace fs = std::filesystem;
+  H5Handle dcpl(HT_CHECK_H5(H5Dget_create_plist(dataset)), H5Pclose);
+  const int count = HT_CHECK_H5(H5Pget_external_count(dcpl.get()));
+  if (count <= 0) return {};
+  // Where HDF5 looks for a relative name: $HDF5_EXTFILE_PREFIX, else the dataset access
+  // property's prefix (${ORIGIN} at its start: the data file's directory), else the working
+  // directory.
+  std::string prefix;
+  if (const char* env = std::getenv("HDF5_EXTFILE_PREFIX"); env != nullptr && *env != '\0') {
+    prefix = env;
+  } else {
+    H5Handle dapl(HT_CHECK_H5(H5Dget_access_plist(dataset)), H5Pclose);
+    prefix.assign(static_cast<size_t>(HT_CHECK_H5(H5Pget_efile_prefix(dapl.get(), nullptr, 0))),
+                  '\0');
+    if (!prefix.empty()) {
+      std::vector<char> text(prefix.size() + 1);
+      HT_CHECK_H5(H5Pget_efile_prefix(dapl.get(), text.data(), text.size()));
+      prefix = text.data();
+    }
+  }
+  if (prefix.rfind("${ORIGIN}", 0) == 0) {
+    const fs::path origin = fs::path(file_path).parent_path();
+    prefix.replace(0, 9, origin.empty() ? "." : origin.string());
+  }
+  // The bytes the dataset's elements take, which its segments hold in order.
+  H5Handle space(HT_CHECK_H5(H5Dget_space(dataset)), H5Sclose);
+  H5Handle type(HT_CHECK_H5(H5Dget_type(dataset)), H5Tclose);
+  uint64_t left = static_cast<uint64_t>(HT_CHECK_H5(H5Sget_simple_extent_npoints(space.get()))) *
+                  H5Tget_size(type.get());
+  std::vector<char> name(4096);
+  for (int i = 0; i < count && left > 0; ++i) {
+    off_t offset = 0;
+    hsize_t size = 0;
+    HT_CHECK_H5(H5Pget_external(dcpl.get(), static_cast<unsigned>(i), name.size(), name.data(),
+                                &offset, &size));
+    const fs::path segment(name.data());
+    const fs::path where = segment.is_absolute() || prefix.empty() || prefix == "."
+                               ? segment
+                               : fs::path(prefix) / segment;
+    const uint64_t part = size == H5F_UNLIMITED ? left : std::min<uint64_t>(left, size);
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(where, ec);
+    if (ec) return where.string() + ": " + ec.message();
+    if (bytes < static_cast<uint64_t>(offset) + part) {
+      return where.string() + " holds " + std::to_string(bytes) + " bytes, fewer than the " +
+             std::to_string(static_cast<uint64_t>(offset) + part) +
+             " its part of the dataset needs";
+    }
+    left -= part;
+  }
+  return {};
+}
+
 namespace {
 
 // Returns the strings of a variable-length string attribute, freeing HDF5's buffers

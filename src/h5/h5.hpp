@@ -133,6 +133,13 @@ H5Handle h5_open_read_only(const std::string& path);
 // working directory. Names with a printf-style pattern (unlimited mappings) are skipped.
 std::string h5_missing_virtual_source(hid_t dataset, const std::string& file_path);
 
+// What is wrong with the external raw files (H5Pset_external) of `dataset` (of the file at
+// `file_path`): one missing, or shorter than the part of the dataset it holds, which HDF5
+// reads as zeros without a word; empty when it has none or they hold it all. A relative name
+// is looked for where HDF5 looks: under $HDF5_EXTFILE_PREFIX, else the dataset's
+// external-file prefix (a leading ${ORIGIN}: the file's directory), else the working directory.
+std::string h5_short_external_storage(hid_t dataset, const std::string& file_path);
+
 // Whether the HDF5 library serialises calls from several threads itself.
 bool h5_threadsafe();
 

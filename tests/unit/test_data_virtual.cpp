@@ -1,12 +1,14 @@
 // HDF5 virtual datasets as data files: a source that opens is read through; one that does
 // not (moved, renamed, a dataset name that is not there) is refused by name, where HDF5
 // itself would read the rows it maps as the fill value without a word. Links in place of a
-// dataset whose target does not open are named too.
+// dataset whose target does not open are named too, and so are external raw files shorter
+// than their part and integer types whose bits lie outside their bytes (read as zeros).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -164,6 +166,94 @@ TEST_F(VirtualDataTest, SourceInTheVdsPrefixIsFound) {
   ASSERT_EQ(setenv("HDF5_VDS_PREFIX", (dir_ / "parts").c_str(), 1), 0);
   EXPECT_EQ(h5_missing_virtual_source(images.get(), path.string()), "");
   unsetenv("HDF5_VDS_PREFIX");
+}
+
+// /images [4, 1, 2, 2] uint8 in external raw files (H5Pset_external): `parts` names each
+// file and its offset and size there; the raw files are written apart.
+TEST_F(VirtualDataTest, ExternalRawFilesShorterThanTheirPartAreRefused) {
+  const auto write_external = [&](const std::vector<std::pair<std::string, hsize_t>>& parts) {
+    const fs::path path = dir_ / "external.h5";
+    H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(4, kDims, nullptr)), H5Sclose);
+    H5Handle dcpl(HT_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    off_t offset = 3;  // each part starts 3 bytes into its file
+    for (const auto& [name, size] : parts) {
+      HT_CHECK_H5(H5Pset_external(dcpl.get(), name.c_str(), offset, size));
+    }
+    H5Handle images(HT_CHECK_H5(H5Dcreate2(file.get(), "images", H5T_STD_U8LE, space.get(),
+                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
+                    H5Dclose);
+    write_labels(file.get());
+    return path;
+  };
+  const auto raw = [&](const char* name, size_t bytes) {
+    std::ofstream(dir_ / name, std::ios::binary) << std::string(bytes, '\x07');
+  };
+  // 16 bytes of pixels: 10 in a.raw, the rest (H5F_UNLIMITED) in b.raw, each from byte 3.
+  const fs::path path =
+      write_external({{(dir_ / "a.raw").string(), 10}, {(dir_ / "b.raw").string(), H5F_UNLIMITED}});
+  raw("a.raw", 13);
+  raw("b.raw", 9);
+  EXPECT_EQ(first_pixel(path), 7);  // all there: read through
+  raw("b.raw", 8);                  // one byte short of the last pixel
+  expect_usage_error([&] { DatasetFile f(path.string()); },
+                     {path.string() + ": /images is stored in external raw files, and " +
+                      (dir_ / "b.raw").string() +
+                      " holds 8 bytes, fewer than the 9 its part of the dataset needs"});
+  fs::remove(dir_ / "b.raw");
+  expect_usage_error([&] { DatasetFile f(path.string()); },
+                     {(dir_ / "b.raw").string() + ": No such file or directory"});
+  // A relative name is looked for in the working directory (HDF5 takes $HDF5_EXTFILE_PREFIX,
+  // where set, as the process starts: setenv here would reach the check but not HDF5).
+  raw("c.raw", 19);
+  const fs::path relative = write_external({{"c.raw", 16}});
+  {
+    struct InDir {  // back where it was, whatever happens
+      fs::path before = fs::current_path();
+      explicit InDir(const fs::path& dir) { fs::current_path(dir); }
+      ~InDir() { fs::current_path(before); }
+    } in_dir(dir_);
+    EXPECT_EQ(first_pixel(relative), 7);
+    raw("c.raw", 18);
+    expect_usage_error([&] { DatasetFile f(relative.string()); },
+                       {"c.raw holds 18 bytes, fewer than the 19"});
+  }
+  expect_usage_error([&] { DatasetFile f(relative.string()); },
+                     {"c.raw: No such file or directory"});
+}
+
+// A flipped byte in /labels' type header (the bit offset of its int32) makes HDF5 read
+// every label as 0, and one in /images' every pixel: refused as damaged.
+TEST_F(VirtualDataTest, IntegerTypesWhoseBitsLieOutsideTheirBytesAreRefused) {
+  write_source(dir_ / "source.h5", "images", 7);
+  {
+    H5Handle file(HT_CHECK_H5(H5Fopen((dir_ / "source.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT)),
+                  H5Fclose);
+    write_labels(file.get());
+  }
+  EXPECT_EQ(first_pixel(dir_ / "source.h5"), 7);
+  std::string bytes;
+  {
+    std::ifstream in(dir_ / "source.h5", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // A fixed-point type message: class 0 (version 1), little-endian signed (0x08) or
+  // unsigned (0x00), its size, then the bit offset (2 bytes) and the precision (2 bytes).
+  const auto flip = [&](const std::string& header, const char* what) {
+    const size_t at = bytes.find(header);
+    ASSERT_NE(at, std::string::npos) << what;
+    ASSERT_EQ(bytes.find(header, at + 1), std::string::npos) << what;
+    std::string damaged = bytes;
+    damaged[at + header.size() + 1] = '\xff';  // the bit offset's high byte
+    const fs::path path = dir_ / (std::string(what) + ".h5");
+    std::ofstream(path, std::ios::binary) << damaged;
+    expect_usage_error(
+        [&] { DatasetFile f(path.string()); },
+        {path.string() + ": /" + what + " has a damaged integer type (", " bits at bit 65280 of "});
+  };
+  flip(std::string("\x10\x08\x00\x00\x04\x00\x00\x00", 8), "labels");
+  flip(std::string("\x10\x00\x00\x00\x01\x00\x00\x00", 8), "images");
 }
 
 }  // namespace
