@@ -3,6 +3,8 @@
 // path in a config ends the job with one line saying what is wrong with which file.
 #include "data/dataset_file.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -13,116 +15,22 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "data/dataset_checks.hpp"
 
 namespace hpctrain {
 
 namespace {
 
+using dataset_checks::check_extent;
+using dataset_checks::check_label_dataset;
+using dataset_checks::check_token_type;
+using dataset_checks::dataset_dims;
+using dataset_checks::describe_type;
+using dataset_checks::image_type;
+using dataset_checks::open_dataset;
+
 // Labels are scanned in blocks so that num_classes can be found in bounded memory.
 constexpr int64_t kLabelBlock = 1 << 20;
-
-// A short name for an HDF5 type in error messages ("int16", "float64", "string").
-std::string describe_type(hid_t type) {
-  const H5T_class_t cls = HT_CHECK_H5(H5Tget_class(type));
-  const size_t bits = H5Tget_size(type) * 8;
-  switch (cls) {
-    case H5T_INTEGER:
-      return (HT_CHECK_H5(H5Tget_sign(type)) == H5T_SGN_NONE ? "uint" : "int") +
-             std::to_string(bits);
-    case H5T_FLOAT:
-      return "float" + std::to_string(bits);
-    case H5T_STRING:
-      return "string";
-    case H5T_COMPOUND:
-      return "compound";
-    default:
-      return "HDF5 type class " + std::to_string(static_cast<int>(cls));
-  }
-}
-
-// Whether a float type is IEEE binary16 (bits 2) or binary32 (4) in all its bytes: bfloat16
-// and other layouts are rejected, and so is a damaged header's (HDF5 converts by the fields).
-bool is_ieee_float(hid_t type, size_t bytes) {
-  size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
-  HT_CHECK_H5(H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize));
-  const bool single = bytes == 4;
-  return H5Tget_size(type) == bytes && H5Tget_offset(type) == 0 &&
-         H5Tget_precision(type) == 8 * bytes && spos == 8 * bytes - 1 &&
-         epos == (single ? 23u : 10u) && esize == (single ? 8u : 5u) && mpos == 0 &&
-         msize == (single ? 23u : 10u) && H5Tget_ebias(type) == (single ? 127u : 15u);
-}
-
-// Throws UsageError where an integer type's bits lie outside its bytes: only a damaged header
-// says so (a flipped byte), and HDF5 would read every value of it as 0 without a word.
-void check_integer_bits(hid_t type, const std::string& path, const char* name) {
-  const size_t precision = H5Tget_precision(type), bits = 8 * H5Tget_size(type);
-  const int offset = H5Tget_offset(type);
-  if (precision == 0 || offset < 0 || precision > bits ||
-      static_cast<size_t>(offset) > bits - precision) {
-    throw UsageError(path + ": " + name + " has a damaged integer type (" +
-                     std::to_string(precision) + " bits at bit " + std::to_string(offset) + " of " +
-                     std::to_string(bits) + ")");
-  }
-}
-
-// Opens `name` under the root, requiring it to be a dataset.
-H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
-  if (HT_CHECK_H5(H5Lexists(file, name, H5P_DEFAULT)) <= 0) {
-    throw UsageError(path + ": missing dataset '/" + name + "'");
-  }
-  if (H5Oexists_by_name(file, name, H5P_DEFAULT) <= 0) {  // fails for a missing external file
-    H5Eclear2(H5E_DEFAULT);
-    throw UsageError(path + ": '/" + std::string(name) +
-                     "' is a link whose target does not open (a soft link to nothing, or an "
-                     "external link to a missing file or object)");
-  }
-  {
-    H5Handle object(HT_CHECK_H5(H5Oopen(file, name, H5P_DEFAULT)), H5Oclose);
-    if (HT_CHECK_H5(H5Iget_type(object.get())) != H5I_DATASET) {
-      throw UsageError(path + ": '/" + std::string(name) + "' is not a dataset");
-    }
-  }
-  // A chunk cache of 16 MiB (HDF5's default is 1 MiB): a loader that reads each batch's
-  // rows from the file (data.cache_mb) touches up to one chunk per row of a shuffled batch.
-  H5Handle access(HT_CHECK_H5(H5Pcreate(H5P_DATASET_ACCESS)), H5Pclose);
-  HT_CHECK_H5(H5Pset_chunk_cache(access.get(), 2053, size_t{16} << 20, 1.0));
-  H5Handle dataset(HT_CHECK_H5(H5Dopen2(file, name, access.get())), H5Dclose);
-  if (const std::string source = h5_missing_virtual_source(dataset.get(), path); !source.empty()) {
-    throw UsageError(path + ": /" + name + " is a virtual dataset whose source " + source +
-                     " cannot be opened (HDF5 would read its rows as the fill value)");
-  }
-  if (const std::string what = h5_short_external_storage(dataset.get(), path); !what.empty()) {
-    throw UsageError(path + ": /" + name + " is stored in external raw files, and " + what +
-                     " (HDF5 reads what is missing as zeros)");
-  }
-  return dataset;
-}
-
-std::vector<hsize_t> dataset_dims(hid_t dataset) {
-  H5Handle space(HT_CHECK_H5(H5Dget_space(dataset)), H5Sclose);
-  const int rank = HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get()));
-  std::vector<hsize_t> dims(static_cast<size_t>(rank));
-  HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr));
-  return dims;
-}
-
-SampleType image_type(hid_t images, const std::string& path) {
-  H5Handle type(HT_CHECK_H5(H5Dget_type(images)), H5Tclose);
-  const H5T_class_t cls = HT_CHECK_H5(H5Tget_class(type.get()));
-  const size_t size = H5Tget_size(type.get());
-  if (cls == H5T_INTEGER && size == 1 && HT_CHECK_H5(H5Tget_sign(type.get())) == H5T_SGN_NONE) {
-    check_integer_bits(type.get(), path, "/images");
-    return SampleType::kU8;
-  }
-  if (cls == H5T_FLOAT && (size == 2 || size == 4)) {
-    if (is_ieee_float(type.get(), size)) return size == 2 ? SampleType::kF16 : SampleType::kF32;
-    throw UsageError(path + ": /images has a " + std::to_string(8 * size) +
-                     "-bit float type that is not IEEE " + (size == 2 ? "binary16" : "binary32") +
-                     " (bfloat16, or a damaged header)");
-  }
-  throw UsageError(path + ": /images has type " + describe_type(type.get()) +
-                   ", expected uint8, float16 or float32");
-}
 
 // Memory type for reading samples in their stored type, with no value conversion (token
 // ids of any integer type are read as int32).
@@ -251,41 +159,6 @@ void read_classes(hid_t file, hid_t labels, const std::string& path, DatasetShap
   shape.num_classes = max_label + 1;
 }
 
-// /labels: rank 1, N rows (as many as `samples`, /images or /tokens), integer.
-// Refuses extents no real data set has and whose sizes would overflow the arithmetic of a
-// reader (a damaged or hostile header): a sample of more than 2^31 elements, or more than
-// 2^50 elements in all.
-void check_extent(const std::string& path, const char* name, const std::vector<hsize_t>& dims) {
-  long double sample = 1, total = static_cast<long double>(dims[0]);
-  for (size_t i = 1; i < dims.size(); ++i) sample *= static_cast<long double>(dims[i]);
-  total *= sample;
-  if (sample > static_cast<long double>(int64_t{1} << 31) ||
-      total > static_cast<long double>(int64_t{1} << 50)) {
-    std::string shape;
-    for (const hsize_t d : dims) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    throw UsageError(path + ": " + name + " claims the shape [" + shape +
-                     "], beyond what a data file can hold (damaged?)");
-  }
-}
-
-void check_label_dataset(hid_t labels, const std::string& path, hsize_t n, const char* samples) {
-  const std::vector<hsize_t> label_dims = dataset_dims(labels);
-  if (label_dims.size() != 1) {
-    throw UsageError(path + ": /labels has rank " + std::to_string(label_dims.size()) +
-                     ", expected 1 [N]");
-  }
-  if (label_dims[0] != n) {
-    throw UsageError(path + ": " + samples + " has " + std::to_string(n) +
-                     " samples but /labels has " + std::to_string(label_dims[0]));
-  }
-  H5Handle label_type(HT_CHECK_H5(H5Dget_type(labels)), H5Tclose);
-  if (HT_CHECK_H5(H5Tget_class(label_type.get())) != H5T_INTEGER) {
-    throw UsageError(path + ": /labels has type " + describe_type(label_type.get()) +
-                     ", expected integer class ids");
-  }
-  check_integer_bits(label_type.get(), path, "/labels");
-}
-
 // Ids are read into the model as float values: exact up to 2^24.
 constexpr int64_t kMaxVocab = int64_t{1} << 24;
 
@@ -328,6 +201,16 @@ DatasetFile::DatasetFile(const std::string& path, StoredStats stats) : path_(pat
   // A file that passes H5Fis_hdf5 may still be damaged anywhere past its superblock.
   h5_reading(path, [&] {
     file_ = h5_open_read_only(path);
+    void* handle = nullptr;
+    struct stat st {};
+    if (H5Fget_vfd_handle(file_.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr &&
+        ::fstat(*static_cast<int*>(handle), &st) == 0) {
+      fd_ = *static_cast<int*>(handle);
+      opened_size_ = st.st_size;
+      opened_mtime_s_ = st.st_mtim.tv_sec;
+      opened_mtime_ns_ = st.st_mtim.tv_nsec;
+    }
+    H5Eclear2(H5E_DEFAULT);
     if (HT_CHECK_H5(H5Lexists(file_.get(), "tokens", H5P_DEFAULT)) > 0) {
       open_tokens();
     } else {
@@ -374,14 +257,7 @@ void DatasetFile::open_tokens() {
     throw UsageError(path + ": /tokens has rank " + std::to_string(dims.size()) +
                      ", expected 2 [N, T] (with /labels) or [N, T + 1]");
   }
-  {
-    H5Handle type(HT_CHECK_H5(H5Dget_type(images_.get())), H5Tclose);
-    if (HT_CHECK_H5(H5Tget_class(type.get())) != H5T_INTEGER) {
-      throw UsageError(path + ": /tokens has type " + describe_type(type.get()) +
-                       ", expected integer token ids");
-    }
-    check_integer_bits(type.get(), path, "/tokens");
-  }
+  check_token_type(images_.get(), path);
   if (dims[0] == 0) throw UsageError(path + ": no samples (N = 0)");
   if (HT_CHECK_H5(H5Aexists(file_.get(), "vocab_size")) <= 0) {
     throw UsageError(path + ": attribute vocab_size is missing (a token file needs it)");
@@ -472,8 +348,37 @@ void DatasetFile::check_labels(const int32_t* labels, int64_t count, int64_t sta
   }
 }
 
-void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const {
+void DatasetFile::check_unchanged() const {
+  struct stat st {};
+  if (fd_ < 0 || ::fstat(fd_, &st) != 0) return;
+  if (st.st_size == opened_size_ && st.st_mtim.tv_sec == opened_mtime_s_ &&
+      st.st_mtim.tv_nsec == opened_mtime_ns_) {
+    return;
+  }
+  throw UsageError(path_ + ": changed while this job reads it (" +
+                   (st.st_size != opened_size_
+                        ? std::to_string(opened_size_) + " bytes when opened, " +
+                              std::to_string(st.st_size) + " now"
+                        : std::string("written since it was opened")) +
+                   "): a data file must not change during a run; put it back and resume from "
+                   "the last checkpoint");
+}
+
+template <typename Read>
+void DatasetFile::read_checked(Read&& read) const {
   h5_reading(path_, [&] {
+    try {
+      read();
+    } catch (const Error&) {
+      check_unchanged();
+      throw;
+    }
+    check_unchanged();
+  });
+}
+
+void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t* labels) const {
+  read_checked([&] {
     HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
                path_ + ": rows [" + std::to_string(start) + ", " + std::to_string(start + count) +
                    ") outside [0, " + std::to_string(shape_.n) + ")");
@@ -505,7 +410,7 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
 
 void DatasetFile::read_row_set(const int64_t* rows, int64_t count, void* images,
                                int32_t* labels) const {
-  h5_reading(path_, [&] {
+  read_checked([&] {
     if (count == 0) return;
     HT_REQUIRE(rows[0] >= 0 && rows[count - 1] < shape_.n, path_ + ": a row outside the file");
     // One read per run of consecutive rows: HDF5 handles many small simple selections far
@@ -555,7 +460,7 @@ void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,
 }
 
 void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) const {
-  h5_reading(path_, [&] {
+  read_checked([&] {
     HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
                path_ + ": label rows [" + std::to_string(start) + ", " +
                    std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) +

@@ -115,9 +115,22 @@ class DatasetFile final : public DataSource {
   // names the file rows of `labels` (null: start, start + 1, ...).
   void check_labels(const int32_t* labels, int64_t count, int64_t start, const int64_t* rows) const;
 
+  // Throws UsageError where the file HDF5 reads (its descriptor) has changed since it was
+  // opened: truncated or written over in place, whose bytes HDF5 would read as zeros or as
+  // another file's without a word (docs/formats.md: a data file must not change during a job).
+  void check_unchanged() const;
+  // h5_reading(path_, read), then check_unchanged(), which also goes first where `read`
+  // fails: a value or a structure read from a changed file is named as that.
+  template <typename Read>
+  void read_checked(Read&& read) const;
+
   std::string path_;
   DatasetShape shape_;
   H5Handle file_, images_, labels_;  // images_: /images or /tokens; labels_ may be unset
+  // The file as opened: HDF5's descriptor (-1 where its driver has none), size and
+  // modification time.
+  int fd_ = -1;
+  int64_t opened_size_ = 0, opened_mtime_s_ = 0, opened_mtime_ns_ = 0;
 };
 
 }  // namespace hpctrain

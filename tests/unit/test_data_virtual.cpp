@@ -2,9 +2,11 @@
 // not (moved, renamed, a dataset name that is not there) is refused by name, where HDF5
 // itself would read the rows it maps as the fill value without a word. Links in place of a
 // dataset whose target does not open are named too, and so are external raw files shorter
-// than their part and integer types whose bits lie outside their bytes (read as zeros).
+// than their part and integer types whose bits lie outside their bytes (read as zeros), and a
+// file that changes while it is read.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -254,6 +256,54 @@ TEST_F(VirtualDataTest, IntegerTypesWhoseBitsLieOutsideTheirBytesAreRefused) {
   };
   flip(std::string("\x10\x08\x00\x00\x04\x00\x00\x00", 8), "labels");
   flip(std::string("\x10\x00\x00\x00\x01\x00\x00\x00", 8), "images");
+}
+
+// A data file truncated or written over in place while a job reads it per batch: HDF5 reads
+// the missing bytes as zeros, or another file's; the next read names the change instead.
+TEST_F(VirtualDataTest, FileChangedWhileReadIsNamed) {
+  const fs::path path = dir_ / "live.h5";
+  write_source(path, "images", 7);
+  {
+    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
+    write_labels(file.get());
+  }
+  const auto size = static_cast<int64_t>(fs::file_size(path));
+  std::vector<uint8_t> images(16);
+  std::vector<int32_t> labels(4);
+  const int64_t rows[2] = {1, 3};
+  {
+    const DatasetFile data(path.string());
+    data.read_rows(0, 4, images.data(), labels.data());
+    fs::resize_file(path, static_cast<uintmax_t>(size - 8));  // the last two labels' bytes
+    const std::string changed = path.string() + ": changed while this job reads it (" +
+                                std::to_string(size) + " bytes when opened, " +
+                                std::to_string(size - 8) + " now)";
+    expect_usage_error([&] { data.read_rows(0, 4, images.data(), labels.data()); }, {changed});
+    expect_usage_error([&] { data.read_labels(0, 1, labels.data()); }, {changed});
+    expect_usage_error([&] { data.read_row_set(rows, 2, images.data(), labels.data()); },
+                       {changed});
+  }
+  write_source(path, "images", 7);
+  {
+    H5Handle file(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT)), H5Fclose);
+    write_labels(file.get());
+  }
+  const DatasetFile data(path.string());
+  data.read_row_set(rows, 2, images.data(), labels.data());
+  EXPECT_EQ(labels[1], 1);
+  // The same bytes written again in place: the size is the same, the time it was written not
+  // (set apart by a second: the kernel's clock for it may not have moved yet).
+  const auto written = fs::last_write_time(path);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::ofstream(path, std::ios::binary | std::ios::in) << bytes;
+  fs::last_write_time(path, written + std::chrono::seconds(1));
+  expect_usage_error([&] { data.read_rows(0, 4, images.data(), labels.data()); },
+                     {path.string() + ": changed while this job reads it (written since it was "
+                                      "opened): a data file must not change during a run"});
 }
 
 }  // namespace
