@@ -18,6 +18,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/utf8.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/row_copy.hpp"
 #include "h5/h5.hpp"
@@ -29,31 +30,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kUnknown = "<unk>";
 constexpr size_t kMaxVocabulary = size_t{1} << 24;  // the readers' limit (docs/formats.md)
-
-// Bytes of the UTF-8 sequence starting at s[i], or 0 if it is not a valid one: no
-// overlong form, no UTF-16 surrogate (U+D800-DFFF), nothing above U+10FFFF, no NUL (an
-// HDF5 string ends there).
-size_t utf8_sequence(const std::string& s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  size_t n = 0;
-  unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
-  if (c == 0) return 0;
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  if (c >= 0xE0 && c <= 0xEF) n = 3;
-  if (c >= 0xF0 && c <= 0xF4) n = 4;
-  if (c == 0xE0) lo = 0xA0;
-  if (c == 0xED) hi = 0x9F;
-  if (c == 0xF0) lo = 0x90;
-  if (c == 0xF4) hi = 0x8F;
-  if (n == 0 || i + n > s.size()) return 0;
-  const auto second = static_cast<unsigned char>(s[i + 1]);
-  if (second < lo || second > hi) return 0;
-  for (size_t k = 2; k < n; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return n;
-}
 
 bool word_char(unsigned char c) { return c >= 0x80 || std::isalnum(c) != 0 || c == '\''; }
 

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "config/config.hpp"
 #include "config/config_reader.hpp"
 #include "config/config_schema.hpp"
+#include "config/yaml_text.hpp"
 #include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
@@ -102,6 +104,17 @@ YAML::Node load_root(const std::string& source, const std::optional<std::string>
     throw UsageError(line_of(source, e.mark) + ": YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {
     throw UsageError(line_of(source, e.mark) + ": YAML error: " + e.msg);
+  }
+  {
+    // The text again for a file (a pipe is read once, by the YAML reader: its strings are
+    // checked, its quotes not).
+    std::optional<std::string> read;
+    if (!text && std::filesystem::is_regular_file(source, ec)) {
+      std::ifstream in(source, std::ios::binary);
+      read.emplace(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    const std::string* yaml = text ? &*text : read ? &*read : nullptr;
+    check_yaml_text(root, yaml, source);
   }
   if (const int line = second_document_line(source, text); line > 0) {
     throw UsageError(source + ":" + std::to_string(line) +
@@ -263,6 +276,7 @@ void apply_override(Origins& origins, const KeyNames& names, YAML::Node& root,
                    : "";
       throw UsageError("--set " + key + ": YAML syntax error in value: " + e.msg + hint);
     }
+    check_yaml_text(value, &raw, "--set " + key, /*lines=*/false);
     if (second_document_line("--set", raw) > 0) {
       throw UsageError("--set " + key +
                        ": a second YAML document in the value ('---', or text after '...')");

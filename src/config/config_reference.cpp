@@ -183,7 +183,9 @@ std::string config_reference_markdown(const Catalog& catalog) {
       "file is an error with or without `--set`. Paths are used as written: `~` is not\n"
       "expanded, so a path starting with it is an error. The run directory's `config.yaml`\n"
       "holds the resolved config: every key, defaults included, but those of the optimizers\n"
-      "not chosen. A file is one YAML document (a second `---` is an error); where YAML\n"
+      "not chosen. A file is one YAML document (a second `---` is an error), a quoted\n"
+      "string must be closed (one left open would run to the end of the file), and every\n"
+      "string is UTF-8 without a NUL character: each an error naming the line. Where YAML\n"
       "aliases share a value, `--set` changes the key it names only.\n";
   for (const Table& t : key_tables(catalog)) {
     if (t.rows.empty()) continue;

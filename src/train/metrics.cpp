@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/files.hpp"
+#include "core/utf8.hpp"
 #include "core/version.hpp"
 #include "train/energy.hpp"
 
@@ -28,9 +29,11 @@ std::string opt_num(const std::optional<double>& x, const char* missing) {
   return x ? num(*x, missing) : std::string(missing);
 }
 
-std::string json_string(const std::string& s) {
+// A JSON string of `text`, whose bytes that are not UTF-8 (a name or a path can hold any)
+// become U+FFFD: JSON is UTF-8.
+std::string json_string(const std::string& text) {
   std::string out = "\"";
-  for (char c : s) {
+  for (char c : valid_utf8(text)) {
     switch (c) {
       case '"':
         out += "\\\"";

@@ -1,8 +1,8 @@
 // Tests of the config loader's errors: every class of error message, with its line number
-// or --set origin and its suggestion, from the file and from overrides.
+// or --set origin and its suggestion, from the file and from overrides (those of the YAML
+// text itself: test_config_yaml.cpp).
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -19,8 +19,6 @@ using config_test::kFull;
 using config_test::kMinimal;
 using config_test::load_error;
 using config_test::write_yaml;
-
-namespace fs = std::filesystem;
 
 TEST(ConfigErrors, UnknownKeySuggestsCloseKey) {
   expect_error("data:\n  train: t.h5\noptimizer:\n  lr: 0.1\n  momentun: 0.9\n",
@@ -469,54 +467,6 @@ TEST(ConfigOverrideErrors, DuplicateKeyInTheFileIsAnErrorUnderSetToo) {
       {"optimizer.schedule={type: cosine}"});
   expect_error("data:\n  train: t.h5\ntrain:\n  epochs: 2\ntrain:\n  batch_size: 3\n",
                "FILE:5: train: duplicate key (first given at line 3)", {"train.epochs=4"});
-}
-
-TEST(ConfigErrors, FileLevelProblems) {
-  // yaml-cpp words the syntax message; the location and prefix are ours.
-  std::string path;
-  const std::string syntax = load_error("data:\n  train: t.h5\n  val: [v.h5\nx: 1\n", {}, &path);
-  EXPECT_EQ(syntax.rfind(path + ":4: YAML syntax error: ", 0), 0u) << syntax;
-
-  const std::string empty = load_error("", {}, &path);
-  EXPECT_EQ(empty.rfind(path + ": config file is empty", 0), 0u) << empty;
-  const std::string comments = load_error("# nothing here\n", {}, &path);
-  EXPECT_EQ(comments.rfind(path + ": config file is empty", 0), 0u) << comments;
-  expect_error("- a\n- b\n", "FILE:1: expected a map of sections at the top level, got a list");
-  // A study file (docs/study.md) says what it is; a YAML merge key says the reader keeps it.
-  const std::string study = load_error("config: x.yaml\nvariants:\n  - {name: a}\n", {}, &path);
-  EXPECT_EQ(study, path +
-                       ": a study file (config: and variants:), not a training config: run "
-                       "it with hpctrain study");
-  expect_error("data:\n  train: t.h5\nrun:\n  <<: {name: x}\n",
-               "FILE:4: run.<<: a YAML merge key, which the config reader does not resolve: give "
-               "the keys, or an alias (*name) for a whole section");
-  expect_error("train: {epochs: 2}\n---\ntrain: {epochs: 9, bogus: 1}\n",
-               "FILE:2: a second YAML document ('---', or text after '...'): a config is one "
-               "document");
-  // Text after a "..." that ends the document is a second document too (yaml-cpp ignored it).
-  expect_error("train: {epochs: 2}\n... # end\ntrain: {epochs: 3}\n",
-               "FILE:3: a second YAML document ('---', or text after '...'): a config is one "
-               "document");
-  EXPECT_EQ(
-      load_error("train: {epochs: 0}\n...\n# only a comment after the end\n", {}).find("second"),
-      std::string::npos);
-  EXPECT_EQ(load_error("run: {name: a}\n", {"run.name=a\n---\nb"}),
-            "--set run.name: a second YAML document in the value ('---', or text after '...')");
-  // A leading "---", comments and directives are not content; a block scalar's lines are.
-  EXPECT_EQ(load_error("%YAML 1.2\n# c\n---\ntrain: {epochs: 0}\n", {}).find("second"),
-            std::string::npos);
-  expect_error("data:\n  train: |\n    a\n---\n",
-               "FILE:4: a second YAML document ('---', or text after '...'): a "
-               "config is one document");
-
-  const std::string missing = (fs::path(::testing::TempDir()) / "no_such_config.yaml").string();
-  try {
-    load_config(missing, {}, catalog());
-    ADD_FAILURE() << "loaded a missing file";
-  } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), missing + ": cannot open config file");
-  }
-  EXPECT_THROW(load_config(::testing::TempDir(), {}, catalog()), UsageError);
 }
 
 TEST(ConfigOverrideErrors, MalformedOverride) {

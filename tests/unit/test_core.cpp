@@ -22,6 +22,7 @@
 #include "core/log.hpp"
 #include "core/random.hpp"
 #include "core/sha256.hpp"
+#include "core/utf8.hpp"
 
 namespace hpctrain {
 namespace {
@@ -78,6 +79,19 @@ TEST(Deadline, EndsTheProcessOnlyWhenTheTimeRunsOut) {
         for (;;) pause();
       },
       ::testing::ExitedWithCode(3), "inspect: x.h5: no answer");
+}
+
+// What summary.json may hold: a name or a path with bytes that are not UTF-8 (a Latin-1
+// file name) is written with U+FFFD for each, so the file stays JSON.
+TEST(Utf8, InvalidBytesAreFoundAndReplaced) {
+  EXPECT_EQ(first_non_utf8("plain \xC3\xA9t\xC3\xA9 \xF0\x9F\x98\x80"), std::string::npos);
+  EXPECT_EQ(first_non_utf8("bad\xFF\xFE"), 3u);
+  EXPECT_EQ(first_non_utf8("\xC0\xAF"), 0u);          // an overlong '/'
+  EXPECT_EQ(first_non_utf8("a\xED\xA0\x80"), 1u);     // a UTF-16 surrogate
+  EXPECT_EQ(first_non_utf8("\xF4\x90\x80\x80"), 0u);  // above U+10FFFF
+  EXPECT_EQ(first_non_utf8("ab\xE2\x82"), 2u);        // cut short
+  EXPECT_EQ(first_non_utf8(std::string("a\0b", 3)), 1u);
+  EXPECT_EQ(valid_utf8("bad\xFF\xFEname \xC3\xA9"), "bad\xEF\xBF\xBD\xEF\xBF\xBDname \xC3\xA9");
 }
 
 TEST(Sha256, KnownVectors) {
