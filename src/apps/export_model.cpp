@@ -338,8 +338,14 @@ int run_python_export(const std::string& layers, const Options& o) {
   std::string path = dir.string();
   if (old != nullptr && *old != '\0') path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);
-  std::vector<std::string> words = {"python3", "-m",       "hpctrain_tools", "export", "--layers",
-                                    layers,    "--format", o.format,         "--out",  o.out};
+  // Each value joined to its option: argparse takes a word that starts with '-' for one.
+  std::vector<std::string> words = {"python3",
+                                    "-m",
+                                    "hpctrain_tools",
+                                    "export",
+                                    "--layers=" + layers,
+                                    "--format=" + o.format,
+                                    "--out=" + o.out};
   std::vector<char*> argv;
   for (std::string& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);

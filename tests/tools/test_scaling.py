@@ -122,5 +122,30 @@ class Model(unittest.TestCase):
         self.assertIn("--params", err)
 
 
+class OptionValues(unittest.TestCase):
+    """An option's value is kept whole whatever it starts with, as in hpctrain's own
+    commands (`hpctrain study S.yaml --out -o` was argparse's "expected one argument")."""
+
+    def test_a_value_that_starts_with_a_dash(self):
+        ap = scaling.OneLineParser(prog="t")
+        ap.add_argument("study")
+        ap.add_argument("--out")
+        ap.add_argument("--set", action="append", default=[])
+        ap.add_argument("--dry-run", action="store_true")
+        a = ap.parse_args(["s.yaml", "--out", "-o", "--set", "-x=1", "--dry-run",
+                           "--set=--y"])
+        self.assertEqual((a.study, a.out, a.set, a.dry_run),
+                         ("s.yaml", "-o", ["-x=1", "--y"], True))
+        top = scaling.OneLineParser(prog="p")
+        run = top.add_subparsers(dest="what").add_parser("run")  # as `hpctrain plot` has
+        run.add_argument("run_dir")
+        run.add_argument("--out")
+        a = top.parse_args(["run", "--out", "-plots", "r"])
+        self.assertEqual((a.what, a.out, a.run_dir), ("run", "-plots", "r"))
+        # Words after "--" are positional, as argparse has them.
+        a = ap.parse_args(["--out", "o", "--", "--set"])
+        self.assertEqual((a.study, a.set), ("--set", []))
+
+
 if __name__ == "__main__":
     unittest.main()

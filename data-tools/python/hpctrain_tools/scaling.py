@@ -245,10 +245,31 @@ def finite_or_null(x):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr and exit code 2."""
+    """An argument parser whose errors are one line on stderr and exit code 2, and which
+    keeps an option's value whole whatever it starts with (`--out -x` is the folder "-x", as
+    in hpctrain's own commands; argparse took "-x" for an option)."""
 
     def error(self, message):
         self.exit(2, f"error: {self.prog}: {message}\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        if args is not None:
+            takes_value = {o for a in self._actions if a.option_strings and a.nargs is None
+                           and isinstance(a, (argparse._StoreAction, argparse._AppendAction))
+                           for o in a.option_strings}
+            joined, i = [], 0
+            while i < len(args):
+                if args[i] == "--":
+                    joined += args[i:]
+                    break
+                if args[i] in takes_value and i + 1 < len(args):
+                    joined.append(f"{args[i]}={args[i + 1]}")
+                    i += 2
+                else:
+                    joined.append(args[i])
+                    i += 1
+            args = joined
+        return super().parse_known_args(args, namespace)
 
 
 def main(argv):
