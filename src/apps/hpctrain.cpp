@@ -529,7 +529,7 @@ int main(int argc, char** argv) {
   // of killing the process with SIGPIPE, half-way into a checkpoint or an output file.
   std::signal(SIGPIPE, SIG_IGN);
   try {
-    return hpctrain::dispatch(&argc, &argv);
+    return hpctrain::ending_code(hpctrain::dispatch(&argc, &argv));
   } catch (const hpctrain::UsageError& e) {
     // A bad command line, before MPI started, reaches every rank alike: launcher rank 0
     // says so. Later errors may be one rank's own: each rank says its own.

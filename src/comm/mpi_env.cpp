@@ -73,6 +73,7 @@ void MpiEnv::abort(int code) {
   // inside MPI; should MPI_Abort itself hang there, SIGALRM ends this rank and
   // the launcher takes the rest of the job down.
   alarm(kAbortGraceSeconds);
+  begin_failing_exit(code);  // main's return and a Deadline take this code meanwhile
   // The error line is in the pipe to the launcher's proxy; MPI_Abort makes the launcher
   // tear the job down, and a proxy killed before it forwarded the line loses it (seen once
   // under load: exit 1 with nothing on stderr). A moment first, on this failing path only.

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "core/error.hpp"
 #include "core/log.hpp"
 
 namespace hpctrain {
@@ -20,7 +21,7 @@ Deadline::Deadline(double seconds, std::string message, int exit_code, bool warn
     } else {
       log_error(message);
     }
-    _exit(exit_code);
+    _exit(ending_code(exit_code));
   });
 }
 

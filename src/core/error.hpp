@@ -39,6 +39,15 @@ class UsageError : public Error {
 // one-line error into a segmentation fault.
 [[noreturn]] void exit_after_error(int code);
 
+// A failure that another thread has begun to end the process with (the watchdog's
+// MpiEnv::abort, which waits a moment before MPI_Abort so its line reaches the launcher):
+// every other way of ending the process takes its code instead of its own, so that a job
+// that printed "aborting" does not end with 0.
+void begin_failing_exit(int code) noexcept;
+// `code`, where no failing exit has begun; else this thread waits for it to end the process
+// and ends it with its code should it not within a few seconds.
+int ending_code(int code) noexcept;
+
 // Throws Error("file:line: message") for internal invariants that must hold in
 // release builds too (never use assert for these).
 [[noreturn]] void fail_at(const char* file, int line, const std::string& message);

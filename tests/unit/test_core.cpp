@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,6 +19,7 @@
 #include "core/crash_note.hpp"
 #include "core/crc32c.hpp"
 #include "core/deadline.hpp"
+#include "core/error.hpp"
 #include "core/files.hpp"
 #include "core/log.hpp"
 #include "core/random.hpp"
@@ -79,6 +81,23 @@ TEST(Deadline, EndsTheProcessOnlyWhenTheTimeRunsOut) {
         for (;;) pause();
       },
       ::testing::ExitedWithCode(3), "inspect: x.h5: no answer");
+  // Once another thread has begun a failing exit (the watchdog's abort, which waits a moment
+  // before MPI_Abort), a Deadline's warning and main's return end with its code, not theirs:
+  // a job that printed "aborting" ended with 0.
+  EXPECT_EQ(ending_code(5), 5);
+  EXPECT_EXIT(
+      {
+        begin_failing_exit(1);
+        const Deadline late(0.05, "done: this rank ends now with exit code 0", 0, true);
+        for (;;) pause();
+      },
+      ::testing::ExitedWithCode(1), "this rank ends now");
+  EXPECT_EXIT(
+      {
+        begin_failing_exit(4);
+        std::exit(ending_code(0));
+      },
+      ::testing::ExitedWithCode(4), "");
 }
 
 // What summary.json may hold: a name or a path with bytes that are not UTF-8 (a Latin-1
