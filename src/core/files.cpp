@@ -80,6 +80,9 @@ void commit_file(const std::string& temp_path, const std::string& path) {
 }
 
 bool is_hdf5_file(const std::string& path) {
+  // Opening a FIFO would wait for a writer forever.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char signature[8] = {};
   return in.read(signature, sizeof(signature)) &&

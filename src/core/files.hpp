@@ -17,7 +17,8 @@ bool make_directories(const std::string& dir, std::error_code& ec);
 void make_directories(const std::string& dir);
 
 // Whether the file at `path` starts with the HDF5 signature (at offset 0, where hpctrain's
-// data files and checkpoints have it); false for one that cannot be read.
+// data files and checkpoints have it); false for one that cannot be read, and for anything
+// but a regular file (a FIFO is not opened).
 bool is_hdf5_file(const std::string& path);
 
 // Flushes a file's data (or a directory's entries) to disk; throws Error on failure.

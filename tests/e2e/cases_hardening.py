@@ -462,7 +462,8 @@ def case_bounds_refused_at_start():
 
 
 def case_fifo_data_and_checkpoint_refused():
-    """A FIFO given as a data file or a checkpoint is refused at once (exit 2): opening it
+    """A FIFO given as a data file or a checkpoint (to train, inspect, eval, export,
+    generate) is refused at once (exit 2): opening it
     would wait for a writer forever. A FIFO named like a checkpoint is skipped by resume."""
     fresh("fifo")
     os.makedirs(run_dir("fifo"))
@@ -472,8 +473,11 @@ def case_fifo_data_and_checkpoint_refused():
     rc, _, err = train("fifo", 1, base + [f"data.train={fifo}"], timeout=120)
     check(rc == 2, f"a FIFO as data.train: exit {rc}, expected 2")
     one_error_line(err, fifo, "not a regular file")
-    for tool in (["hpctrain", "inspect"], ["hpctrain-data", "inspect"]):
-        p = subprocess.run([os.path.join(ARGS.build, tool[0]), tool[1], fifo],
+    # As the target of eval, export and generate too (they waited for a writer forever).
+    for tool in (["hpctrain", "inspect"], ["hpctrain-data", "inspect"], ["hpctrain", "eval"],
+                 ["hpctrain", "export", "--format", "hdf5-layers", "--out", fifo + ".out"],
+                 ["hpctrain", "generate", "--prompt", "a"]):
+        p = subprocess.run([os.path.join(ARGS.build, tool[0]), tool[1], fifo] + tool[2:],
                            capture_output=True, text=True, timeout=60)
         check(p.returncode == 2, f"{' '.join(tool)} on a FIFO: exit {p.returncode}, expected 2")
         check("not a regular file" in p.stderr, f"{' '.join(tool)}: {p.stderr}")
