@@ -18,6 +18,7 @@
 #include "data-tools/shard.hpp"
 #include "data-tools/split.hpp"
 #include "data-tools/stats.hpp"
+#include "data/dataset_files.hpp"
 
 namespace hpctrain::data_cli {
 namespace {
@@ -162,7 +163,8 @@ int cmd_stats(std::vector<std::string> argv) {
     }
   }
   const double t0 = now_seconds();
-  const ChannelStats s = channel_stats(args.positional);
+  // A file listed twice (by two names) would count its rows twice, as in data.train.
+  const ChannelStats s = channel_stats(expand_data_paths(args.positional, "stats"));
   std::printf("%lld rows in %.2f s\n", static_cast<long long>(s.rows), now_seconds() - t0);
   for (size_t ch = 0; ch < s.mean.size(); ++ch) {
     std::printf("channel %zu: mean %.6f std %.6f\n", ch, s.mean[ch], s.std[ch]);

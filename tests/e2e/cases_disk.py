@@ -233,7 +233,7 @@ def case_data_writers_keep_inputs():
     """No `hpctrain-data` writer replaces or deletes an input: an output named like an
     input, or whose temporary file OUT.tmp is an input's name, is exit 2 with one line
     before anything is written, the input left as it was; so is an output that names a
-    directory."""
+    directory, and stats given one file twice."""
     fresh("writers_keep_inputs")
     work = run_dir("writers_keep_inputs")
     os.makedirs(os.path.join(work, "adir"))
@@ -258,6 +258,9 @@ def case_data_writers_keep_inputs():
               os.path.join(work, "img.h5")], "img.h5.tmp would replace the input file"),
             (["stats", os.path.join(work, "a.h5"), os.path.join(work, "a.h5.tmp")],
              "a.h5.tmp: is the name of the copy"),
+            # One file by two names: its rows would count twice in the mean, stored.
+            (["stats", os.path.join(work, "a.h5"), os.path.join(work, "adir", "..", "a.h5")],
+             "is listed twice (also as"),
             (["synth", "--out", os.path.join(work, "adir"), "--n", "4", "--shape", "1x2x2",
               "--classes", "2"], "adir: is a directory"),
             (["synth", "--out", os.path.join(work, "a.h5", "x.h5"), "--n", "4", "--shape",
