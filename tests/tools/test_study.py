@@ -391,6 +391,20 @@ class StudyFile(unittest.TestCase):
             Path(path).write_text(head + "model: {slots_per_node: 64}\n")
             self.assertEqual(studyfile.load(path)["model"]["slots_per_node"], 64)
 
+    def test_numbers_in_exponent_form(self):
+        """1e3 is a number, as in YAML 1.2 and hpctrain's config reader (PyYAML's YAML 1.1
+        read it as the string "1e3": expected a finite number)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            Path(tmp, "train.yaml").write_text("run: {name: x}\n")
+            path = os.path.join(tmp, "s.yaml")
+            Path(path).write_text("config: train.yaml\nvariants: [{name: a}]\n"
+                                  "cooldown_seconds: 1e3\nmodel: {network: {alpha_us: 2E0, "
+                                  "bandwidth_gbs: .5e1}}\n")
+            s = studyfile.load(path)
+        self.assertEqual(s["cooldown_seconds"], 1000.0)
+        self.assertEqual((s["model"]["network"]["alpha_us"], s["model"]["network"]["bandwidth_gbs"]),
+                         (2.0, 5.0))
+
     def load_error(self, text):
         """The one error line of loading `text` as s.yaml, without the file name."""
         with tempfile.TemporaryDirectory() as tmp:

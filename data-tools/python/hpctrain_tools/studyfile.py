@@ -108,10 +108,22 @@ def _no_duplicates(path, node, where="", seen=None):
             _no_duplicates(path, item, f"{where}[{i}]", seen)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader reading numbers as YAML 1.2 (and hpctrain's config reader) do:
+    1e3, 2E-1 and 1.0e3 are numbers, where YAML 1.1 wants a dot and a signed exponent and
+    reads them as strings (cooldown_seconds: 1e3 was "expected a finite number")."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def _read(path):
     """The study file's YAML document, with no key given twice."""
     with open(path, encoding="utf-8") as f:
-        loader = yaml.SafeLoader(f.read())
+        loader = _Loader(f.read())
     try:
         node = loader.get_single_node()
         if node is None:
