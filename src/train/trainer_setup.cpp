@@ -48,10 +48,15 @@ std::vector<std::string> split_files(const Config& config, const NameList& entri
 }
 
 // `files` as one data source (null for none), checked against the training set's shape
-// (`train`; null for the training set itself).
-std::unique_ptr<DataSource> open_split(const std::vector<std::string>& files, const char* key,
-                                       const DatasetShape* train) {
-  auto file = open_data(files);
+// (`train`; null for the training set itself). A file refused names the config and the key.
+std::unique_ptr<DataSource> open_split(const Config& config, const std::vector<std::string>& files,
+                                       const char* key, const DatasetShape* train) {
+  std::unique_ptr<DataSource> file;
+  try {
+    file = open_data(files);
+  } catch (const UsageError& e) {
+    throw UsageError(config.source_file + ": data." + key + ": " + e.what());
+  }
   if (file == nullptr) return nullptr;
   if (train != nullptr) check_like_training(file->shape(), *train, file->path(), key);
   return file;
@@ -121,16 +126,16 @@ Trainer::Trainer(const Config& config, const MpiEnv& env, const std::string& res
   // Data files and their agreement with each other; the backend.
   const std::vector<std::string> train =
       split_files(config_, config_.data.train, "train", {}, rank_);
-  train_file_ = open_split(train, "train", nullptr);
+  train_file_ = open_split(config_, train, "train", nullptr);
   const DatasetShape& shape = train_file_->shape();
   if (shape.num_classes < 2) {  // nothing to tell apart: every prediction is right
     throw UsageError(config_.source_file + ": data.train: " + train_file_->path() +
                      " has 1 class; a classifier needs 2 or more");
   }
-  val_file_ =
-      open_split(split_files(config_, config_.data.val, "val", train, rank_), "val", &shape);
-  test_file_ =
-      open_split(split_files(config_, config_.data.test, "test", train, rank_), "test", &shape);
+  val_file_ = open_split(config_, split_files(config_, config_.data.val, "val", train, rank_),
+                         "val", &shape);
+  test_file_ = open_split(config_, split_files(config_, config_.data.test, "test", train, rank_),
+                          "test", &shape);
   preprocess_ = input_preprocess(config_, *train_file_);
   num_classes_ = shape.num_classes;
   labels_per_sample_ = shape.labels_per_sample;

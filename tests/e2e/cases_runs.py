@@ -159,6 +159,11 @@ def case_missing_data():
     rc, out, err = train("missing", 2, ["data.train=/nonexistent/train.h5"])
     check(rc == 2, f"missing file: exit {rc}, expected 2")
     one_error_line(err, "fashion_mnist_mlp.yaml: data.train: /nonexistent/train.h5: no such file")
+    # A file that is there but refused names the config and the key too (it named the file
+    # alone: "DIR: not an HDF5 file").
+    rc, out, err = train("missing", 2, [f"data.val={ARGS.data}"])
+    check(rc == 2, f"a directory as data.val: exit {rc}, expected 2")
+    one_error_line(err, f"fashion_mnist_mlp.yaml: data.val: {ARGS.data}: not an HDF5 file")
 
 
 def idx_file(name, labels, classes):
