@@ -36,6 +36,35 @@ void check_integer_bits(hid_t type, const std::string& path, const char* name) {
   }
 }
 
+// Throws UsageError where a chunked dataset's chunk is larger than a dimension that cannot
+// grow, or empty: HDF5 writes no such header (it refuses to create one), and HDF5 1.10 reads
+// such a damaged one out of bounds (a segmentation fault).
+void check_chunks(hid_t dataset, const std::string& path, const char* name) {
+  H5Handle dcpl(HT_CHECK_H5(H5Dget_create_plist(dataset)), H5Pclose);
+  if (HT_CHECK_H5(H5Pget_layout(dcpl.get())) != H5D_CHUNKED) return;
+  H5Handle space(HT_CHECK_H5(H5Dget_space(dataset)), H5Sclose);
+  const int rank = HT_CHECK_H5(H5Sget_simple_extent_ndims(space.get()));
+  if (rank <= 0 || rank > H5S_MAX_RANK) return;
+  hsize_t dims[H5S_MAX_RANK], max[H5S_MAX_RANK], chunk[H5S_MAX_RANK];
+  HT_CHECK_H5(H5Sget_simple_extent_dims(space.get(), dims, max));
+  if (HT_CHECK_H5(H5Pget_chunk(dcpl.get(), rank, chunk)) != rank) return;
+  std::string shown, shape;
+  bool damaged = false;
+  for (int i = 0; i < rank; ++i) {
+    damaged = damaged || chunk[i] == 0 || (max[i] != H5S_UNLIMITED && chunk[i] > max[i]);
+    if (i > 0) {
+      shown += ", ";
+      shape += ", ";
+    }
+    shown += std::to_string(chunk[i]);
+    shape += std::to_string(dims[i]);
+  }
+  if (damaged) {
+    throw UsageError(path + ": /" + name + " has chunks of [" + shown +
+                     "], larger than its shape [" + shape + "] allows (a damaged header)");
+  }
+}
+
 }  // namespace
 
 std::string describe_type(hid_t type) {
@@ -81,6 +110,7 @@ H5Handle open_dataset(hid_t file, const std::string& path, const char* name) {
     throw UsageError(path + ": /" + name + " is a virtual dataset whose source " + source +
                      " cannot be opened (HDF5 would read its rows as the fill value)");
   }
+  check_chunks(dataset.get(), path, name);
   if (const std::string what = h5_short_external_storage(dataset.get(), path); !what.empty()) {
     throw UsageError(path + ": /" + name + " is stored in external raw files, and " + what +
                      " (HDF5 reads what is missing as zeros)");

@@ -1,9 +1,8 @@
-// HDF5 virtual datasets as data files: a source that opens is read through; one that does
-// not (moved, renamed, a dataset name that is not there) is refused by name, where HDF5
-// itself would read the rows it maps as the fill value without a word. Links in place of a
-// dataset whose target does not open are named too, and so are external raw files shorter
-// than their part and integer types whose bits lie outside their bytes (read as zeros), and a
-// file that changes while it is read.
+// What a data file's reader refuses where HDF5 itself would read fill values or zeros
+// without a word, or crash: virtual datasets whose sources do not open (moved, renamed, a
+// dataset name that is not there), links whose target does not open, external raw files
+// shorter than their part, integer types whose bits lie outside their bytes, chunks larger
+// than the shape (damaged headers), and a file that changes while it is read.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -26,7 +25,7 @@ using test::expect_usage_error;
 
 constexpr hsize_t kDims[4] = {4, 1, 2, 2};
 
-class VirtualDataTest : public ::testing::Test {
+class DataFileChecks : public ::testing::Test {
  protected:
   void SetUp() override {
     h5_quiet();
@@ -109,7 +108,7 @@ class VirtualDataTest : public ::testing::Test {
 
 // A soft link to nothing, or an external link to a missing file, in place of /images: named
 // as such, with the dataset it stands for.
-TEST_F(VirtualDataTest, DanglingLinksAreNamed) {
+TEST_F(DataFileChecks, DanglingLinksAreNamed) {
   const std::string missing = (dir_ / "no_such_part.h5").string();
   const fs::path soft = write_linked("soft.h5", [](hid_t f, const char* name) {
     return H5Lcreate_soft("/nothing", f, name, H5P_DEFAULT, H5P_DEFAULT);
@@ -123,14 +122,14 @@ TEST_F(VirtualDataTest, DanglingLinksAreNamed) {
   }
 }
 
-TEST_F(VirtualDataTest, SourceBesideTheFileIsRead) {
+TEST_F(DataFileChecks, SourceBesideTheFileIsRead) {
   write_source(dir_ / "source.h5", "images", 7);
   const fs::path path = write_virtual("source.h5", "images");
   EXPECT_EQ(first_pixel(path), 7);
   EXPECT_EQ(first_pixel(write_virtual(".", "raw")), 5);  // a source in the file itself
 }
 
-TEST_F(VirtualDataTest, MissingSourceFileIsRefusedByName) {
+TEST_F(DataFileChecks, MissingSourceFileIsRefusedByName) {
   write_source(dir_ / "source.h5", "images", 7);
   const fs::path path = write_virtual("source.h5", "images");
   fs::rename(dir_ / "source.h5", dir_ / "moved.h5");
@@ -139,7 +138,7 @@ TEST_F(VirtualDataTest, MissingSourceFileIsRefusedByName) {
                       "cannot be opened"});
 }
 
-TEST_F(VirtualDataTest, MissingSourceDatasetIsRefusedByName) {
+TEST_F(DataFileChecks, MissingSourceDatasetIsRefusedByName) {
   write_source(dir_ / "source.h5", "images", 7);
   const fs::path path = write_virtual("source.h5", "pixels");
   expect_usage_error([&] { DatasetFile f(path.string()); }, {"source.h5:pixels"});
@@ -152,7 +151,7 @@ TEST_F(VirtualDataTest, MissingSourceDatasetIsRefusedByName) {
 // ${ORIGIN} only at the start of the whole variable, so in a later directory it finds
 // nothing and reads fill values: refused. (HDF5 reads the variable as it starts, so this
 // process's setenv reaches the check, not HDF5's reads.)
-TEST_F(VirtualDataTest, SourceInTheVdsPrefixIsFound) {
+TEST_F(DataFileChecks, SourceInTheVdsPrefixIsFound) {
   fs::create_directories(dir_ / "parts");
   write_source(dir_ / "parts" / "source.h5", "images", 9);
   const fs::path path = write_virtual("source.h5", "images");
@@ -172,7 +171,7 @@ TEST_F(VirtualDataTest, SourceInTheVdsPrefixIsFound) {
 
 // /images [4, 1, 2, 2] uint8 in external raw files (H5Pset_external): `parts` names each
 // file and its offset and size there; the raw files are written apart.
-TEST_F(VirtualDataTest, ExternalRawFilesShorterThanTheirPartAreRefused) {
+TEST_F(DataFileChecks, ExternalRawFilesShorterThanTheirPartAreRefused) {
   const auto write_external = [&](const std::vector<std::pair<std::string, hsize_t>>& parts) {
     const fs::path path = dir_ / "external.h5";
     H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
@@ -227,7 +226,7 @@ TEST_F(VirtualDataTest, ExternalRawFilesShorterThanTheirPartAreRefused) {
 
 // A flipped byte in /labels' type header (the bit offset of its int32) makes HDF5 read
 // every label as 0, and one in /images' every pixel: refused as damaged.
-TEST_F(VirtualDataTest, IntegerTypesWhoseBitsLieOutsideTheirBytesAreRefused) {
+TEST_F(DataFileChecks, IntegerTypesWhoseBitsLieOutsideTheirBytesAreRefused) {
   write_source(dir_ / "source.h5", "images", 7);
   {
     H5Handle file(HT_CHECK_H5(H5Fopen((dir_ / "source.h5").c_str(), H5F_ACC_RDWR, H5P_DEFAULT)),
@@ -258,9 +257,48 @@ TEST_F(VirtualDataTest, IntegerTypesWhoseBitsLieOutsideTheirBytesAreRefused) {
   flip(std::string("\x10\x00\x00\x00\x01\x00\x00\x00", 8), "images");
 }
 
+// A flipped byte in /images' chunk dimensions (a chunk larger than the dataset in a
+// dimension that cannot grow, which HDF5 never writes): HDF5 1.10 read it out of bounds (a
+// segmentation fault); refused as damaged at the open.
+TEST_F(DataFileChecks, ChunksLargerThanTheShapeAreRefused) {
+  const fs::path path = dir_ / "chunked.h5";
+  {
+    H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)),
+                  H5Fclose);
+    H5Handle space(HT_CHECK_H5(H5Screate_simple(4, kDims, nullptr)), H5Sclose);
+    H5Handle dcpl(HT_CHECK_H5(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+    const hsize_t chunk[4] = {2, 1, 2, 2};
+    HT_CHECK_H5(H5Pset_chunk(dcpl.get(), 4, chunk));
+    H5Handle images(HT_CHECK_H5(H5Dcreate2(file.get(), "images", H5T_STD_U8LE, space.get(),
+                                           H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
+                    H5Dclose);
+    const std::vector<uint8_t> values(16, 7);
+    HT_CHECK_H5(
+        H5Dwrite(images.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()));
+    write_labels(file.get());
+  }
+  EXPECT_EQ(first_pixel(path), 7);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // The layout message's chunk dimensions, 4 bytes each: 2, 1, 2, 2.
+  const std::string dims("\x02\0\0\0\x01\0\0\0\x02\0\0\0\x02\0\0\0", 16);
+  const size_t at = bytes.find(dims);
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_EQ(bytes.find(dims, at + 1), std::string::npos);
+  bytes[at + 4] = '\xfe';
+  const fs::path damaged = dir_ / "damaged.h5";
+  std::ofstream(damaged, std::ios::binary) << bytes;
+  expect_usage_error([&] { DatasetFile f(damaged.string()); },
+                     {damaged.string() + ": /images has chunks of [2, 254, 2, 2], larger than its "
+                                         "shape [4, 1, 2, 2] allows (a damaged header)"});
+}
+
 // A data file truncated or written over in place while a job reads it per batch: HDF5 reads
 // the missing bytes as zeros, or another file's; the next read names the change instead.
-TEST_F(VirtualDataTest, FileChangedWhileReadIsNamed) {
+TEST_F(DataFileChecks, FileChangedWhileReadIsNamed) {
   const fs::path path = dir_ / "live.h5";
   write_source(path, "images", 7);
   {
