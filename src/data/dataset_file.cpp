@@ -188,7 +188,10 @@ std::pair<int64_t, const char*> first_nonfinite(const void* images, SampleType t
 DatasetFile::DatasetFile(const std::string& path, StoredStats stats) : path_(path) {
   h5_quiet();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw UsageError(path + ": no such file");
+  if (!std::filesystem::exists(path, ec)) {
+    // ec: a link loop (ELOOP), a folder that cannot be searched (EACCES), ...
+    throw UsageError(path + ": " + (ec ? ec.message() : std::string("no such file")));
+  }
   // Opening a FIFO would wait for a writer forever.
   if (!std::filesystem::is_directory(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
     throw UsageError(path + ": not a regular file (a FIFO, a device or a socket)");

@@ -122,6 +122,13 @@ TEST_F(DataFileChecks, DanglingLinksAreNamed) {
   }
 }
 
+// A path that cannot be followed says why (it said "no such file" for a link loop).
+TEST_F(DataFileChecks, LinkLoopIsNamedAsOne) {
+  fs::create_symlink("loop.h5", dir_ / "loop.h5");
+  const std::string path = (dir_ / "loop.h5").string();
+  expect_usage_error([&] { DatasetFile f(path); }, {path + ": Too many levels of symbolic links"});
+}
+
 TEST_F(DataFileChecks, SourceBesideTheFileIsRead) {
   write_source(dir_ / "source.h5", "images", 7);
   const fs::path path = write_virtual("source.h5", "images");
