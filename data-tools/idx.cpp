@@ -74,7 +74,13 @@ size_t IdxReader::read_up_to(void* dst, size_t bytes) {
       int code = 0;
       throw UsageError(path_ + ": cannot read: " + gzerror(file_.get(), &code));
     }
-    if (got == 0) break;  // end of file (zlib also ends a truncated gzip stream this way)
+    if (got == 0) {
+      // The end of the file; zlib ends a gzip stream cut short this way too, and says so.
+      int code = 0;
+      gzerror(file_.get(), &code);
+      cut_short_ = code == Z_BUF_ERROR;
+      break;
+    }
     total += static_cast<size_t>(got);
   }
   return total;
@@ -102,6 +108,11 @@ void IdxReader::expect_end() {
   if (read_up_to(&extra, 1) > 0) {
     throw UsageError(path_ + ": unexpected data after the " + std::to_string(items()) +
                      " items the header declares");
+  }
+  if (cut_short_) {
+    throw UsageError(path_ +
+                     ": truncated: the gzip stream ends before the checksum that "
+                     "verifies its data");
   }
 }
 

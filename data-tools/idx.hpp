@@ -46,6 +46,7 @@ class IdxReader {
   std::vector<int64_t> dims_;
   int64_t item_bytes_ = 1;
   int64_t next_item_ = 0;
+  bool cut_short_ = false;  // zlib found the gzip stream cut short (its data or its trailer)
 };
 
 // An IDX image file and its labels, checked to belong together: same count, and every

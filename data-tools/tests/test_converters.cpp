@@ -315,6 +315,26 @@ TEST(DataIdxErrors, CorruptGzipIsAReadErrorNotTruncation) {
       {path});
 }
 
+// A gzip file missing the last bytes of its trailer (the CRC-32 and length that verify the
+// data): all its data there, but unverified; it was accepted.
+TEST(DataIdxErrors, GzipWithoutItsTrailerIsTruncated) {
+  const std::string path = temp_path("idx_no_trailer.gz");
+  write_file(path, idx_bytes(1, {3}, {0, 1, 2}), true);
+  const auto whole = std::filesystem::file_size(path);
+  for (const uintmax_t cut : {1, 8}) {
+    write_file(path, idx_bytes(1, {3}, {0, 1, 2}), true);
+    std::filesystem::resize_file(path, whole - cut);
+    expect_usage_error(
+        [&] {
+          IdxReader r(path, 1);
+          std::vector<uint8_t> buf(3);
+          r.read(3, buf.data());
+          r.expect_end();
+        },
+        {path + ": truncated: the gzip stream ends before the checksum that verifies its data"});
+  }
+}
+
 TEST(DataSplit, SeededSubsetOfTheRequestedSize) {
   const std::vector<uint8_t> a = validation_rows(1000, 100, 1);
   EXPECT_EQ(std::count(a.begin(), a.end(), 1), 100);
