@@ -54,15 +54,25 @@ case "$dependency" in
 esac
 read -r -a extra <<<"$sbatch_opts"
 # A --resume given is for the first job: the later ones continue from the newest checkpoint
-# (the batch scripts add --resume auto; never would refuse it, a PATH would go back to it).
+# (never would refuse it, a PATH would go back to it), or from the PATH given where the
+# first job wrote none (auto:PATH).
+requeued_resume() {  # as in the batch scripts
+  case $1 in
+    auto | never) printf '%s' auto ;;
+    auto:*) printf '%s' "$1" ;;
+    *) printf 'auto:%s' "$1" ;;
+  esac
+}
 later=()
-skip=0
+value=0
 for a in "$@"; do
-  if ((skip)); then
-    skip=0
-  elif [[ $a == --resume ]]; then
-    skip=1
-  elif [[ $a != --resume=* ]]; then
+  if ((value)); then
+    value=0
+    later+=("$(requeued_resume "$a")")
+  elif [[ $a == --resume=* ]]; then
+    later+=("--resume=$(requeued_resume "${a#--resume=}")")
+  else
+    [[ $a == --resume ]] && value=1
     later+=("$a")
   fi
 done

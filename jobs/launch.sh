@@ -14,7 +14,8 @@
 #                     --wait=60 unless CMD sets them.
 #   --hpctrain PATH   the binary (default $HPCTRAIN, else hpctrain on PATH, else
 #                     build/hpctrain of the source tree this script is in).
-# The first run uses the given --resume (default auto); every restart uses --resume auto.
+# The first run uses the given --resume (default auto); every restart uses --resume auto, or
+# auto:PATH for a first run given --resume PATH (the run's own newest checkpoint, else PATH).
 #
 # Exit codes (hpctrain's, see docs/contracts.md):
 #   0   training finished.
@@ -27,8 +28,10 @@
 # its own by killing the ranks with SIGKILL), so the ranks checkpoint and stop; no
 # restart follows. A signal in a run's first 2 s is passed on at 2 s (srun, and a rank
 # still loading its libraries, die of one that comes before their handlers). In a batch
-# job, `exec` this script: Slurm's warning goes to the batch shell, and a shell that runs
-# it as a child dies of it first; requeue on 75 as jobs/train_single_node.sbatch does.
+# job Slurm's warning goes to the batch shell: run this script in the background from a
+# shell that traps the signal, passes it on and requeues on 75, as
+# jobs/train_single_node.sbatch does with hpctrain (`exec` it, and the job ends with 75,
+# not requeued; a shell that runs it in the foreground dies of the signal first).
 set -uo pipefail
 # The traps come first: a signal that arrives before a run starts stops the launcher
 # without starting it (exit 75), instead of ending this shell.
@@ -161,6 +164,11 @@ while :; do
     exit 1
   fi
   attempt=$((attempt + 1))
-  resume=auto
+  # The run's own newest checkpoint, else the PATH the first run was given (auto:PATH).
+  case $resume in
+    auto | never) resume=auto ;;
+    auto:*) ;;
+    *) resume="auto:$resume" ;;
+  esac
   echo "launch.sh: restart $attempt/$max_restarts after exit code $rc, resuming from the newest checkpoint" >&2
 done

@@ -78,7 +78,8 @@ constexpr const char* kUsage =
     "the backends built in, the CUDA devices visible and OpenBLAS's kernels.\n";
 
 constexpr const char* kTrainUsage =
-    "usage: hpctrain train CONFIG.yaml [--set key.path=value]... [--resume auto|never|PATH]\n"
+    "usage: hpctrain train CONFIG.yaml [--set key.path=value]...\n"
+    "                      [--resume auto|never|PATH|auto:PATH]\n"
     "\n"
     "Trains the model CONFIG.yaml describes on every rank of the MPI job, e.g.\n"
     "  mpirun -n 2 hpctrain train configs/fashion_mnist_mlp.yaml --set train.epochs=3\n"
@@ -87,7 +88,8 @@ constexpr const char* kTrainUsage =
     "  --resume MODE          auto (default): continue from the newest valid checkpoint in\n"
     "                         checkpoint.dir, or start fresh if there is none; never: start\n"
     "                         fresh (refused if checkpoint.dir holds checkpoints); PATH: that\n"
-    "                         checkpoint\n"
+    "                         checkpoint; auto:PATH: as auto, but PATH where there is none\n"
+    "                         (the job scripts' restarts of a run given --resume PATH)\n"
     "\n"
     "Outputs go to run.dir (default runs/<run.name>): config.yaml, metrics.csv,\n"
     "summary.json, checkpoints/. SIGUSR1, SIGTERM or SIGINT: checkpoint, then exit 75.\n"
@@ -296,10 +298,12 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
       overrides.push_back(args[++i]);
     } else if (args[i] == "--resume") {
       if (i + 1 >= args.size()) {
-        throw UsageError("--resume: expected auto, never or a checkpoint path");
+        throw UsageError("--resume: expected auto, never, a checkpoint path or auto:PATH");
       }
       resume = args[++i];
-      if (resume.empty()) throw UsageError("--resume: expected auto, never or a checkpoint path");
+      if (resume.empty() || resume == kResumeAutoElse) {
+        throw UsageError("--resume: expected auto, never, a checkpoint path or auto:PATH");
+      }
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("train: unknown option '" + args[i] + "' (see hpctrain train --help)");
     } else if (config_path.empty()) {

@@ -29,6 +29,10 @@ struct JobShape {
   bool one_stored_state = true;
 };
 
+// --resume auto:PATH: the newest valid checkpoint of checkpoint.dir, else PATH (what the job
+// scripts give a requeued run whose first run was given --resume PATH).
+inline constexpr const char* kResumeAutoElse = "auto:";
+
 class TrainingCheckpoints {
  public:
   // scaler: the loss scaler of precision fp16, else null.
@@ -43,7 +47,8 @@ class TrainingCheckpoints {
 
   // Local (rank 0 only does work): picks the checkpoint `resume` names ("auto":
   // the newest valid one; "never": none, and refuses a directory that already
-  // holds checkpoints; else a path) and checks that its model matches. For a run that
+  // holds checkpoints; "auto:PATH": the newest valid one, else PATH; else a path) and
+  // checks that its model matches. For a run that
   // will write checkpoints (`writes`), refuses a directory that holds another run's.
   // Throws UsageError.
   void prepare_resume(const std::string& resume, bool writes);

@@ -295,6 +295,19 @@ def case_resume_refusals():
     check(rc == 2, f"--resume of the data file: exit {rc}, expected 2")
     one_error_line(err, data, "not an hpctrain checkpoint", "a data file")
 
+    # --resume auto:PATH (the job scripts' restart of a run given --resume PATH): PATH while
+    # the run has no checkpoint of its own, then its own newest.
+    given = checkpoints("refuse")[-1]
+    fresh("refuse_else")
+    rc, _, err = train("refuse_else", 1, sets, resume="auto:")
+    check(rc == 2, f"--resume auto: with no path: exit {rc}, expected 2")
+    s = expect_ok("refuse_else", 1, sets, resume=f"auto:{given}")
+    check(s["resumed_from"] == newest_step("refuse"),
+          f"auto:PATH without checkpoints of its own resumed from {s['resumed_from']}")
+    own = newest_step("refuse_else")
+    s = expect_ok("refuse_else", 1, sets[1:] + ["train.epochs=3"], resume=f"auto:{given}")
+    check(s["resumed_from"] == own, f"auto:PATH resumed from {s['resumed_from']}, not its own {own}")
+
 
 def case_resume_checks_epoch_and_rank_arrays():
     """A checkpoint resumed over data of fewer steps per epoch (same ranks and batch)

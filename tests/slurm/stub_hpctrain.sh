@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Stand-in for build/hpctrain that follows its outward contract (docs/contracts.md) without
 # doing any training, so the job scripts and the launcher can be tested in seconds:
-#   stub_hpctrain.sh train CONFIG [--set key=value]... [--resume auto|never|PATH]
+#   stub_hpctrain.sh train CONFIG [--set key=value]... [--resume auto|never|PATH|auto:PATH]
 #   stub_hpctrain.sh config CONFIG [--set key=value]... --get run.dir
 # It "trains" STUB_STEPS steps of STUB_STEP_SECONDS each, commits a checkpoint
 # (checkpoints/step-N) every STUB_CKPT_EVERY steps, and on SIGUSR1/SIGTERM commits one
@@ -73,9 +73,14 @@ commit() {  # rank 0 writes step-N atomically; the others only pretend
 }
 
 step=0 resumed_from=null
+n=$(newest_checkpoint)
 case "$resume" in
-  auto) n=$(newest_checkpoint); if ((n >= 0)); then step=$n; resumed_from=$n; fi ;;
+  auto) if ((n >= 0)); then step=$n; resumed_from=$n; fi ;;
   never) ;;
+  auto:*) if ((n >= 0)); then step=$n; resumed_from=$n; else resume=${resume#auto:}; fi ;;
+esac
+case "$resume" in
+  auto | auto:* | never) ;;
   *) [[ -f "$resume" ]] || { echo "stub: $resume: no such checkpoint" >&2; exit 2; }
      step=$(cat "$resume"); resumed_from=$step ;;
 esac

@@ -41,6 +41,18 @@ grep -q '"resumed_from": 10' "$w/once/summary.json" 2>/dev/null ||
   "$(sed -n 2p "$w/once/stub-args.txt")" == *"--resume auto" ]] ||
   fail "crash once: expected --resume never, then --resume auto: $(cat "$w/once/stub-args.txt" 2>&1)"
 
+# 1b. A run given --resume PATH that crashes before its own first checkpoint: the restart
+#     resumes from PATH again (--resume auto:PATH), not from scratch (--resume auto did).
+mkdir -p "$w/given"
+echo 30 >"$w/given/step-30"
+STUB_STEPS=40 STUB_CKPT_EVERY=50 STUB_CRASH_AT_STEP=32 run given --max-restarts 1 \
+  --launcher "mpiexec -n 2" -- "$w/config.yaml" --set "run.dir=$w/fine" --resume "$w/given/step-30"
+if [[ $rc != 0 ]] || ! grep -q '"resumed_from": 30' "$w/fine/summary.json" 2>/dev/null ||
+  [[ "$(sed -n 2p "$w/fine/stub-args.txt")" != *"--resume auto:$w/given/step-30" ]]; then
+  fail "crash before the run's own checkpoint: exit $rc, $(cat "$w/fine/summary.json" 2>&1)"
+  explain given
+fi
+
 # 2. Crashing every time: R restarts, then exit 1.
 STUB_CRASH_AT_STEP=12 STUB_CRASH_ALWAYS=1 run always --max-restarts 2 --launcher "mpiexec -n 2" \
   -- "$w/config.yaml" --set "run.dir=$w/always"
@@ -179,6 +191,17 @@ for restarts in 0 1; do
     cat "$w/resume-$restarts.log"
   fi
 done
+# A PATH given: a requeued run continues from its own newest checkpoint, else from PATH.
+for restarts in 0 1; do
+  batch "$w/path-$restarts.log" "$restarts" train_single_node config.yaml --resume "a b.h5" \
+    --resume=c.h5 || true
+  want=("--resume a b.h5" "--resume=c.h5")
+  ((restarts)) && want=("--resume auto:a b.h5" "--resume=auto:c.h5")
+  for x in "${want[@]}"; do
+    grep -qF -- "$x" "$w/path-$restarts.log" ||
+      fail "train_single_node.sbatch at restart $restarts: no '$x' in $(cat "$w/path-$restarts.log")"
+  done
+done
 printf 'config.yaml --set optimizer.lr=0.1\n' >"$w/sweep1.txt"
 rc=0
 HPCTRAIN_SWEEP_DIR="$w/sweep #1" batch "$w/sweep.log" 0 sweep_array "$w/sweep1.txt" || rc=$?
@@ -214,6 +237,30 @@ env -u HPCTRAIN PATH="$w/tree-bin:/usr/bin:/bin" FAKE_LOG="$w/tree.log" HPCTRAIN
 if [[ $rc != 0 ]] || ! grep -qF "with $tree/build/hpctrain" "$w/tree.out"; then
   fail "a source tree with a space: exit $rc"
   cat "$w/tree.out"
+fi
+
+# 11. study.sbatch, a warning just after the driver started: passed on once the driver has
+#     had 2 s to block it (it died of SIGUSR1, 138, and was not requeued): it stops (75) and
+#     the job requeues itself (the script then ends with 0). The stand-in
+#     driver, like hpctrain, dies of a USR1 in its first moment and stops (75) on a later one.
+cat >"$quick/driver" <<'EOF'
+#!/bin/bash
+sleep 0.6
+trap 'exit 75' USR1
+for _ in $(seq 100); do sleep 0.1; done
+EOF
+chmod +x "$quick/driver"
+: >"$w/driver.log"
+PATH=$quick:$PATH FAKE_LOG=$w/driver.log HPCTRAIN=$quick/driver HPCTRAIN_ROOT=$w SLURM_JOB_ID=42 \
+  SLURM_JOB_NODELIST=n1 bash "$jobs_dir/study.sbatch" study.yaml >"$w/driver.out" 2>&1 &
+pid=$!
+timeout 10 bash -c "until pgrep -f '$quick/driver' >/dev/null; do sleep 0.05; done"
+kill -USR1 "$pid"
+rc=0
+wait "$pid" || rc=$?
+if [[ $rc != 0 ]] || ! grep -q '^scontrol requeue 42$' "$w/driver.log"; then
+  fail "study.sbatch, a warning as its driver starts: exit $rc (expected 0, requeued)"
+  cat "$w/driver.out" >&2
 fi
 
 if ((failures > 0)); then
