@@ -281,10 +281,23 @@ class PlotsTest(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn(os.path.join(missing, "metrics.csv"), err)
         bench = os.path.join(self.tmp, "ar.json")
-        Path(bench).write_text('{"points": [{"algorithm": "ring"}]}')
+        # NaN, infinite sizes (1e400) and bandwidths: Python's json reads them (a traceback,
+        # exit 1, where the ticks took the log of one)
+        for text in ('{"points": [{"algorithm": "ring"}]}',
+                     '{"points": [{"bytes": NaN, "busbw_GBps": 1}]}',
+                     '{"points": [{"bytes": 4096, "busbw_GBps": 1}, {"bytes": 1e400, '
+                     '"busbw_GBps": 1}]}',
+                     '{"points": [{"bytes": 4096, "busbw_GBps": Infinity}]}'):
+            Path(bench).write_text(text)
+            rc, _, err = self.run_main(["allreduce", bench])
+            self.assertEqual(rc, 2, text)
+            self.assertEqual(len(err.splitlines()), 1, err)
+            self.assertIn(bench, err)
+        # A "runs" or "reps" that is not a count is left out of the title ('>' of a str).
+        Path(bench).write_text('{"points": [{"bytes": 4096, "busbw_GBps": 1}], "runs": "2", '
+                               '"reps": [3]}')
         rc, _, err = self.run_main(["allreduce", bench])
-        self.assertEqual(rc, 2)
-        self.assertIn(bench, err)
+        self.assertEqual((rc, err), (0, ""))
         for argv in ([], ["run"], ["bogus", "x"]):  # argument errors: one line too
             err = io.StringIO()
             with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as e:

@@ -87,8 +87,9 @@ def plot_allreduce(json_path, out_path=None):
         except (KeyError, TypeError, ValueError) as e:
             raise PlotInputError(f"{json_path}: points[{i}]: expected bytes and busbw_GBps "
                                  f"numbers ({type(e).__name__}: {e})") from e
-        if size <= 0:
-            raise PlotInputError(f"{json_path}: points[{i}]: bytes: expected > 0")
+        if not (0 < size < math.inf) or not math.isfinite(busbw):
+            raise PlotInputError(f"{json_path}: points[{i}]: expected finite numbers, bytes "
+                                 f"> 0 (got bytes {p['bytes']}, busbw_GBps {p['busbw_GBps']})")
         lines.setdefault(str(p.get("algorithm", "?")), []).append((size, busbw))
     shown = f"--out {out_path}" if out_path else None
     out_path = out_path or os.path.splitext(json_path)[0] + ".png"
@@ -108,7 +109,9 @@ def plot_allreduce(json_path, out_path=None):
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda x, _: ""))
     ax.set_xlabel("message size (bytes)")
     ax.set_ylabel("bus bandwidth (GB/s)")
-    reps, runs = doc.get("reps"), doc.get("runs")
+    # Counts for the title only: any other value there is left out of it.
+    reps, runs = (v if isinstance(v, int) and not isinstance(v, bool) else None
+                  for v in (doc.get("reps"), doc.get("runs")))
     median = f"median of {reps} repetitions" if reps else ""
     if runs and runs > 1:  # a study's merged file: each size's faster run
         median = f"faster of {runs} runs" + (f" (each a {median})" if median else "")
