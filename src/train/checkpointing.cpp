@@ -258,15 +258,14 @@ void TrainingCheckpoints::prepare_resume(const std::string& resume, bool writes)
                      "): this run would resume them or write over them; give it a "
                      "checkpoint.dir of its own (with --resume PATH to start from one of them)");
   }
-  if (resume == "auto" || resume.rfind(kResumeAutoElse, 0) == 0) {
+  // auto:PATH (a requeued run whose first run was given --resume PATH): the run's own newest
+  // checkpoint, else PATH, where it was stopped before it wrote one.
+  const bool auto_else = resume.rfind(kResumeAutoElse, 0) == 0;
+  if (resume == "auto" || auto_else) {
     resume_ = load_newest_valid(dir);
-    // auto:PATH (a requeued run whose first run was given --resume PATH): the run's own
-    // newest checkpoint, else PATH, where it was stopped before it wrote one.
-    const std::string_view otherwise = std::string_view(resume).substr(
-        std::min(resume.size(), std::char_traits<char>::length(kResumeAutoElse)));
-    if (!resume_ && !otherwise.empty()) {
-      resume_ =
-          LoadedCheckpoint{std::string(otherwise), read_checkpoint_file(std::string(otherwise))};
+    if (!resume_ && auto_else) {
+      const std::string path = resume.substr(std::strlen(kResumeAutoElse));
+      resume_ = LoadedCheckpoint{path, read_checkpoint_file(path)};
     }
     if (!resume_) return;
   } else {
