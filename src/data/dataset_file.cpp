@@ -393,7 +393,7 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
     HT_REQUIRE(images != nullptr && labels != nullptr, "read_rows: null output buffer");
     if (shape_.tokens()) {
       read_token_block(start, count, 0, static_cast<int32_t*>(images));
-      read_labels(start, count, labels);
+      read_label_rows(start, count, labels);
       return;
     }
 
@@ -411,7 +411,7 @@ void DatasetFile::read_rows(int64_t start, int64_t count, void* images, int32_t*
     check_finite(images, count, start, nullptr);
 
     // 2. Labels, range-checked here so a bad file fails with its row, not as a wild index.
-    read_labels(start, count, labels);
+    read_label_rows(start, count, labels);
   });
 }
 
@@ -432,7 +432,7 @@ void DatasetFile::read_row_set(const int64_t* rows, int64_t count, void* images,
         read_token_block(
             rows[i], j - i, 0,
             reinterpret_cast<int32_t*>(out + static_cast<size_t>(i) * shape_.sample_bytes()));
-        read_labels(rows[i], j - i, labels + static_cast<size_t>(i) * per_sample);
+        read_label_rows(rows[i], j - i, labels + static_cast<size_t>(i) * per_sample);
       } else {
         read_image_run(rows[i], j - i, out + static_cast<size_t>(i) * shape_.sample_bytes(),
                        labels + i);
@@ -467,20 +467,21 @@ void DatasetFile::read_image_run(int64_t row, int64_t count, uint8_t* images,
 }
 
 void DatasetFile::read_labels(int64_t start, int64_t count, int32_t* labels) const {
-  read_checked([&] {
-    HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
-               path_ + ": label rows [" + std::to_string(start) + ", " +
-                   std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) +
-                   ")");
-    if (count == 0) return;
-    HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
-    if (!labels_.valid()) {
-      read_token_block(start, count, 1, labels);  // the next tokens
-      return;
-    }
-    read_label_range(labels_.get(), start, count, labels);
-    check_labels(labels, count, start, nullptr);
-  });
+  read_checked([&] { read_label_rows(start, count, labels); });
+}
+
+void DatasetFile::read_label_rows(int64_t start, int64_t count, int32_t* labels) const {
+  HT_REQUIRE(start >= 0 && count >= 0 && start <= shape_.n && count <= shape_.n - start,
+             path_ + ": label rows [" + std::to_string(start) + ", " +
+                 std::to_string(start + count) + ") outside [0, " + std::to_string(shape_.n) + ")");
+  if (count == 0) return;
+  HT_REQUIRE(labels != nullptr, "read_labels: null output buffer");
+  if (!labels_.valid()) {
+    read_token_block(start, count, 1, labels);  // the next tokens
+    return;
+  }
+  read_label_range(labels_.get(), start, count, labels);
+  check_labels(labels, count, start, nullptr);
 }
 
 }  // namespace hpctrain

@@ -106,6 +106,9 @@ class DatasetFile final : public DataSource {
   // Reads columns [col, col + shape_.w) of rows [row, row + count) of /tokens into `out`
   // and checks that every id is in [0, vocab_size).
   void read_token_block(int64_t row, int64_t count, int64_t col, int32_t* out) const;
+  // read_labels within a read already checked (read_checked): once per batch, not per run
+  // of consecutive rows.
+  void read_label_rows(int64_t start, int64_t count, int32_t* labels) const;
   // Images and labels of rows [row, row + count), unchecked.
   void read_image_run(int64_t row, int64_t count, uint8_t* images, int32_t* labels) const;
   // Throws UsageError naming the row of the first NaN or infinity in float samples;
