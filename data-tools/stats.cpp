@@ -75,40 +75,36 @@ void store_channel_stats(const std::string& path, const ChannelStats& stats) {
   // Into a copy, renamed over the file when complete. Adding attributes grows the file's
   // metadata, and HDF5 writes it back at the flush: a full disk or a kill there, in place,
   // left a file HDF5 could no longer open. Now the file stays as it was (and at worst
-  // PATH.tmp is left, removed by the next run).
+  // PATH.tmp is left, taken over by the next run).
   std::error_code ec;
   const std::string real = std::filesystem::canonical(path, ec).string();  // a link's target
   if (ec) throw UsageError(path + ": " + ec.message());
-  const std::string temp = real + ".tmp";
-  remove_temporary(temp);
-  if (!std::filesystem::copy_file(real, temp, ec) || ec) {
-    ::unlink(temp.c_str());
-    throw Error(path + ": cannot copy to " + temp + " to add the statistics: " + ec.message());
+  ClaimedTemporary temp(real + ".tmp", path);  // removed if anything fails
+  if (!std::filesystem::copy_file(real, temp.path(),
+                                  std::filesystem::copy_options::overwrite_existing, ec) ||
+      ec) {
+    throw Error(path + ": cannot copy to " + temp.path() +
+                " to add the statistics: " + ec.message());
   }
-  try {
-    h5_quiet();
-    const H5Handle fapl = h5_unlocked_access();
-    const hid_t id = H5Fopen(temp.c_str(), H5F_ACC_RDWR, fapl.get());
-    if (id < 0) throw UsageError(path + ": cannot open a copy for writing (an HDF5 data file?)");
-    {
-      H5Handle file(id, H5Fclose);
-      h5_reading(path, [&] {
-        for (const auto& [name, values] :
-             {std::pair<const char*, const std::vector<double>*>{"mean", &stats.mean},
-              std::pair<const char*, const std::vector<double>*>{"std", &stats.std}}) {
-          if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
-            HT_CHECK_H5(H5Adelete(file.get(), name));
-          }
-          h5_write_doubles(file.get(), name, *values);
+  h5_quiet();
+  const H5Handle fapl = h5_unlocked_access();
+  const hid_t id = H5Fopen(temp.path().c_str(), H5F_ACC_RDWR, fapl.get());
+  if (id < 0) throw UsageError(path + ": cannot open a copy for writing (an HDF5 data file?)");
+  {
+    H5Handle file(id, H5Fclose);
+    h5_reading(path, [&] {
+      for (const auto& [name, values] :
+           {std::pair<const char*, const std::vector<double>*>{"mean", &stats.mean},
+            std::pair<const char*, const std::vector<double>*>{"std", &stats.std}}) {
+        if (HT_CHECK_H5(H5Aexists(file.get(), name)) > 0) {
+          HT_CHECK_H5(H5Adelete(file.get(), name));
         }
-        HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
-      });
-    }
-    commit_file(temp, real);
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
+        h5_write_doubles(file.get(), name, *values);
+      }
+      HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+    });
   }
+  temp.commit(real);
 }
 
 }  // namespace hpctrain

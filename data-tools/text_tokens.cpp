@@ -80,18 +80,19 @@ std::string read_file(const std::string& path) {
 }
 
 // Writes the windows `rows` (their first tokens' indices / T) of `ids` for `path` into a
-// temporary file, removed if anything fails; returns its name, for the caller to commit.
-std::string write_windows(const std::string& path, const std::vector<int32_t>& ids,
-                          const std::vector<int64_t>& rows, const TextOptions& o,
-                          const std::vector<std::string>& vocabulary, const std::string& source) {
-  const std::string temp = path + ".tmp";
-  remove_temporary(temp);
+// temporary file, removed if anything fails; returns it, for the caller to commit.
+ClaimedTemporary write_windows(const std::string& path, const std::vector<int32_t>& ids,
+                               const std::vector<int64_t>& rows, const TextOptions& o,
+                               const std::vector<std::string>& vocabulary,
+                               const std::string& source) {
+  ClaimedTemporary temp(path + ".tmp", path);
   try {
     h5_quiet();
     const H5Handle fapl = h5_large_attribute_access();  // the vocabulary may be large
     const H5Handle fcpl = h5_untimed_creation();        // nor in the root group's header
-    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())),
-                  H5Fclose);
+    H5Handle file(
+        HT_CHECK_H5(H5Fcreate(temp.path().c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get())),
+        H5Fclose);
     const int64_t width = o.seq_len + 1;
     const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};
     H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
@@ -123,8 +124,7 @@ std::string write_windows(const std::string& path, const std::vector<int32_t>& i
     h5_write_strings(file.get(), "level", {o.level}, true);
     h5_write_strings(file.get(), "source", {source}, true);
     HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
-  } catch (const Error& e) {
-    ::unlink(temp.c_str());
+  } catch (const Error& e) {  // the temporary file removed as it goes
     throw Error(path + ": cannot write: " + e.what());
   }
   return temp;
@@ -176,16 +176,9 @@ bool written_by_text(const std::string& path) {
 }
 
 // Renames each finished temporary over its output; on a failure the temporaries not yet
-// renamed are removed before the error goes on.
-void commit_or_remove(const std::vector<std::string>& temps,
-                      const std::vector<std::string>& outputs) {
-  size_t i = 0;
-  try {
-    for (; i < temps.size(); ++i) commit_file(temps[i], outputs[i]);
-  } catch (...) {
-    for (; i < temps.size(); ++i) ::unlink(temps[i].c_str());
-    throw;
-  }
+// renamed are removed (by their destructors) as the error goes on.
+void commit_all(std::vector<ClaimedTemporary>& temps, const std::vector<std::string>& outputs) {
+  for (size_t i = 0; i < temps.size(); ++i) temps[i].commit(outputs[i]);
 }
 
 }  // namespace
@@ -292,8 +285,7 @@ TextReport convert_text(const TextOptions& o) {
   report.tokens = static_cast<int64_t>(ids.size());
   report.vocab = static_cast<int64_t>(vocabulary.size());
   if (!split) {
-    const std::string temp = write_windows(o.out, ids, rows[0], o, vocabulary, source);
-    commit_or_remove({temp}, {o.out});
+    write_windows(o.out, ids, rows[0], o, vocabulary, source).commit(o.out);
     report.outputs = {o.out};
     report.windows = {windows};
     return report;
@@ -313,29 +305,25 @@ TextReport convert_text(const TextOptions& o) {
   // All written before any is renamed, the earlier files removed in between (those of an
   // earlier split that this run does not write too): a failure or a kill never leaves new
   // splits beside old ones of other windows or another vocabulary.
-  std::vector<std::string> temps, all;
-  try {
-    for (int k = 0; k < 3; ++k) {
-      const std::string path = (fs::path(o.out) / names[k]).string();
-      if (!wanted[k]) {
-        if (written_by_text(path)) {
-          all.push_back(path);
-        } else if (std::error_code ec; fs::exists(fs::symlink_status(path, ec))) {
-          report.kept.push_back(path);
-        }
-        continue;
+  std::vector<ClaimedTemporary> temps;  // removed if anything fails before their renames
+  std::vector<std::string> all;
+  for (int k = 0; k < 3; ++k) {
+    const std::string path = (fs::path(o.out) / names[k]).string();
+    if (!wanted[k]) {
+      if (written_by_text(path)) {
+        all.push_back(path);
+      } else if (std::error_code ec; fs::exists(fs::symlink_status(path, ec))) {
+        report.kept.push_back(path);
       }
-      all.push_back(path);
-      temps.push_back(write_windows(path, ids, rows[k], o, vocabulary, source));
-      report.outputs.push_back(path);
-      report.windows.push_back(static_cast<int64_t>(rows[k].size()));
+      continue;
     }
-    remove_files(all);
-  } catch (...) {
-    for (const std::string& t : temps) ::unlink(t.c_str());
-    throw;
+    all.push_back(path);
+    temps.push_back(write_windows(path, ids, rows[k], o, vocabulary, source));
+    report.outputs.push_back(path);
+    report.windows.push_back(static_cast<int64_t>(rows[k].size()));
   }
-  commit_or_remove(temps, report.outputs);
+  remove_files(all);
+  commit_all(temps, report.outputs);
   return report;
 }
 

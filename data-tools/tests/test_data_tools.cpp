@@ -73,6 +73,28 @@ TEST(DataToolsCommit, AFileSetIsReplacedWhole) {
   EXPECT_EQ(read_all(dir + "/b.h5").images[0], 3);
 }
 
+// Two conversions to one output (a job array's tasks preparing the same file): the second
+// is refused while the first writes, and the file under the name is the first one's whole.
+TEST(DataToolsCommit, ASecondWriterOfTheSameFileIsRefused) {
+  const std::string dir = fresh_dir("two_writers");
+  DatasetWriterOptions o;
+  o.num_classes = 2;
+  const uint8_t pixels[2] = {5, 5};
+  const int32_t labels[2] = {0, 1};
+  {
+    DatasetWriter first(dir + "/x.h5", o);
+    first.append(2, pixels, labels);
+    expect_usage_error([&] { DatasetWriter second(dir + "/x.h5", o); },
+                       "another process is writing it now");
+    first.append(2, pixels, labels);
+  }
+  EXPECT_EQ(read_all(dir + "/x.h5").shape.n, 4);
+  DatasetWriter later(dir + "/x.h5", o);  // once the first has ended
+  later.append(2, pixels, labels);
+  later.close();
+  EXPECT_EQ(read_all(dir + "/x.h5").shape.n, 2);
+}
+
 // ---------------------------------------------------------------- split
 
 // A float32 file whose single pixel holds the row index, with uneven classes: class k has

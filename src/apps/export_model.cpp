@@ -197,9 +197,9 @@ struct Export {
   std::vector<float> logits;
 };
 
-void write_layers_hdf5(const std::string& path, unsigned create_flags, const Export& e) {
+void write_layers_hdf5(const std::string& path, const Export& e) {
   const H5Handle fapl = h5_large_attribute_access();  // a vocabulary, tensor names
-  H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), create_flags, H5P_DEFAULT, fapl.get())),
+  H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())),
                 H5Fclose);
   const hid_t root = file.get();
   const DatasetShape& s = e.shape;
@@ -257,15 +257,13 @@ void write_layers_hdf5(const std::string& path, unsigned create_flags, const Exp
 // Writes `path` through path.tmp, renamed when complete.
 void write_layers_file(const std::string& path, const Export& e) {
   h5_quiet();
-  const std::string temp = path + ".tmp";
-  remove_temporary(temp);
+  ClaimedTemporary temp(path + ".tmp", path);  // removed if anything fails
   try {
-    write_layers_hdf5(temp, H5F_ACC_EXCL, e);
+    write_layers_hdf5(temp.path(), e);
   } catch (const Error& err) {
-    ::unlink(temp.c_str());
     throw Error(path + ": cannot write: " + err.what());
   }
-  commit_file(temp, path);
+  temp.commit(path);
 }
 
 Export gather(const Options& o) {
@@ -409,19 +407,10 @@ int cmd_export(const std::vector<std::string>& args) {
   }
   h5_quiet();
   // Beside OUT, not in TMPDIR: an export killed by a signal leaves it where it is seen, and
-  // the next export to OUT removes it.
-  const std::string temp = o.out + ".layers.tmp";
-  remove_temporary(temp);
-  int code = kExitFailure;
-  try {
-    write_layers_hdf5(temp, H5F_ACC_EXCL, e);
-    code = run_python_export(temp, o);
-  } catch (...) {
-    ::unlink(temp.c_str());
-    throw;
-  }
-  ::unlink(temp.c_str());
-  return code;
+  // the next export to OUT takes it over (and removes it).
+  const ClaimedTemporary temp(o.out + ".layers.tmp", o.out);  // removed at the end
+  write_layers_hdf5(temp.path(), e);
+  return run_python_export(temp.path(), o);
 }
 
 }  // namespace hpctrain

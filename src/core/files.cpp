@@ -2,6 +2,7 @@
 #include "core/files.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -96,6 +98,79 @@ void remove_temporary(const std::string& path) {
   // A read-only file system answers EROFS for a path that is not there too.
   if (::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return;
   throw Error(path + ": cannot remove a stale temporary file: " + std::strerror(err));
+}
+
+ClaimedTemporary::ClaimedTemporary(std::string temp_path, const std::string& output)
+    : path_(std::move(temp_path)) {
+  for (;;) {
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ELOOP) {  // a symbolic link: removed, then created again
+      remove_temporary(path_);
+      continue;
+    }
+    if (fd < 0 && errno == EISDIR) {
+      throw UsageError(output + ": " + path_ +
+                       " is a directory, where this command writes its temporary file");
+    }
+    if (fd < 0) throw Error(path_ + ": cannot create: " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
+        errno != ENOSYS) {  // those three: a file system without flock
+      const int err = errno;
+      ::close(fd);
+      if (err == EWOULDBLOCK) {
+        throw UsageError(output + ": another process is writing it now (it holds " + path_ +
+                         "); wait for it to end, or write to another name");
+      }
+      throw Error(path_ + ": cannot lock: " + std::strerror(err));
+    }
+    fd_ = fd;
+    // The writer whose claim ended (renamed or removed) before this lock was granted leaves
+    // this descriptor on a file that is no longer the temporary: try again.
+    if (!still_claimed()) {
+      ::close(fd_);
+      fd_ = -1;
+      continue;
+    }
+    if (::ftruncate(fd_, 0) != 0) {  // what a killed writer left
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      throw Error(path_ + ": cannot empty: " + std::strerror(err));
+    }
+    return;
+  }
+}
+
+ClaimedTemporary::ClaimedTemporary(ClaimedTemporary&& other) noexcept
+    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+
+ClaimedTemporary::~ClaimedTemporary() { remove(); }
+
+bool ClaimedTemporary::still_claimed() const {
+  struct stat held {
+  }, named{};
+  return fd_ >= 0 && ::fstat(fd_, &held) == 0 && ::lstat(path_.c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+void ClaimedTemporary::commit(const std::string& output) {
+  if (!still_claimed()) {
+    throw Error(output + ": not written: " + path_ +
+                " was replaced or removed by another process while this one wrote it");
+  }
+  try {
+    commit_file(path_, output);
+  } catch (...) {
+    ::close(std::exchange(fd_, -1));  // commit_file removed the temporary (or renamed it)
+    throw;
+  }
+  ::close(std::exchange(fd_, -1));
+}
+
+void ClaimedTemporary::remove() noexcept {
+  if (fd_ < 0) return;
+  if (still_claimed()) ::unlink(path_.c_str());
+  ::close(std::exchange(fd_, -1));
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

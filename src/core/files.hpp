@@ -38,6 +38,41 @@ class DirectorySyncError : public Error {
 // throws DirectorySyncError.
 void commit_file(const std::string& temp_path, const std::string& path);
 
+// A writer's temporary file (OUT.tmp), held by this process from its creation to its
+// commit through an flock on it: another process that claims the same temporary (a second
+// conversion to OUT, on this node or another one sharing the file system) is refused while
+// this one holds it, instead of removing it from under this writer. One left by a killed
+// writer is taken over, emptied. The commit renames it over OUT only while its path still
+// names the file this process claimed (where the file system has no flock, that check
+// alone stands: a writer whose temporary was replaced fails, never renames another's file).
+class ClaimedTemporary {
+ public:
+  // Claims `temp_path`, created empty (a link there is removed, never written through).
+  // Throws UsageError naming `output` when another process holds it or it is a directory,
+  // Error when it cannot be created.
+  ClaimedTemporary(std::string temp_path, const std::string& output);
+  ~ClaimedTemporary();  // removes the file unless committed (or removed), and lets it go
+  ClaimedTemporary(ClaimedTemporary&& other) noexcept;
+  ClaimedTemporary& operator=(ClaimedTemporary&&) = delete;
+  ClaimedTemporary(const ClaimedTemporary&) = delete;
+  ClaimedTemporary& operator=(const ClaimedTemporary&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // commit_file(path(), output) once the path is checked to still name the claimed file;
+  // throws Error (the output untouched) where another process replaced it.
+  void commit(const std::string& output);
+
+  // Removes the file if its path still names the claimed one, and lets it go. Never throws.
+  void remove() noexcept;
+
+ private:
+  bool still_claimed() const;
+
+  std::string path_;
+  int fd_ = -1;
+};
+
 // Writes `content` to `path` through a temporary file, fsync and rename, so a
 // crash leaves either the old or the new file, never half of one.
 void write_file_atomic(const std::string& path, const std::string& content);

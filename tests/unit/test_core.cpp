@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <thread>
@@ -302,6 +303,58 @@ TEST(Files, FailedCommitLeavesNoTemporaryFile) {
         << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(temp)) << "the temporary file was left";
+}
+
+// Two writers of one output: the second is refused while the first holds OUT.tmp (not
+// allowed to remove it from under the first), and a temporary replaced behind a writer's
+// back is never renamed over OUT. What a killed writer left, or a link there, is taken over.
+TEST(Files, AClaimedTemporaryIsHeldUntilItsCommit) {
+  namespace fs = std::filesystem;
+  const std::string dir = ::testing::TempDir() + "/ht_files_claim";
+  fs::remove_all(dir);
+  make_directories(dir);
+  const std::string out = dir + "/out.h5", temp = out + ".tmp";
+  std::ofstream(temp) << "what a killed writer left";
+  {
+    ClaimedTemporary first(temp, out);
+    EXPECT_EQ(fs::file_size(temp), 0U) << "a stale temporary was not emptied";
+    try {
+      ClaimedTemporary second(temp, out);
+      ADD_FAILURE() << "a second writer claimed a held temporary";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(out + ": another process is writing it now"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(fs::exists(temp)) << "the refused writer removed the first one's temporary";
+    std::ofstream(temp, std::ios::app) << "first";
+    first.commit(out);
+  }
+  EXPECT_FALSE(fs::exists(temp));
+  std::ifstream in(out);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "first");
+
+  {  // replaced behind its back: the commit fails and OUT stays as it was
+    ClaimedTemporary writer(temp, out);
+    fs::remove(temp);
+    std::ofstream(temp) << "another's";
+    EXPECT_THROW(writer.commit(out), Error);
+    writer.remove();
+    EXPECT_TRUE(fs::exists(temp)) << "another process's temporary was removed";
+    std::ifstream again(out);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), "first");
+  }
+  fs::remove(temp);
+  std::ofstream(dir + "/target") << "kept";
+  fs::create_symlink(dir + "/target", temp);
+  {
+    ClaimedTemporary writer(temp, out);  // a link there: removed, never written through
+    EXPECT_FALSE(fs::is_symlink(temp));
+  }  // not committed: removed
+  EXPECT_FALSE(fs::exists(temp));
+  EXPECT_EQ(fs::file_size(dir + "/target"), 4U);
+  fs::create_directory(temp);
+  EXPECT_THROW(ClaimedTemporary(temp, out), UsageError);
 }
 
 }  // namespace
