@@ -45,6 +45,7 @@
 #include "train/catalog.hpp"
 #include "train/memory_check.hpp"
 #include "train/model_data.hpp"
+#include "train/run_plan.hpp"
 #include "train/signals.hpp"
 #include "train/trainer.hpp"
 
@@ -98,7 +99,7 @@ constexpr const char* kTrainUsage =
 constexpr const char* kInspectUsage =
     "usage: hpctrain inspect FILE.h5 [--timeout SECONDS]\n"
     "       hpctrain inspect CONFIG.yaml [--set key.path=value]... [--input CxHxW --classes N]\n"
-    "                                    [--time [--batch N]]\n"
+    "                                    [--time [--batch N]] [--ranks N]\n"
     "\n"
     "Data file: prints the shape, element type, classes and class histogram.\n"
     "Checkpoint: prints the cursor, model and arrays, and verifies every checksum\n"
@@ -111,7 +112,9 @@ constexpr const char* kInspectUsage =
     "--time trains the model on random input on the config's device and precision (10\n"
     "warm-up steps, then medians of 20) and adds each layer's and each ResNet block part's\n"
     "forward and backward time and forward GFLOP/s (the device synchronised around each),\n"
-    "and the whole step's time at full speed; --batch defaults to train.batch_size.\n";
+    "and the whole step's time at full speed; --batch defaults to train.batch_size.\n"
+    "--ranks N also checks what a run on N ranks would refuse for that count (the batch\n"
+    "shared over data.train's samples, strategy async's servers): exit 2 as the run would.\n";
 
 // "1x148x197" -> {1, 148, 197}; throws UsageError naming the option otherwise.
 Dims parse_input_dims(const std::string& text) {
@@ -143,12 +146,25 @@ Dims parse_input_dims(const std::string& text) {
 
 void inspect_config(const std::string& path, const std::vector<std::string>& overrides,
                     const std::string& input, const std::string& classes, bool time,
-                    const std::string& batch_text) {
+                    const std::string& batch_text, const std::string& ranks_text) {
   if (!batch_text.empty() && !time) throw UsageError("inspect: --batch goes with --time");
+  int ranks = 0;
+  if (!ranks_text.empty()) {
+    if (ranks_text.find_first_not_of("0123456789") != std::string::npos || ranks_text.size() > 6 ||
+        std::stoi(ranks_text) < 1) {
+      throw UsageError("inspect: --ranks: expected an integer from 1 to 999999, got '" +
+                       ranks_text + "'");
+    }
+    if (!input.empty()) {
+      throw UsageError("inspect: --ranks reads data.train's samples: give it without --input");
+    }
+    ranks = std::stoi(ranks_text);
+  }
   const Config config = load_config(path, overrides, catalog());
   Dims dims;
   ModelData data;
   std::string source;
+  int64_t rows = 0;
   if (input.empty() != classes.empty()) {
     throw UsageError("inspect: --input and --classes go together");
   }
@@ -176,6 +192,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     dims = {shape.c, shape.h, shape.w};
     data = model_data(shape);
     source = train->path();
+    rows = shape.n;
   }
   int64_t batch = config.train.batch_size;
   if (!batch_text.empty()) {
@@ -209,6 +226,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     throw UsageError(allocation_refusal(path, e));
   }
   Model& model = *built;
+  if (ranks > 0) check_world_size(config, ranks, rows, source, model.param_count());
   std::cout << "model " << config.model.preset << " from " << path << ", " << num_classes
             << " classes (shapes from " << source << ")\n";
   if (!time) {
@@ -376,7 +394,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     if (prints_for_all_ranks()) std::cout << kInspectUsage;
     return kExitOk;
   }
-  std::string file, input, classes, batch, timeout;
+  std::string file, input, classes, batch, timeout, ranks;
   bool time = false;
   std::vector<std::string> overrides;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -393,6 +411,8 @@ int cmd_inspect(const std::vector<std::string>& args) {
       classes = args[++i];
     } else if (args[i] == "--timeout" && has_value) {
       timeout = args[++i];
+    } else if (args[i] == "--ranks" && has_value) {
+      ranks = args[++i];
     } else if (args[i].rfind("--", 0) == 0) {
       throw UsageError("inspect: unknown or incomplete option '" + args[i] + "' (see --help)");
     } else if (file.empty()) {
@@ -407,12 +427,13 @@ int cmd_inspect(const std::vector<std::string>& args) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (extension == ".yaml" || extension == ".yml") {  // CONFIG.YAML too
     if (!timeout.empty()) throw UsageError("inspect: --timeout applies to a FILE.h5 only");
-    inspect_config(file, overrides, input, classes, time, batch);
+    inspect_config(file, overrides, input, classes, time, batch, ranks);
     return kExitOk;
   }
-  if (!overrides.empty() || !input.empty() || !classes.empty() || time || !batch.empty()) {
+  if (!overrides.empty() || !input.empty() || !classes.empty() || time || !batch.empty() ||
+      !ranks.empty()) {
     throw UsageError(
-        "inspect: --set, --input, --classes, --time and --batch apply to a "
+        "inspect: --set, --input, --classes, --time, --batch and --ranks apply to a "
         "CONFIG.yaml only");
   }
   const double seconds = timeout.empty() ? kInspectSeconds : inspect_timeout(timeout);

@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "train/async_sgd.hpp"
+#include "train/exchange.hpp"
 
 namespace hpctrain {
 
@@ -71,6 +73,16 @@ BatchPlan plan_for_async(const Config& config, int world_size, int64_t rows,
                      " is larger than the " + std::to_string(rows) + " samples of " + train_path);
   }
   return plan;
+}
+
+void check_world_size(const Config& config, int world_size, int64_t rows,
+                      const std::string& train_path, size_t param_count) {
+  if (exchange_strategy(config.distributed.strategy).decl.lockstep) {
+    plan_for_run(config, rows, train_path, std::vector<int64_t>(world_size, 1));
+    return;
+  }
+  async_layout(config.source_file, world_size, config.distributed.parameter_servers, param_count);
+  plan_for_async(config, world_size, rows, train_path);
 }
 
 double lr_scale(const OptimizerConfig& optimizer, int batch_size, int64_t global_batch) {

@@ -27,6 +27,14 @@ BatchPlan plan_for_run(const Config& config, int64_t rows, const std::string& tr
 BatchPlan plan_for_async(const Config& config, int world_size, int64_t rows,
                          const std::string& train_path);
 
+// What a run on `world_size` ranks would refuse for that rank count, checked without MPI
+// (hpctrain inspect --ranks; the study driver checks each variant so): the batch plan over
+// the `rows` of `train_path` (equal weights: the devices of distributed.balance weights are
+// known only at run time) and, under strategy async, the parameter servers' layout of
+// `param_count` parameters. Throws UsageError as the run would.
+void check_world_size(const Config& config, int world_size, int64_t rows,
+                      const std::string& train_path, size_t param_count);
+
 // The steps per epoch of every plan of a run under balance auto, from its equal plan's: any
 // plan of the same micro-batch total has at least this many (BatchPlan::steps_per_epoch).
 int64_t auto_steps_per_epoch(int64_t equal_plan_steps);

@@ -447,7 +447,8 @@ def case_model_refusals():
     a conv2d filter past INT_MAX weights (it segfaulted), a buffer the memory check does not
     count that cannot be allocated (std::bad_alloc, exit 1), an init_from that is no
     checkpoint, a batch of 1 at which a batchnorm has one value per channel; and init_from
-    does not load a layer of equal size but other shapes."""
+    does not load a layer of equal size but other shapes. inspect --ranks finds what a run
+    on that many ranks refuses for the count."""
     d = run_dir("refusals")
     os.makedirs(d, exist_ok=True)
     small = [f"data.train={ARGS.data}/test.h5", "data.val=", "data.test=", "train.epochs=1",
@@ -505,3 +506,20 @@ def case_model_refusals():
     check(rc == 2, f"batchnorm on batches of 1: exit {rc}, expected 2")
     one_error_line(err, "bn.yaml: train.batch_size: rank 1 trains on batches of 1 sample, at "
                    "which layer norm (batchnorm) normalises one value per channel")
+    # --ranks: what a run on that many ranks would refuse (a study checks each variant so;
+    # a one-rank async variant failed only when its turn came, after the runs before it).
+    mlp = ["inspect", "configs/fashion_mnist_mlp.yaml", "--set",
+           f"data.train={ARGS.data}/test.h5"]
+    for sets, ranks, words in (
+            (["distributed.strategy=async"], "2", None),
+            (["distributed.strategy=async"], "1", "distributed.parameter_servers: 1 leaves no"),
+            (["train.batch_size=6000"], "2", "train.batch_size: 6000 on 2 ranks is larger than "
+             "the 10000 samples"),
+            ([], "10001", "10000 samples cannot be shared by 10001 ranks")):
+        c = subprocess.run([hpctrain()] + mlp + [x for s in sets for x in ("--set", s)] +
+                           ["--ranks", ranks], capture_output=True, text=True)
+        if words is None:
+            check(c.returncode == 0, f"inspect --ranks {ranks} {sets}: " + c.stderr)
+        else:
+            check(c.returncode == 2, f"inspect --ranks {ranks} {sets}: exit {c.returncode}")
+            one_error_line(c.stderr, words)

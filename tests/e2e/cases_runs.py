@@ -373,7 +373,8 @@ def case_cli():
           "inspect --batch without --time: " + c.stderr)
     # Out of range: one line giving the range.
     for opt, low, before in (("--classes", 2, []),
-                             ("--batch", 1, ["--classes", "10", "--time"])):
+                             ("--batch", 1, ["--classes", "10", "--time"]),
+                             ("--ranks", 1, ["--classes", "10"])):
         for value in (str(low - 1), "99999999999"):
             c = subprocess.run([hpctrain(), "inspect", "configs/fashion_mnist_mlp.yaml",
                                 "--input", "1x28x28"] + before + [opt, value],

@@ -72,6 +72,22 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(v["test_accuracy"]["mean"], 0.8)
         self.assertIsNone(aggregate.stats([float("inf"), float("nan")]))
 
+    def test_a_repeat_resumed_for_its_test_phase_alone_has_its_epochs_speed(self):
+        # Its last process trained nothing (samples_per_second 0): the speed is that of the
+        # epochs in metrics.csv (2 s at 1000/s, 1 s at 4000/s), never 0.
+        d = make_run(self.root, "test_only", [(1, 2.0, 0.1, 0.7), (2, 1.0, 0.1, 0.8)],
+                     sps=0.0, resumed_from=32)
+        path = os.path.join(d, "metrics.csv")
+        with open(path) as f:
+            rows = f.read().splitlines()
+        rows[1] = rows[1].replace(",0.0,0,0", ",1000,0,0")
+        rows[2] = rows[2].replace(",0.0,0,0", ",4000,0,0")
+        with open(path, "w") as f:
+            f.write("\n".join(rows) + "\n")
+        r = aggregate.read_run(d)
+        self.assertAlmostEqual(r["samples_per_second"], 2000.0)
+        self.assertAlmostEqual(r["step_time_s"], 64 / 2000.0)
+
     def test_unreadable_energy_keeps_its_reason(self):
         d = make_run(self.root, "r", [(1, 1.0, 0.1, 0.7)], energy_j=None)
         r = aggregate.read_run(d)
@@ -340,6 +356,9 @@ class StudyFile(unittest.TestCase):
             (head + "baselines: [1]\n", "baselines"),
             (head + "cooldown_seconds: .inf\n", "cooldown_seconds"),
             (head + "cooldown_seconds: .nan\n", "cooldown_seconds"),
+            (head + "cooldown_seconds: 1e300\n", "cooldown_seconds"),
+            (head + "repeats: 100000000000\n", "repeats"),
+            (head + "repeats: 1001\n", "repeats"),
             (net % (".nan", "1"), "model.network.alpha_us"),
             (net % ("1", "1.0e+999"), "model.network.bandwidth_gbs"),
             (net.replace("IB", "[x]") % ("1", "1"), "model.network.name"),
@@ -448,11 +467,11 @@ class StudyFile(unittest.TestCase):
             (head + "variants: [{name: a, device: false}]\n",
              ": variants[0].device: expected one of auto, cpu, cuda, got false"),
             (head + "variants: [{name: a}]\nrepeats: '3'\n",
-             ": repeats: expected an integer >= 1, got \"3\""),
+             ": repeats: expected an integer in [1, 1000], got \"3\""),
             (head + "variants: [{name: a}]\nbaselines: [true]\n",
              ": baselines: expected variant names, got true"),
             (head + "variants: [{name: a}]\ncooldown_seconds: .nan\n",
-             ": cooldown_seconds: expected a finite number >= 0, got .nan"),
+             ": cooldown_seconds: expected a finite number in [0, 86400], got .nan"),
             (net % "bandwidth_gbs: 1", ": model.network.alpha_us: required, "),
             (net % "name: [x], alpha_us: 1, bandwidth_gbs: 1",
              ": model.network.name: expected a string, got [\"x\"]"),

@@ -27,8 +27,9 @@ from hpctrain_tools import study, studyfile  # noqa: E402
 from tools_helpers import make_run, run_main  # noqa: E402
 
 FAKE_HPCTRAIN = """#!{python}
-# hpctrain for the tests: logs its arguments; `inspect` refuses the key train.epoch and a
-# config file holding the word 'bad', as hpctrain does (exit 2, one error line).
+# hpctrain for the tests: logs its arguments; `inspect` refuses the key train.epoch, a
+# config file holding the word 'bad' and strategy async on one rank (--ranks 1), as
+# hpctrain does (exit 2, one error line).
 import sys
 args = sys.argv[1:]
 with open({log!r}, "a") as f:
@@ -37,6 +38,11 @@ if args[:1] == ["inspect"]:
     sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
     if any(s.startswith("train.epoch=") for s in sets):
         print("error: --set train.epoch: unknown key (did you mean 'epochs'?)", file=sys.stderr)
+        sys.exit(2)
+    ranks = args[args.index("--ranks") + 1] if "--ranks" in args else None
+    if "distributed.strategy=async" in sets and ranks == "1":
+        print("error: train.yaml: distributed.parameter_servers: 1 leaves no worker: this job "
+              "has 1 rank(s)", file=sys.stderr)
         sys.exit(2)
     with open(args[1]) as f:
         if "bad" in f.read():
@@ -102,6 +108,10 @@ class StudyChecks(unittest.TestCase):
             self.refused(two % ("", ""), argv, f"{self.path}: config: {self.config}:1: bad")
             with open(self.config, "w") as f:
                 f.write("run: {name: x}\n")
+            # A variant refused for its rank count alone: found before the first run too.
+            self.refused("config: train.yaml\nvariants: [{name: a}, {name: b, strategy: "
+                         "async}]\n", argv, f"{self.path}: variants[1] (b): train.yaml: "
+                         "distributed.parameter_servers: 1 leaves no worker")
 
     def test_dry_run_prints_the_commands_that_run(self):
         text = "config: train.yaml\nrepeats: 1\nlauncher: mpiexec\nvariants: [{name: a}]\n"
@@ -198,6 +208,28 @@ class StudyChecks(unittest.TestCase):
                                   f"{self.config} held other contents; use another --out, or "
                                   "remove that run directory to run it again with this one\n")
 
+    def test_a_config_edited_while_the_study_runs_stops_it(self):
+        # Edited during the first run, it was the second's: the report mixed both contents.
+        text = "config: train.yaml\nrepeats: 2\nvariants: [{name: a}]\n"
+        started = []
+
+        def spawn(_driver, cmd, _log):
+            started.append(cmd)
+            word = next(w for w in cmd if w.startswith("run.dir="))
+            run_dir = json.loads(word.split("=", 1)[1])
+            made = make_run(self.dir, f"made{len(started)}", [(1, 1.0, 0.1, 0.7)])
+            for name in ("summary.json", "metrics.csv"):
+                os.replace(os.path.join(made, name), os.path.join(run_dir, name))
+            with open(self.config, "a") as f:
+                f.write("train: {epochs: 7}\n")
+            return 0
+        with mock.patch.object(study.Driver, "spawn", spawn):
+            rc, _, err = self.study(text, "--no-plots")
+        self.assertEqual((rc, len(started)), (2, 1), err)
+        self.assertTrue(err.startswith(f"error: {study.shown_path(self.config)}: changed since "
+                                       "this study started"), err)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "study.json")))
+
     def finished_run(self, study_text, sets, repeat=0, world_size=1, command=True):
         """A finished repeat of the study's first variant, as `hpctrain study --set
         SETS...` made it (command: its marker keeps the command and the config's digest)."""
@@ -264,6 +296,28 @@ class StudyChecks(unittest.TestCase):
                           "directory"])
         with open(os.path.join(self.out, "study.json")) as f:
             self.assertEqual(json.load(f)["variants"][0]["repeats_done"], 1)
+
+    def test_a_kept_all_reduce_measurement_covers_the_gradients_of_now(self):
+        # Kept once written, a measurement up to 2 MiB stood for a model of 6.5 MB: the
+        # model then used no measured time at that size.
+        with open(self.path, "w") as f:
+            f.write("config: train.yaml\nvariants: [{name: a}]\n")
+        driver = study.Driver(studyfile.load(self.path), self.out, self.hpctrain, [])
+        measured = []
+
+        def spawn(_driver, cmd, _log):
+            top = int(cmd[cmd.index("--max-bytes") + 1])
+            measured.append(top)
+            with open(cmd[cmd.index("--out") + 1], "w") as f:
+                json.dump({"points": [{"bytes": b, "time_s": 1e-6}
+                                      for b in study.sweep_sizes(top)]}, f)
+            return 0
+        with mock.patch.object(study.Driver, "spawn", spawn), \
+                contextlib.redirect_stdout(io.StringIO()):
+            for top in (1 << 21, 1 << 21, 13025360, 13025360 + 1, 1 << 21):
+                self.assertTrue(driver.bench_run("cpu", "ring", 2, top, 0))
+        self.assertEqual(measured, [1 << 21, 13025360, 1 << 21])
+        self.assertEqual(study.bench_sweep(driver.bench_file("cpu", "ring", 2, 0))[-1], 1 << 21)
 
     def test_no_all_reduce_measurement_without_a_one_rank_variant(self):
         # Without a one-rank variant there is no model to use it: it only took time.

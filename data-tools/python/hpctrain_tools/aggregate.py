@@ -70,6 +70,10 @@ def read_run(run_dir):
     resumed = s.get("resumed_from") is not None
     test_s = finite(s.get("time_test_s")) or 0.0  # null: no test set
     sps = finite(s.get("samples_per_second"))
+    if resumed and not sps:
+        # Resumed after its last epoch for the test phase alone, this process trained
+        # nothing (0): the speed is that of the epochs, whichever process trained them.
+        sps = epochs_speed(epochs)
     # A resumed repeat's energy is that of the whole run (what its checkpoints carried and
     # the last process's); its summary.json's "energy" is the last process's alone.
     energy = s.get("energy_whole_run" if resumed else "energy") or None
@@ -123,6 +127,16 @@ def read_run(run_dir):
         "cpu_load_per_rank": s.get("cpu_load_per_rank"),
         "epochs": epochs,
     }
+
+
+def epochs_speed(epochs):
+    """The samples trained in metrics.csv's epochs over their training seconds; None when
+    a row lacks either."""
+    seconds = [r.get("time_train_s") for r in epochs.values()]
+    speeds = [r.get("samples_per_second") for r in epochs.values()]
+    if any(finite(x) is None for x in seconds + speeds) or sum(seconds) <= 0:
+        return None
+    return sum(t * v for t, v in zip(seconds, speeds)) / sum(seconds) or None
 
 
 ENERGY_SOURCES = ("cpu", "dram", "gpu")  # summary.json energy's <source>_j, <source>_reason

@@ -68,11 +68,11 @@ def train_command(study, hpctrain, variant, repeat, run_dir, cli_sets):
     return cmd
 
 
-def inspect_error(hpctrain, config, sets):
-    """None when `hpctrain inspect CONFIG --set ...` accepts the training config (its keys,
-    values and model, with the input shape read from data.train), else (exit code, its
-    error line)."""
-    cmd = [hpctrain, "inspect", config]
+def inspect_error(hpctrain, config, sets, ranks=None):
+    """None when `hpctrain inspect CONFIG --set ... [--ranks R]` accepts the training config
+    (its keys, values and model, with the input shape read from data.train; and what a run
+    on R ranks would refuse for that count), else (exit code, its error line)."""
+    cmd = [hpctrain, "inspect", config] + ([] if ranks is None else ["--ranks", str(ranks)])
     for s in sets:
         cmd += ["--set", s]
     try:
@@ -110,7 +110,7 @@ def check_configs(driver):
     for i, v in enumerate(study["variants"]):
         d = driver.run_dir(v, 0)
         failed = inspect_error(driver.hpctrain, study["config"],
-                               run_sets(study, v, 0, d, driver.cli_sets))
+                               run_sets(study, v, 0, d, driver.cli_sets), v["ranks"])
         if driver.stop_signal:  # a terminal's Ctrl-C also ended the inspect (exit -2):
             return  # the driver stops before the first run (exit 75)
         if failed is None:
@@ -119,7 +119,7 @@ def check_configs(driver):
         if rc != EXIT_USAGE:  # not a refusal: no use asking again which part is at fault
             raise RuntimeError(f"{study['file']}: variants[{i}] ({v['name']}): {line}")
         if driver.cli_sets and inspect_error(driver.hpctrain, study["config"],
-                                             run_sets(study, v, 0, d, [])) is None:
+                                             run_sets(study, v, 0, d, []), v["ranks"]) is None:
             where = "" if line.startswith("--set ") else "--set: "
         elif inspect_error(driver.hpctrain, study["config"], []) == failed:
             where = f"{study['file']}: config: "
@@ -162,7 +162,7 @@ def check_commands(driver, jobs, shown_out):
     directory changed) or from other contents of the training config is neither kept nor
     resumed: StudyError naming it, before anything runs."""
     config = driver.study["config"]
-    digest = config_sha256(config)
+    digest = driver.config_digest = config_sha256(config)
     for v, r in jobs:
         d = driver.run_dir(v, r)
         m = driver.marker(d)
@@ -192,6 +192,7 @@ class Driver:
         self.child = None
         self.stop_signal = None
         self.run_nothing = False  # --report-only
+        self.config_digest = None  # the training config's at the start (check_commands)
 
     def on_signal(self, signum, _frame):
         """SIGTERM, SIGINT, SIGUSR1: the running training checkpoints and stops (SIGUSR1
@@ -263,8 +264,15 @@ class Driver:
         if self.stop_signal:
             raise Stopped()
         cmd = train_command(self.study, self.hpctrain, variant, repeat, run_dir, self.cli_sets)
+        digest = config_sha256(self.study["config"])
+        self.config_digest = self.config_digest or digest
+        if digest != self.config_digest:  # a study never mixes runs of two configs
+            raise studyfile.StudyError(
+                f"{shown_path(self.study['config'])}: changed since this study started (its "
+                "runs so far trained on the earlier contents); restore it and run the same "
+                "command again, or use another --out")
         m = m or {"variant": variant["name"], "repeat": repeat, "attempts": 0}
-        m.update({"command": shlex.join(cmd), "config_sha256": config_sha256(self.study["config"]),
+        m.update({"command": shlex.join(cmd), "config_sha256": digest,
                   "attempts": m["attempts"] + 1,
                   "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                   "exit_code": None})
@@ -293,10 +301,11 @@ class Driver:
         return os.path.join(self.out, "allreduce", name + ".json")
 
     def bench_run(self, device, algorithm, ranks, max_bytes, part):
-        """One `hpctrain bench allreduce` of one algorithm on `ranks` ranks; kept once
-        written. False when it failed."""
+        """One `hpctrain bench allreduce` of one algorithm on `ranks` ranks, 4 KiB to
+        `max_bytes`; kept once written, while the gradients' size stays (a model changed
+        since is measured again). False when it failed."""
         path = self.bench_file(device, algorithm, ranks, part)
-        if os.path.exists(path):
+        if bench_sweep(path) == sweep_sizes(max_bytes):
             return True
         if self.run_nothing:
             log(f"no all-reduce measurement of {ranks} {device} ranks (--report-only runs "
@@ -305,8 +314,8 @@ class Driver:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         log(f"measuring the all-reduce on {ranks} {device} ranks ({part + 1} of 2)")
         cmd = launcher_prefix(self.study, ranks) + [
-            self.hpctrain, "bench", "allreduce", "--min-bytes", "4096", "--max-bytes",
-            str(max_bytes), "--iters", "20", "--reps", "5", "--device", device,
+            self.hpctrain, "bench", "allreduce", "--min-bytes", str(BENCH_MIN_BYTES),
+            "--max-bytes", str(max_bytes), "--iters", "20", "--reps", "5", "--device", device,
             "--algorithms", algorithm, "--out", path + ".tmp"]
         rc = self.spawn(cmd, os.path.join(self.out, "allreduce", "bench.log"))
         if self.stop_signal:
@@ -354,6 +363,27 @@ class Driver:
             return  # the report leaves it out and says so; bench() at the end measures
         self.bench_run(r["backend"], bench_algorithm(r["algorithm"]), variant["ranks"],
                        bench_bytes(r["param_count"]), 0)
+
+
+BENCH_MIN_BYTES = 4096
+
+
+def sweep_sizes(max_bytes):
+    """The message sizes `hpctrain bench allreduce --min-bytes 4096 --max-bytes M` times."""
+    sizes, b = [], BENCH_MIN_BYTES
+    while b <= max_bytes:
+        sizes.append(b)
+        b *= 2
+    return sizes
+
+
+def bench_sweep(path):
+    """The sizes a kept benchmark file holds, in order; None where it cannot be read."""
+    try:
+        with open(path) as f:
+            return [p["bytes"] for p in json.load(f)["points"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def read_runs(driver):
@@ -544,6 +574,9 @@ def main(argv):
     except Stopped:
         log("stopped on a signal; run the same command again to resume")
         return EXIT_STOPPED
+    except studyfile.StudyError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except (RuntimeError, aggregate.RunError) as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILURE

@@ -11,6 +11,8 @@ import yaml
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 TOP_KEYS = {"config", "repeats", "cooldown_seconds", "seed", "baselines", "set", "launcher",
             "variants", "model"}
+MAX_REPEATS = 1000  # a study's runs are listed up front
+MAX_COOLDOWN_S = 86400.0  # a day between runs
 VARIANT_KEYS = {"name", "ranks", "devices", "device", "strategy", "precision", "set"}
 MODEL_KEYS = {"ranks_per_node", "slots_per_node", "max_ranks", "network", "average_every",
               "servers"}
@@ -46,18 +48,21 @@ def shown(value):
     return str(value)
 
 
-def _int(path, key, value, lo):
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo:
-        raise StudyError(f"{path}: {key}: expected an integer >= {lo}, got {shown(value)}")
+def _int(path, key, value, lo, hi=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < lo or \
+            (hi is not None and value > hi):
+        within = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+        raise StudyError(f"{path}: {key}: expected an integer {within}, got {shown(value)}")
     return value
 
 
-def _num(path, key, value, lo):
+def _num(path, key, value, lo, hi=None):
+    within = f">= {lo:g}" if hi is None else f"in [{lo:g}, {hi:g}]"
     if value is MISSING:
-        raise StudyError(f"{path}: {key}: required, a finite number >= {lo:g}")
+        raise StudyError(f"{path}: {key}: required, a finite number {within}")
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < lo:
-        raise StudyError(f"{path}: {key}: expected a finite number >= {lo:g}, "
+            or not math.isfinite(value) or value < lo or (hi is not None and value > hi):
+        raise StudyError(f"{path}: {key}: expected a finite number {within}, "
                          f"got {shown(value)}")
     return float(value)
 
@@ -166,8 +171,9 @@ def load(path):
         "path": os.path.abspath(path),
         "name": os.path.splitext(os.path.basename(path))[0],
         "config": config,
-        "repeats": _int(path, "repeats", doc.get("repeats", 3), 1),
-        "cooldown_seconds": _num(path, "cooldown_seconds", doc.get("cooldown_seconds", 0), 0),
+        "repeats": _int(path, "repeats", doc.get("repeats", 3), 1, MAX_REPEATS),
+        "cooldown_seconds": _num(path, "cooldown_seconds", doc.get("cooldown_seconds", 0), 0,
+                                 MAX_COOLDOWN_S),
         "seed": _int(path, "seed", doc.get("seed", 1), 0),
         "set": _sets(path, "set", doc.get("set")),
         "launcher": _choice(path, "launcher", doc.get("launcher", "auto"),
