@@ -7,10 +7,14 @@ set -euo pipefail
 out=$1
 shift
 [[ "${1:-}" == "--" ]] && shift
+# Taken before the command: its own load and time are not the machine's state it ran in.
+started=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)
+read -r load1 load5 load15 _ < /proc/loadavg
 "$@"
-python3 - "$out" "$*" <<'PY'
-import json, os, subprocess, sys, datetime
-path, command = sys.argv[1], sys.argv[2]
+read -r end1 end5 end15 _ < /proc/loadavg
+python3 - "$out" "$*" "$started" "$load1 $load5 $load15" "$end1 $end5 $end15" <<'PY'
+import json, os, subprocess, sys
+path, command, started, before, after = sys.argv[1:6]
 with open(path) as f:
     result = json.load(f)
 def sh(*cmd):
@@ -21,11 +25,12 @@ def sh(*cmd):
 model = [l.split(":", 1)[1].strip() for l in sh("lscpu").splitlines() if l.startswith("Model name")]
 result["recorded"] = {
     "command": command,
-    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    "date": started,
     "commit": sh("git", "rev-parse", "--short", "HEAD"),
     "cpu": model[0] if model else "",
     "cores": os.cpu_count(),
-    "loadavg_before": open("/proc/loadavg").read().split()[:3],
+    "loadavg_before": before.split(),
+    "loadavg_after": after.split(),
 }
 with open(path, "w") as f:
     json.dump(result, f, indent=2)

@@ -37,7 +37,9 @@ Args parse_args(const std::string& command, const std::vector<std::string>& argv
       if (i + 1 >= argv.size()) throw UsageError(command + ": --" + name + " needs a value" + hint);
       value = argv[++i];
     }
-    args.options[name] = value;
+    if (!args.options.emplace(name, value).second) {
+      throw UsageError(command + ": --" + name + " is given twice" + hint);
+    }
   }
   return args;
 }
@@ -61,7 +63,7 @@ int64_t int_option(const Args& args, const std::string& name, int64_t fallback, 
   if (!parsed || value < lo || value > hi) {
     const std::string expected =
         hi == INT64_MAX && lo == 0
-            ? "a non-negative integer"
+            ? "a non-negative integer (at most 9223372036854775807)"
             : "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
     throw UsageError("--" + name + ": expected " + expected + ", got '" + text + "'");
   }

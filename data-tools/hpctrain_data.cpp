@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/crash_note.hpp"
@@ -245,6 +246,13 @@ int cmd_fashion_mnist(const std::vector<std::string>& argv) {
                      ")");
   }
   make_output_dir(out);
+  // Each output checked before any is written (a directory named test.h5 was found after
+  // train.h5 and val.h5 had replaced the earlier ones).
+  for (const char* name : {"train.h5", "val.h5", "test.h5"}) {
+    if (val > 0 || std::string(name) != "val.h5") {
+      hpctrain::check_output_file((std::filesystem::path(out) / name).string());
+    }
+  }
   // The source attribute says what the rows are and how to reproduce the split.
   const std::string origin =
       "Fashion-MNIST (Zalando Research), converted by hpctrain-data from " + src + ": ";
@@ -335,17 +343,23 @@ int64_t default_threads() {
 
 int cmd_images(std::vector<std::string> argv) {
   const std::string cmd = "images";
-  // --gray/--rgb are flags: turn them into options parse_args knows.
-  if (std::count(argv.begin(), argv.end(), "--gray") +
-          std::count(argv.begin(), argv.end(), "--rgb") >
-      1) {
-    throw UsageError(cmd + ": give one of --gray and --rgb (see hpctrain-data images --help)");
-  }
+  // --gray/--rgb are flags: turn them into options parse_args knows (not a word that is an
+  // option's value: --out --rgb names the output "--rgb").
+  int flags = 0;
+  bool value_next = false;
   for (std::string& a : argv) {
+    if (std::exchange(value_next, false)) continue;
     if (a == "--color" || a.rfind("--color=", 0) == 0) {  // the flags' inner spelling only
       throw UsageError(cmd + ": unknown option '--color' (give --gray or --rgb)");
     }
-    if (a == "--gray" || a == "--rgb") a = "--color=" + a.substr(2);
+    if (a == "--gray" || a == "--rgb") {
+      if (++flags > 1) {
+        throw UsageError(cmd + ": give one of --gray and --rgb (see hpctrain-data images --help)");
+      }
+      a = "--color=" + a.substr(2);
+      continue;
+    }
+    value_next = a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--help";
   }
   const Args args = parse_args(
       cmd, argv, {"out", "size", "color", "resize", "dtype", "seed", "threads", "deflate"});

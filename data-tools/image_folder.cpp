@@ -5,6 +5,7 @@
 
 #include <stb_image.h>
 #include <stb_image_resize.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -16,13 +17,16 @@
 #include <iterator>
 #include <memory>
 #include <new>
+#include <set>
 #include <string>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/random.hpp"
+#include "core/utf8.hpp"
 #include "data-tools/dataset_writer.hpp"
 #include "data-tools/progress_note.hpp"
 #include "data-tools/row_copy.hpp"
@@ -35,19 +39,29 @@ namespace fs = std::filesystem;
 
 bool is_hidden(const fs::path& p) { return p.filename().string().starts_with('.'); }
 
-// Regular files below `class_dir` (recursively, skipping hidden entries), sorted by their
-// path relative to it.
+// The files below `class_dir` (recursively, through links to folders too, each folder
+// once; skipping hidden entries), sorted by their path relative to it. Anything there but a
+// folder is listed, for the decoder to read or report: a link that leads nowhere too.
 std::vector<std::string> class_files(const fs::path& class_dir) {
   std::vector<std::pair<std::string, std::string>> found;  // (relative path, path)
+  std::set<std::pair<dev_t, ino_t>> folders;               // entered, against link loops
+  const auto first_visit = [&](const fs::path& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 && folders.emplace(st.st_dev, st.st_ino).second;
+  };
+  first_visit(class_dir);
   std::error_code ec;
-  fs::recursive_directory_iterator it(class_dir, ec), end;
+  fs::recursive_directory_iterator it(class_dir, fs::directory_options::follow_directory_symlink,
+                                      ec);
+  const fs::recursive_directory_iterator end;
   for (; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
-    if (is_hidden(p)) {
-      if (it->is_directory(ec)) it.disable_recursion_pending();
+    std::error_code type_ec;  // a link that leads nowhere: no type, listed
+    if (it->is_directory(type_ec)) {
+      if (is_hidden(p) || !first_visit(p)) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file(ec)) {
+    if (!is_hidden(p)) {
       found.emplace_back(p.lexically_relative(class_dir).generic_string(), p.string());
     }
   }
@@ -237,6 +251,11 @@ bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize,
                     int64_t height, uint8_t* chw, int* iw, int* ih, std::string* why) {
   // 1. Decode to 8-bit RGB (stb expands grey and palettes, drops alpha, narrows 16-bit), once
   // a PNM's raster is known to be all there and 8-bit.
+  std::error_code type_ec;  // (a FIFO would block the open; a link that leads nowhere fails it)
+  if (fs::exists(path, type_ec) && !fs::is_regular_file(path, type_ec)) {
+    *why = "not a readable image (not a regular file)";
+    return false;
+  }
   std::unique_ptr<std::FILE, FileClose> file(std::fopen(path.c_str(), "rb"));
   if (!file) {
     *why = "not a readable image (cannot open: " +
@@ -263,7 +282,7 @@ bool decode_and_fit(const std::string& path, ColorMode color, ResizeMode resize,
   if (!rgb) {
     const char* reason = stbi_failure_reason();  // thread-local in this stb_image
     *why = std::string("not a readable image (stb_image: ") +
-           (reason != nullptr ? reason : "no reason given") + ")";
+           (reason != nullptr && *reason != '\0' ? reason : "no reason given") + ")";
     return false;
   }
   if (reader.past_end || skipped_past) {
@@ -428,7 +447,8 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
   wo.h = options.height;
   wo.w = options.width;
   wo.num_classes = static_cast<int>(listing.class_names.size());
-  wo.class_names = listing.class_names;
+  // The file's strings are UTF-8: a folder name in another encoding keeps what it can.
+  for (const std::string& name : listing.class_names) wo.class_names.push_back(valid_utf8(name));
   wo.deflate_level = options.deflate_level;
   wo.source = "image folder " + fs::absolute(dir).lexically_normal().string() +
               " (one sub-folder per class), converted by hpctrain-data: " +
@@ -488,7 +508,7 @@ ImageFolderReport convert_image_folder(const std::string& dir, const std::string
       const auto slot = static_cast<size_t>(i);
       const size_t file = static_cast<size_t>(order[start + i]);
       if (!ok[slot]) {
-        log << listing.files[file] << ": skipped: " << why[slot] << "\n";
+        log << one_line(listing.files[file] + ": skipped: " + why[slot]) << "\n";
         ++report.skipped;
         continue;
       }

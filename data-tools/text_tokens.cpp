@@ -38,7 +38,8 @@ void for_each_token(const std::string& text, const std::string& level, const std
                     const std::function<void(std::string_view)>& token) {
   const bool words = level == "word";
   size_t word = std::string::npos;  // where the current word starts
-  for (size_t i = 0; i < text.size();) {
+  // A UTF-8 byte-order mark (an editor's on Windows) is no token, nor part of the first word.
+  for (size_t i = std::string_view(text).starts_with("\xEF\xBB\xBF") ? 3 : 0; i < text.size();) {
     const size_t n = utf8_sequence(text, i);
     if (n == 0) {
       throw UsageError(what +
@@ -234,9 +235,10 @@ TextReport convert_text(const TextOptions& o) {
   }
   const int64_t windows = (static_cast<int64_t>(ids.size()) - 1) / o.seq_len;
   if (windows < 1) {
-    throw UsageError("text: " + std::to_string(ids.size()) + " tokens make no window of " +
-                     std::to_string(o.seq_len + 1) + " (--seq-len " + std::to_string(o.seq_len) +
-                     " + 1)");
+    throw UsageError(
+        "text: " + (o.files.size() == 1 ? o.files[0] : std::to_string(o.files.size()) + " files") +
+        ": " + std::to_string(ids.size()) + " tokens make no window of " +
+        std::to_string(o.seq_len + 1) + " (--seq-len " + std::to_string(o.seq_len) + " + 1)");
   }
 
   // 2. The vocabulary: every token sorted (characters by code point, which UTF-8 byte order

@@ -81,6 +81,11 @@ done
 [[ $# -ge 1 ]] || { echo "launch.sh: expected -- CONFIG.yaml [hpctrain train options]" >&2; exit 2; }
 [[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "launch.sh: --max-restarts: expected a count, got '$max_restarts'" >&2; exit 2; }
 max_restarts=$((10#$max_restarts))  # 08 is eight, not an octal error that never gives up
+# A binary that is not there is bad usage, not a crash to restart from.
+command -v "$hpctrain" >/dev/null || {
+  echo "launch.sh: $hpctrain: no such program (give --hpctrain PATH, set HPCTRAIN, or put hpctrain on PATH)" >&2
+  exit 2
+}
 config=$1
 shift
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stb_image_resize.h>
 #include <stb_image_write.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <bit>
@@ -96,6 +97,34 @@ TEST(DataToolsImages, ConvertsSkippingUnreadableFiles) {
   // The patterned images are not flat: resizing kept their content.
   const auto [lo, hi] = std::minmax_element(rows.images.begin(), rows.images.begin() + 35);
   EXPECT_GT(*hi - *lo, 50);
+}
+
+// Links: a folder linked inside a class folder is searched (its images were left out
+// silently), each folder once (a link back up is no loop); a link that leads nowhere and a
+// FIFO are reported and skipped (a FIFO would block the decoder's open).
+TEST(DataToolsImages, LinkedFoldersAreSearchedOnceAndWhatCannotBeReadIsReported) {
+  const fs::path root = fresh_dir("links");
+  const fs::path elsewhere = fs::path(fresh_dir("links_elsewhere"));
+  write_png(root / "a" / "1.png", 4, 4, 1, pattern(4, 4, 1, 1));
+  write_png(elsewhere / "2.png", 4, 4, 1, pattern(4, 4, 1, 2));
+  write_png(elsewhere / "3.png", 4, 4, 1, pattern(4, 4, 1, 3));
+  fs::create_directory_symlink(elsewhere, root / "a" / "more");
+  fs::create_directory_symlink(root / "a", root / "a" / "up");  // a loop
+  fs::create_symlink(root / "a" / "missing.png", root / "a" / "dangling.png");
+  ASSERT_EQ(::mkfifo((root / "a" / "pipe.png").c_str(), 0600), 0);
+  std::ostringstream log;
+  ImageFolderOptions o;
+  o.width = o.height = 4;
+  const ImageFolderReport r =
+      convert_image_folder(root.string(), (root / "out.h5").string(), o, log);
+  EXPECT_EQ(r.files, 5) << log.str();
+  EXPECT_EQ(r.rows(), 3) << log.str();
+  EXPECT_NE(log.str().find("dangling.png: skipped: not a readable image (cannot open"),
+            std::string::npos)
+      << log.str();
+  EXPECT_NE(log.str().find("pipe.png: skipped: not a readable image (not a regular file)"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST(DataToolsImages, RgbKeepsPixelsInChannelPlanes) {

@@ -53,6 +53,15 @@ TEST(TextTool, SplitsCharactersAndWords) {
             (std::vector<std::string>{"a", "é", "€", "😀", "\n"}));
   EXPECT_EQ(split_tokens("Don't stop,\n  now! élan", "word", "x"),
             (std::vector<std::string>{"Don't", "stop", ",", "\n", "now", "!", "élan"}));
+  // A byte-order mark at the start is no token (it was the start of the first word).
+  EXPECT_EQ(split_tokens("\xEF\xBB\xBF"
+                         "BOM it",
+                         "word", "x"),
+            (std::vector<std::string>{"BOM", "it"}));
+  EXPECT_EQ(split_tokens("\xEF\xBB\xBF"
+                         "ab",
+                         "char", "x"),
+            (std::vector<std::string>{"a", "b"}));
   expect_usage_error([] { split_tokens(std::string("ab\xff") + "c", "char", "f.txt"); },
                      "f.txt: invalid UTF-8 at byte 2");
   expect_usage_error([] { split_tokens("a\xc3", "char", "g.txt"); },
@@ -249,7 +258,7 @@ TEST(TextTool, BadInputIsNamed) {
   o.files = {dir + "/bad.txt"};
   expect_usage_error([&] { convert_text(o); }, dir + "/bad.txt: invalid UTF-8 at byte 2");
   o.files = {dir + "/short.txt"};
-  expect_usage_error([&] { convert_text(o); }, "3 tokens make no window of 5");
+  expect_usage_error([&] { convert_text(o); }, dir + "/short.txt: 3 tokens make no window of 5");
   o.seq_len = 1;
   o.level = "byte";
   expect_usage_error([&] { convert_text(o); }, "--level: expected char or word");

@@ -65,7 +65,7 @@ std::vector<std::string> split_algorithms(const std::string& list) {
   std::vector<std::string> out;
   std::stringstream in(list);
   for (std::string name; std::getline(in, name, ',');) {
-    if (name != "ring" && name != "mpi" && name != "nccl") {
+    if ((name != "ring" && name != "mpi" && name != "nccl") || list.back() == ',') {
       throw UsageError(
           "bench allreduce: --algorithms: expected a comma list of ring, mpi, "
           "nccl, got '" +

@@ -336,6 +336,9 @@ int run_python_export(const std::string& layers, const Options& o) {
   std::string path = dir.string();
   if (old != nullptr && *old != '\0') path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);
+  // h5py reads `layers` without HDF5's file lock, which this process's hold on it (a
+  // ClaimedTemporary's flock) would refuse.
+  setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
   // Each value joined to its option: argparse takes a word that starts with '-' for one.
   std::vector<std::string> words = {"python3",
                                     "-m",

@@ -112,7 +112,9 @@ ClaimedTemporary::ClaimedTemporary(std::string temp_path, const std::string& out
       throw UsageError(output + ": " + path_ +
                        " is a directory, where this command writes its temporary file");
     }
-    if (fd < 0) throw Error(path_ + ": cannot create: " + std::strerror(errno));
+    if (fd < 0) {
+      throw Error(output + ": cannot write: cannot create " + path_ + ": " + std::strerror(errno));
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
         errno != ENOSYS) {  // those three: a file system without flock
       const int err = errno;

@@ -49,7 +49,7 @@ class ClaimedTemporary {
  public:
   // Claims `temp_path`, created empty (a link there is removed, never written through).
   // Throws UsageError naming `output` when another process holds it or it is a directory,
-  // Error when it cannot be created.
+  // Error (OUTPUT: cannot write: cannot create TEMP: why) when it cannot be created.
   ClaimedTemporary(std::string temp_path, const std::string& output);
   ~ClaimedTemporary();  // removes the file unless committed (or removed), and lets it go
   ClaimedTemporary(ClaimedTemporary&& other) noexcept;

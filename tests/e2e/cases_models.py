@@ -361,6 +361,17 @@ def case_image_folder_trains():
     check(p.returncode == 0, f"images: exit {p.returncode}")
     check("skipped 2 of 122 files" in p.stdout + p.stderr, "skip count not reported")
     check("broken.png" in p.stderr and "notes.txt" in p.stderr, "skipped files not named")
+    # A word that is an option's value is kept whole (--out --rgb wrote "--color=rgb"); an
+    # option given twice is exit 2 (the last one was taken).
+    tool = os.path.join(ARGS.build, "hpctrain-data")
+    p = subprocess.run([tool, "images", root, "--out", "--rgb", "--size", "4x4"],
+                       capture_output=True, text=True, cwd=os.path.dirname(out))
+    check(p.returncode == 0 and os.path.exists(os.path.join(os.path.dirname(out), "--rgb")),
+          f"images --out --rgb: exit {p.returncode}, {p.stderr}")
+    p = subprocess.run([tool, "images", root, "--out", out, "--size", "4x4", "--size", "8x8"],
+                       capture_output=True, text=True)
+    check(p.returncode == 2 and p.stderr.startswith("images: --size is given twice") and
+          len(p.stderr.splitlines()) == 1, f"images --size twice: exit {p.returncode}, {p.stderr}")
     s = expect_ok("images_train", 1, [f"data.train={out}", "data.val=", "data.test=",
                                       "train.batch_size=8", "train.epochs=10",
                                       "optimizer.lr=0.02", "model.hidden=[32]"])

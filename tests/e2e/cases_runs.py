@@ -440,6 +440,13 @@ def case_cli():
                        timeout=120)
     check(c.returncode == 0 and os.listdir(scratch) == ["keep.txt"],
           f"bench checkpoint --dir: exit {c.returncode}, left {os.listdir(scratch)}, {c.stderr}")
+    # ... and after a stop signal too (its folder was left, hundreds of MB), ending by it.
+    p = subprocess.Popen([hpctrain(), "bench", "checkpoint", "--bytes", "4096", "--reps",
+                          "100000", "--step-ms", "20", "--dir", scratch])
+    time.sleep(1)
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=60) == -signal.SIGTERM and os.listdir(scratch) == ["keep.txt"],
+          f"bench checkpoint stopped: exit {p.returncode}, left {os.listdir(scratch)}")
     # A write that ends within the step (--step-ms 50) is timed, not 0 s; the file is JSON.
     out = os.path.join(run_dir("cli"), "bench-checkpoint.json")
     c = subprocess.run([hpctrain(), "bench", "checkpoint", "--bytes", "4096", "--reps", "2",

@@ -111,6 +111,12 @@ done
 # 6. Usage errors are exit 2; --help is the usage on stdout, exit 0 (it was 2, on stderr).
 run usage --max-restarts x -- "$w/config.yaml"
 [[ $rc == 2 ]] || fail "--max-restarts x: exit $rc (expected 2)"
+# A binary that is not there: no run, no restart (each one failed, then exit 1).
+run nobinary --hpctrain "$w/nowhere/hpctrain" --launcher "mpiexec -n 2" -- "$w/config.yaml"
+if [[ $rc != 2 || $(restarts nobinary) != 0 ]] || ! grep -q "no such program" "$w/nobinary.out"; then
+  fail "a missing binary: exit $rc, $(restarts nobinary) restarts (expected 2, 0)"
+  explain nobinary
+fi
 rc=0
 help=$(bash "$here/../../jobs/launch.sh" --help 2>/dev/null) || rc=$?
 [[ $rc == 0 && $help == *"--max-restarts"* ]] || fail "launch.sh --help: exit $rc"
