@@ -102,44 +102,52 @@ void remove_temporary(const std::string& path) {
 
 ClaimedTemporary::ClaimedTemporary(std::string temp_path, const std::string& output)
     : path_(std::move(temp_path)) {
-  for (;;) {
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == ELOOP) {  // a symbolic link: removed, then created again
-      remove_temporary(path_);
-      continue;
-    }
+  const auto open_temporary = [&](int flags) {
+    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0644);
     if (fd < 0 && errno == EISDIR) {
       throw UsageError(output + ": " + path_ +
                        " is a directory, where this command writes its temporary file");
     }
-    if (fd < 0) {
+    if (fd < 0 && errno != ELOOP && errno != EEXIST) {
       throw Error(output + ": cannot write: cannot create " + path_ + ": " + std::strerror(errno));
     }
-    if (::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
-        errno != ENOSYS) {  // those three: a file system without flock
-      const int err = errno;
-      ::close(fd);
-      if (err == EWOULDBLOCK) {
-        throw UsageError(output + ": another process is writing it now (it holds " + path_ +
-                         "); wait for it to end, or write to another name");
-      }
-      throw Error(path_ + ": cannot lock: " + std::strerror(err));
-    }
-    fd_ = fd;
-    // The writer whose claim ended (renamed or removed) before this lock was granted leaves
-    // this descriptor on a file that is no longer the temporary: try again.
-    if (!still_claimed()) {
-      ::close(fd_);
-      fd_ = -1;
+    return fd;
+  };
+  for (;;) {
+    const int fd = open_temporary(0);
+    if (fd < 0) {  // a symbolic link: removed (never written through), then created again
+      remove_temporary(path_);
       continue;
     }
-    if (::ftruncate(fd_, 0) != 0) {  // what a killed writer left
-      const int err = errno;
-      ::close(fd_);
-      fd_ = -1;
-      throw Error(path_ + ": cannot empty: " + std::strerror(err));
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      fd_ = fd;
+      // The writer whose claim ended (renamed or removed) before this lock was granted
+      // leaves this descriptor on a file that is no longer the temporary: try again.
+      if (!still_claimed()) {
+        ::close(std::exchange(fd_, -1));
+        continue;
+      }
+      if (::ftruncate(fd_, 0) != 0) {  // what a killed writer left
+        const int err = errno;
+        ::close(std::exchange(fd_, -1));
+        throw Error(path_ + ": cannot empty: " + std::strerror(err));
+      }
+      return;
     }
-    return;
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) {
+      throw UsageError(output + ": another process is writing it now (it holds " + path_ +
+                       "); wait for it to end, or write to another name");
+    }
+    if (err != ENOLCK && err != EOPNOTSUPP && err != ENOSYS) {
+      throw Error(path_ + ": cannot lock: " + std::strerror(err));
+    }
+    // A file system without flock: a new file of this writer's own, never one another
+    // writer may be writing (whose commit then fails, its temporary no longer under the name).
+    remove_temporary(path_);
+    fd_ = open_temporary(O_EXCL);
+    if (fd_ >= 0) return;
   }
 }
 
@@ -149,8 +157,8 @@ ClaimedTemporary::ClaimedTemporary(ClaimedTemporary&& other) noexcept
 ClaimedTemporary::~ClaimedTemporary() { remove(); }
 
 bool ClaimedTemporary::still_claimed() const {
-  struct stat held {
-  }, named{};
+  struct stat held = {};
+  struct stat named = {};
   return fd_ >= 0 && ::fstat(fd_, &held) == 0 && ::lstat(path_.c_str(), &named) == 0 &&
          held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
