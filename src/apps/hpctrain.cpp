@@ -314,6 +314,9 @@ int cmd_train(int* argc, char*** argv, const std::vector<std::string>& args) {
     if (args[i] == "--set") {
       if (i + 1 >= args.size()) throw UsageError("--set: expected key.path=value");
       overrides.push_back(args[++i]);
+      if (overrides.back().find('=') == std::string::npos || overrides.back().front() == '=') {
+        throw UsageError("--set " + overrides.back() + ": expected key.path=value");  // bare line
+      }
     } else if (args[i] == "--resume") {
       if (i + 1 >= args.size()) {
         throw UsageError("--resume: expected auto, never, a checkpoint path or auto:PATH");

@@ -301,6 +301,10 @@ def case_resume_refusals():
     fresh("refuse_else")
     rc, _, err = train("refuse_else", 1, sets, resume="auto:")
     check(rc == 2, f"--resume auto: with no path: exit {rc}, expected 2")
+    # An error in the command line itself is a bare line (--set -h came with a time).
+    rc, _, err = train("refuse_else", 1, ["-h"])
+    check(rc == 2 and err.strip() == "error: --set -h: expected key.path=value",
+          f"--set -h: exit {rc}, {err!r}")
     s = expect_ok("refuse_else", 1, sets, resume=f"auto:{given}")
     check(s["resumed_from"] == newest_step("refuse"),
           f"auto:PATH without checkpoints of its own resumed from {s['resumed_from']}")
