@@ -268,10 +268,10 @@ void write_layers_file(const std::string& path, const Export& e) {
 
 Export gather(const Options& o) {
   ModelTarget target = resolve_model_target(o.target);
-  const std::string checkpoint = checkpoint_path(target, "export");
+  const LoadedCheckpoint checkpoint = read_target_checkpoint(target, "export");
   // --force replaces an earlier export, never what this one reads (the data files too: a
   // test set was replaced by the export).
-  std::vector<std::string> inputs = {checkpoint, target.config.source_file};
+  std::vector<std::string> inputs = {checkpoint.path, target.config.source_file};
   const DataConfig& d = target.config.data;
   for (const auto& [entries, key] :
        {std::pair{&d.train, "train"}, std::pair{&d.val, "val"}, std::pair{&d.test, "test"}}) {
@@ -290,14 +290,15 @@ Export gather(const Options& o) {
   e.config = std::move(target.config);
   const Config& config = e.config;
   const std::unique_ptr<DataSource> train = open_training_data(config);
-  e.checkpoint = checkpoint;
+  e.checkpoint = checkpoint.path;
+  e.step = checkpoint.state.step;
   e.shape = train->shape();
   e.preprocess = input_preprocess(config, *train);
   e.reference = read_reference(config, e.shape, e.preprocess);
 
   CpuBackend backend(1);
   const std::unique_ptr<Model> model_ptr =
-      load_checkpoint_model(backend, config, e.shape, e.reference.rows, checkpoint, &e.step);
+      load_checkpoint_model(backend, config, e.shape, e.reference.rows, checkpoint);
   Model& model = *model_ptr;
   e.architecture = model.architecture();
   e.output_dims = model.output_dims();

@@ -159,7 +159,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   const Options o = parse(args);
   const ModelTarget target = resolve_model_target(o.target);
   const Config& config = target.config;
-  const std::string checkpoint = checkpoint_path(target, "generate");
+  const LoadedCheckpoint checkpoint = read_target_checkpoint(target, "generate");
   const std::unique_ptr<DataSource> data = open_training_data(config);
   const DatasetShape& shape = data->shape();
   if (shape.labels_per_sample <= 1) {

@@ -83,14 +83,14 @@ ModelTarget resolve_model_target(const TargetArgs& args) {
   return t;
 }
 
-std::string checkpoint_path(const ModelTarget& t, const std::string& command) {
-  if (t.checkpoint != "auto") return t.checkpoint;
-  const std::optional<LoadedCheckpoint> newest = load_newest_valid(t.config.checkpoint.dir);
+LoadedCheckpoint read_target_checkpoint(const ModelTarget& t, const std::string& command) {
+  if (t.checkpoint != "auto") return {t.checkpoint, read_checkpoint_file(t.checkpoint)};
+  std::optional<LoadedCheckpoint> newest = load_newest_valid(t.config.checkpoint.dir);
   if (!newest) {
     throw UsageError(command + ": no valid checkpoint in " + t.config.checkpoint.dir +
                      " (checkpoint.dir of " + t.config.source_file + ")");
   }
-  return newest->path;
+  return std::move(*newest);
 }
 
 std::unique_ptr<DataSource> open_training_data(const Config& config) {
@@ -99,18 +99,16 @@ std::unique_ptr<DataSource> open_training_data(const Config& config) {
 
 std::unique_ptr<Model> load_checkpoint_model(Backend& backend, const Config& config,
                                              const DatasetShape& shape, int64_t max_batch,
-                                             const std::string& checkpoint, int64_t* step) {
+                                             const LoadedCheckpoint& checkpoint) {
   const Dims dims = {shape.c, shape.h, shape.w};
   auto model = std::make_unique<Model>(
       backend, build_layers(config.model, model_data(shape), dims, config.source_file), dims,
       max_batch);
-  const CheckpointState stored = read_checkpoint_file(checkpoint);
-  if (stored.architecture != model->architecture()) {
-    throw UsageError(checkpoint + ": its model is not the one " + config.source_file +
+  if (checkpoint.state.architecture != model->architecture()) {
+    throw UsageError(checkpoint.path + ": its model is not the one " + config.source_file +
                      " builds (compare hpctrain inspect of both)");
   }
-  load_initial_params(stored, checkpoint, *model);
-  if (step != nullptr) *step = stored.step;
+  load_initial_params(checkpoint.state, checkpoint.path, *model);
   return model;
 }
 

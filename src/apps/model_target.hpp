@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "checkpoint/checkpoint_store.hpp"
 #include "config/config.hpp"
 #include "data/dataset_file.hpp"
 #include "nn/model.hpp"
@@ -43,19 +44,19 @@ struct ModelTarget {
 // to the config. Throws UsageError naming the file.
 ModelTarget resolve_model_target(const TargetArgs& args);
 
-// The checkpoint file of `t`: "auto" becomes the newest valid one in checkpoint.dir.
-// Throws UsageError "`command`: no valid checkpoint in DIR ..." when there is none.
-std::string checkpoint_path(const ModelTarget& t, const std::string& command);
+// The checkpoint of `t`, read (once: a run still training there may prune the file after
+// it): "auto" is the newest valid one in checkpoint.dir. Throws UsageError "`command`: no
+// valid checkpoint in DIR ..." when there is none.
+LoadedCheckpoint read_target_checkpoint(const ModelTarget& t, const std::string& command);
 
 // `config`'s data.train, opened (a file, a glob's or a list's files).
 std::unique_ptr<DataSource> open_training_data(const Config& config);
 
 // The model `config` builds for samples of `shape`, in batches of up to `max_batch`, on
 // `backend`, holding the parameters of `checkpoint`. Throws UsageError naming the checkpoint
-// when it holds another model. `step`, where given, gets the checkpoint's step.
+// when it holds another model.
 std::unique_ptr<Model> load_checkpoint_model(Backend& backend, const Config& config,
                                              const DatasetShape& shape, int64_t max_batch,
-                                             const std::string& checkpoint,
-                                             int64_t* step = nullptr);
+                                             const LoadedCheckpoint& checkpoint);
 
 }  // namespace hpctrain

@@ -97,19 +97,31 @@ std::vector<CheckpointEntry> list_checkpoints(const std::string& dir) {
 std::optional<LoadedCheckpoint> load_newest_valid(const std::string& dir) {
   // Only a UsageError (the contents are bad) is skipped: an Error (the system could not
   // read the file) or a newer format version ends the run, or the older one would be
-  // resumed and retention would then delete this newer one.
-  for (const CheckpointEntry& e : list_checkpoints(dir)) {
-    try {
-      return LoadedCheckpoint{e.path, read_checkpoint_file(e.path)};
-    } catch (const NewerCheckpointError& err) {
-      throw NewerCheckpointError(std::string(err.what()) +
-                                 ": not skipped for an older checkpoint, whose run would "
-                                 "delete it; use the hpctrain that wrote it");
-    } catch (const UsageError& err) {
-      log_warn(std::string(err.what()) + "; skipping it for an older checkpoint");
+  // resumed and retention would then delete this newer one. A file that is gone by the
+  // time it is read was pruned by a run still writing the directory (eval beside training,
+  // checkpoint.keep 1): the directory is listed again, for the newer ones written since.
+  constexpr int kListings = 20;
+  for (int listing = 1;; ++listing) {
+    bool pruned = false;
+    for (const CheckpointEntry& e : list_checkpoints(dir)) {
+      try {
+        return LoadedCheckpoint{e.path, read_checkpoint_file(e.path)};
+      } catch (const NewerCheckpointError& err) {
+        throw NewerCheckpointError(std::string(err.what()) +
+                                   ": not skipped for an older checkpoint, whose run would "
+                                   "delete it; use the hpctrain that wrote it");
+      } catch (const Error& err) {
+        std::error_code ec;
+        if (listing < kListings && !fs::exists(fs::symlink_status(e.path, ec))) {
+          pruned = true;
+          break;
+        }
+        if (dynamic_cast<const UsageError*>(&err) == nullptr) throw;
+        log_warn(std::string(err.what()) + "; skipping it for an older checkpoint");
+      }
     }
+    if (!pruned) return std::nullopt;
   }
-  return std::nullopt;
 }
 
 std::vector<CheckpointEntry> owned_checkpoints(const std::string& dir, const std::string& owner) {

@@ -109,6 +109,33 @@ def case_final_model_every_config():
         print(f"{config}: final checkpoint kept; eval test accuracy {e['test_accuracy']}")
 
 
+def case_eval_beside_training():
+    """eval and export of a run directory while its training writes a checkpoint every step
+    and keeps one (checkpoint.keep 1): each reads the newest checkpoint. A file pruned after
+    the directory was listed was skipped as damaged: 1 eval in 3 found no valid checkpoint
+    (exit 2), and export read the file it had chosen a second time, after its pruning."""
+    name = "beside"
+    fresh(name)
+    p = session(train_cmd(name, 1, ["train.epochs=1000", "data.val=", "checkpoint.every_steps=1",
+                                    "checkpoint.keep=1", "run.threads=1"]),
+                stdout=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not checkpoints(name) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.1)
+    check(p.poll() is None and checkpoints(name), "the training run wrote no checkpoint")
+    out = os.path.join(run_dir(name), "model.h5")
+    failed = []
+    for i in range(24):
+        cmd = [hpctrain(), "eval", run_dir(name)] if i % 2 == 0 else \
+            [hpctrain(), "export", run_dir(name), "--format", "hdf5-layers", "--out", out, "--force"]
+        c = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if c.returncode != 0:
+            failed.append(f"{cmd[1]}: exit {c.returncode}: {c.stderr.strip()[-300:]}")
+    p.send_signal(signal.SIGTERM)
+    p.wait(timeout=120)
+    check(not failed, f"{len(failed)} of 24 beside training failed: {failed[:2]}")
+
+
 def case_rerun_finished_and_stopped():
     """A run stopped by SIGUSR1 and resumed to the end leaves its final model, which
     `eval RUN_DIR` and `eval CHECKPOINT` evaluate to the run's test accuracy; the same
