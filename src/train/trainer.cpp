@@ -371,10 +371,11 @@ int Trainer::run() {
   const bool trains = first_epoch <= config_.train.epochs;
   if (trains) start_energy();
   summary.epochs_completed = first_epoch - 1;
-  bool diverged = false;
+  bool diverged = false, warned_checkpoints = false;
   for (int epoch = first_epoch; epoch <= config_.train.epochs && !diverged; ++epoch) {
     EpochMetrics m;
     EpochTally own;  // this run's; the row adds those a checkpoint carried
+    const double blocked_before = checkpoints_->stats().blocked_seconds;
     const int64_t first_step = global_step_ - static_cast<int64_t>(epoch - 1) * steps_per_epoch_;
     const EpochEnd ended = async_ ? train_epoch_async(epoch, first_step, m, own)
                                   : train_epoch(epoch, first_step, m, own);
@@ -430,6 +431,17 @@ int Trainer::run() {
       }
     }
     log_info(epoch_line(m, config_.train.epochs));
+    // Checkpoints due faster than they are written hold the steps back (once a run).
+    const double blocked = checkpoints_->stats().blocked_seconds - blocked_before;
+    if (rank_ == 0 && !warned_checkpoints && own.train_s > 1.0 && blocked > 0.25 * own.train_s) {
+      warned_checkpoints = true;
+      char text[240];
+      std::snprintf(text, sizeof(text),
+                    "checkpoints held training back for %.1f s of epoch %d's %.1f s: they fall "
+                    "due faster than they are written; checkpoint less often",
+                    blocked, epoch, own.train_s);
+      log_warn(text);
+    }
     if (metrics_csv_) metrics_csv_->append(m);
     encode_tally(epoch + 1, EpochTally{}, epoch_so_far_);  // what the epoch's checkpoint carries
     // The epoch's checkpoint after its row: killed in between, the resumed run trains the

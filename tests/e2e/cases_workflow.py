@@ -136,6 +136,18 @@ def case_eval_beside_training():
     check(not failed, f"{len(failed)} of 24 beside training failed: {failed[:2]}")
 
 
+def case_checkpoint_waits_warned():
+    """A checkpoint every step of a small model: the steps wait for the writes, most of the
+    epoch, and the run says so once (it slowed down without a word); not so without them."""
+    sets = ["train.epochs=2", "data.val=", "data.test=", "train.batch_size=32", "run.threads=1"]
+    rc, _, err = train("waits", 1, sets + ["checkpoint.every_steps=1", "checkpoint.keep=1"])
+    warned = [x for x in err.splitlines() if "checkpoints held training back" in x]
+    check(rc == 0 and len(warned) == 1 and "checkpoint less often" in warned[0],
+          f"checkpoints every step: exit {rc}, warnings {warned}")
+    rc, _, err = train("no_waits", 1, sets + ["checkpoint.every_steps=0"])
+    check(rc == 0 and "held training back" not in err, f"no checkpoints: exit {rc}, {err}")
+
+
 def case_rerun_finished_and_stopped():
     """A run stopped by SIGUSR1 and resumed to the end leaves its final model, which
     `eval RUN_DIR` and `eval CHECKPOINT` evaluate to the run's test accuracy; the same
