@@ -91,14 +91,14 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
                        : std::clamp<int64_t>(kTargetChunkBytes / sample_bytes, 1, kMaxChunkSamples);
 
   h5_quiet();
-  // Held until the rename: a second writer of PATH is refused (a link there is removed, never
-  // written through; what a killed run left is taken over).
-  claim_.emplace(temp_path_, path_);
+  // Exclusively, after removing what an earlier run left (a link there is removed, never
+  // written through); renamed only while the path still names this file.
+  temp_.emplace(temp_path_, path_);
   const H5Handle fapl = h5_large_attribute_access();  // class names
   // No times in the headers: the same options give the same file (synth, split, shard...).
   const H5Handle fcpl = h5_untimed_creation();
   errno = 0;
-  const hid_t created = H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
+  const hid_t created = H5Fcreate(temp_path_.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get());
   if (created < 0) {        // a directory gone or not writable since the checks, /proc, a full disk
     const int err = errno;  // left by HDF5's open()
     throw Error(path_ + ": cannot write: cannot create " + temp_path_ +
@@ -106,6 +106,7 @@ DatasetWriter::DatasetWriter(const std::string& path, const DatasetWriterOptions
   }
   file_ = H5Handle(created, H5Fclose);
   try {
+    temp_->own(h5_descriptor(created));
     create_datasets();
     write_attributes();
   } catch (...) {
@@ -217,7 +218,7 @@ void DatasetWriter::finish() {
 void DatasetWriter::close() {
   if (closed_) return;
   finish();
-  claim_->commit(path_);  // the rename, then the directory made durable
+  temp_->commit();  // the rename, then the directory made durable
   closed_ = true;
 }
 
@@ -253,7 +254,7 @@ void DatasetWriter::abandon() noexcept {
   labels_.reset();
   image_type_.reset();
   file_.reset();
-  claim_.reset();  // the temporary file removed
+  temp_.reset();  // the temporary file removed (where it is still this writer's)
   closed_ = true;
 }
 

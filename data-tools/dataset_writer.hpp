@@ -25,8 +25,8 @@ struct DatasetWriterOptions {
   int deflate_level = 0;                 // 0 = uncompressed, 1-9 = deflate (with shuffle)
 };
 
-// Owns the file being written. Not thread-safe. Rows go to PATH.tmp (a ClaimedTemporary: a
-// second writer of PATH is refused meanwhile); close() flushes, fsyncs and renames it to
+// Owns the file being written. Not thread-safe. Rows go to PATH.tmp (an OwnedTemporary:
+// renamed only while it is still this writer's); close() flushes, fsyncs and renames it to
 // PATH. The destructor closes a writer that was not closed, except while an exception
 // unwinds: then the temporary file is removed, so a failed conversion never leaves a
 // half-written file under either name.
@@ -60,7 +60,7 @@ class DatasetWriter {
   void abandon() noexcept;
 
   std::string path_, temp_path_;
-  std::optional<ClaimedTemporary> claim_;  // temp_path_, held from the constructor to the rename
+  std::optional<OwnedTemporary> temp_;  // temp_path_, from the constructor to the rename
   DatasetWriterOptions options_;
   int64_t chunk_samples_ = 0;
   int64_t rows_ = 0;

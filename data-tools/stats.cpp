@@ -75,11 +75,12 @@ void store_channel_stats(const std::string& path, const ChannelStats& stats) {
   // Into a copy, renamed over the file when complete. Adding attributes grows the file's
   // metadata, and HDF5 writes it back at the flush: a full disk or a kill there, in place,
   // left a file HDF5 could no longer open. Now the file stays as it was (and at worst
-  // PATH.tmp is left, taken over by the next run).
+  // PATH.tmp is left, removed by the next run).
   std::error_code ec;
   const std::string real = std::filesystem::canonical(path, ec).string();  // a link's target
   if (ec) throw UsageError(path + ": " + ec.message());
-  ClaimedTemporary temp(real + ".tmp", path);  // removed if anything fails
+  OwnedTemporary temp(real + ".tmp", real);  // removed if anything fails
+  temp.create();
   if (!std::filesystem::copy_file(real, temp.path(),
                                   std::filesystem::copy_options::overwrite_existing, ec) ||
       ec) {
@@ -104,7 +105,7 @@ void store_channel_stats(const std::string& path, const ChannelStats& stats) {
       HT_CHECK_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
     });
   }
-  temp.commit(real);
+  temp.commit();
 }
 
 }  // namespace hpctrain

@@ -82,18 +82,18 @@ std::string read_file(const std::string& path) {
 
 // Writes the windows `rows` (their first tokens' indices / T) of `ids` for `path` into a
 // temporary file, removed if anything fails; returns it, for the caller to commit.
-ClaimedTemporary write_windows(const std::string& path, const std::vector<int32_t>& ids,
-                               const std::vector<int64_t>& rows, const TextOptions& o,
-                               const std::vector<std::string>& vocabulary,
-                               const std::string& source) {
-  ClaimedTemporary temp(path + ".tmp", path);
+OwnedTemporary write_windows(const std::string& path, const std::vector<int32_t>& ids,
+                             const std::vector<int64_t>& rows, const TextOptions& o,
+                             const std::vector<std::string>& vocabulary,
+                             const std::string& source) {
+  OwnedTemporary temp(path + ".tmp", path);
   try {
     h5_quiet();
     const H5Handle fapl = h5_large_attribute_access();  // the vocabulary may be large
     const H5Handle fcpl = h5_untimed_creation();        // nor in the root group's header
-    H5Handle file(
-        HT_CHECK_H5(H5Fcreate(temp.path().c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get())),
-        H5Fclose);
+    H5Handle file(HT_CHECK_H5(H5Fcreate(temp.path().c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get())),
+                  H5Fclose);
+    temp.own(h5_descriptor(file.get()));
     const int64_t width = o.seq_len + 1;
     const hsize_t dims[2] = {rows.size(), static_cast<hsize_t>(width)};
     H5Handle space(HT_CHECK_H5(H5Screate_simple(2, dims, nullptr)), H5Sclose);
@@ -178,8 +178,8 @@ bool written_by_text(const std::string& path) {
 
 // Renames each finished temporary over its output; on a failure the temporaries not yet
 // renamed are removed (by their destructors) as the error goes on.
-void commit_all(std::vector<ClaimedTemporary>& temps, const std::vector<std::string>& outputs) {
-  for (size_t i = 0; i < temps.size(); ++i) temps[i].commit(outputs[i]);
+void commit_all(std::vector<OwnedTemporary>& temps) {
+  for (OwnedTemporary& temp : temps) temp.commit();
 }
 
 }  // namespace
@@ -287,7 +287,7 @@ TextReport convert_text(const TextOptions& o) {
   report.tokens = static_cast<int64_t>(ids.size());
   report.vocab = static_cast<int64_t>(vocabulary.size());
   if (!split) {
-    write_windows(o.out, ids, rows[0], o, vocabulary, source).commit(o.out);
+    write_windows(o.out, ids, rows[0], o, vocabulary, source).commit();
     report.outputs = {o.out};
     report.windows = {windows};
     return report;
@@ -307,7 +307,7 @@ TextReport convert_text(const TextOptions& o) {
   // All written before any is renamed, the earlier files removed in between (those of an
   // earlier split that this run does not write too): a failure or a kill never leaves new
   // splits beside old ones of other windows or another vocabulary.
-  std::vector<ClaimedTemporary> temps;  // removed if anything fails before their renames
+  std::vector<OwnedTemporary> temps;  // removed if anything fails before their renames
   std::vector<std::string> all;
   for (int k = 0; k < 3; ++k) {
     const std::string path = (fs::path(o.out) / names[k]).string();
@@ -325,7 +325,7 @@ TextReport convert_text(const TextOptions& o) {
     report.windows.push_back(static_cast<int64_t>(rows[k].size()));
   }
   remove_files(all);
-  commit_all(temps, report.outputs);
+  commit_all(temps);
   return report;
 }
 

@@ -197,10 +197,11 @@ struct Export {
   std::vector<float> logits;
 };
 
-void write_layers_hdf5(const std::string& path, const Export& e) {
+void write_layers_hdf5(OwnedTemporary& temp, const Export& e) {
   const H5Handle fapl = h5_large_attribute_access();  // a vocabulary, tensor names
-  H5Handle file(HT_CHECK_H5(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())),
+  H5Handle file(HT_CHECK_H5(H5Fcreate(temp.path().c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get())),
                 H5Fclose);
+  temp.own(h5_descriptor(file.get()));
   const hid_t root = file.get();
   const DatasetShape& s = e.shape;
   h5_write_strings(root, "format", {kFormatName}, true);
@@ -257,13 +258,13 @@ void write_layers_hdf5(const std::string& path, const Export& e) {
 // Writes `path` through path.tmp, renamed when complete.
 void write_layers_file(const std::string& path, const Export& e) {
   h5_quiet();
-  ClaimedTemporary temp(path + ".tmp", path);  // removed if anything fails
+  OwnedTemporary temp(path + ".tmp", path);  // removed if anything fails
   try {
-    write_layers_hdf5(temp.path(), e);
+    write_layers_hdf5(temp, e);
   } catch (const Error& err) {
     throw Error(path + ": cannot write: " + err.what());
   }
-  temp.commit(path);
+  temp.commit();
 }
 
 Export gather(const Options& o) {
@@ -337,9 +338,6 @@ int run_python_export(const std::string& layers, const Options& o) {
   std::string path = dir.string();
   if (old != nullptr && *old != '\0') path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);
-  // h5py reads `layers` without HDF5's file lock, which this process's hold on it (a
-  // ClaimedTemporary's flock) would refuse.
-  setenv("HDF5_USE_FILE_LOCKING", "FALSE", 1);
   // Each value joined to its option: argparse takes a word that starts with '-' for one.
   std::vector<std::string> words = {"python3",
                                     "-m",
@@ -412,8 +410,8 @@ int cmd_export(const std::vector<std::string>& args) {
   h5_quiet();
   // Beside OUT, not in TMPDIR: an export killed by a signal leaves it where it is seen, and
   // the next export to OUT takes it over (and removes it).
-  const ClaimedTemporary temp(o.out + ".layers.tmp", o.out);  // removed at the end
-  write_layers_hdf5(temp.path(), e);
+  OwnedTemporary temp(o.out + ".layers.tmp", o.out);  // removed at the end
+  write_layers_hdf5(temp, e);
   return run_python_export(temp.path(), o);
 }
 

@@ -159,7 +159,6 @@ int cmd_generate(const std::vector<std::string>& args) {
   const Options o = parse(args);
   const ModelTarget target = resolve_model_target(o.target);
   const Config& config = target.config;
-  const LoadedCheckpoint checkpoint = read_target_checkpoint(target, "generate");
   const std::unique_ptr<DataSource> data = open_training_data(config);
   const DatasetShape& shape = data->shape();
   if (shape.labels_per_sample <= 1) {
@@ -174,6 +173,9 @@ int cmd_generate(const std::vector<std::string>& args) {
   }
   const std::vector<int32_t> prompt = encode(o.prompt, shape, data->path());
 
+  // Read once the prompt is known to be in the vocabulary (a prompt that is not is the
+  // error, whatever the checkpoint).
+  const LoadedCheckpoint checkpoint = read_target_checkpoint(target, "generate");
   CpuBackend backend(1);
   const std::unique_ptr<Model> model = load_checkpoint_model(backend, config, shape, 1, checkpoint);
 

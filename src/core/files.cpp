@@ -2,7 +2,6 @@
 #include "core/files.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,87 +99,74 @@ void remove_temporary(const std::string& path) {
   throw Error(path + ": cannot remove a stale temporary file: " + std::strerror(err));
 }
 
-ClaimedTemporary::ClaimedTemporary(std::string temp_path, const std::string& output)
-    : path_(std::move(temp_path)) {
-  const auto open_temporary = [&](int flags) {
-    const int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | flags, 0644);
-    if (fd < 0 && errno == EISDIR) {
-      throw UsageError(output + ": " + path_ +
-                       " is a directory, where this command writes its temporary file");
-    }
-    if (fd < 0 && errno != ELOOP && errno != EEXIST) {
-      throw Error(output + ": cannot write: cannot create " + path_ + ": " + std::strerror(errno));
-    }
-    return fd;
-  };
-  for (;;) {
-    const int fd = open_temporary(0);
-    if (fd < 0) {  // a symbolic link: removed (never written through), then created again
-      remove_temporary(path_);
-      continue;
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-      fd_ = fd;
-      // The writer whose claim ended (renamed or removed) before this lock was granted
-      // leaves this descriptor on a file that is no longer the temporary: try again.
-      if (!still_claimed()) {
-        ::close(std::exchange(fd_, -1));
-        continue;
-      }
-      if (::ftruncate(fd_, 0) != 0) {  // what a killed writer left
-        const int err = errno;
-        ::close(std::exchange(fd_, -1));
-        throw Error(path_ + ": cannot empty: " + std::strerror(err));
-      }
-      return;
-    }
-    const int err = errno;
-    ::close(fd);
-    if (err == EWOULDBLOCK) {
-      throw UsageError(output + ": another process is writing it now (it holds " + path_ +
-                       "); wait for it to end, or write to another name");
-    }
-    if (err != ENOLCK && err != EOPNOTSUPP && err != ENOSYS) {
-      throw Error(path_ + ": cannot lock: " + std::strerror(err));
-    }
-    // A file system without flock: a new file of this writer's own, never one another
-    // writer may be writing (whose commit then fails, its temporary no longer under the name).
-    remove_temporary(path_);
-    fd_ = open_temporary(O_EXCL);
-    if (fd_ >= 0) return;
+OwnedTemporary::OwnedTemporary(std::string temp_path, std::string output)
+    : path_(std::move(temp_path)), output_(std::move(output)) {
+  struct stat st = {};
+  if (::lstat(path_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError(output_ + ": " + path_ +
+                     " is a directory, where this command writes its temporary file");
   }
+  remove_temporary(path_);
 }
 
-ClaimedTemporary::ClaimedTemporary(ClaimedTemporary&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+OwnedTemporary::OwnedTemporary(OwnedTemporary&& other) noexcept
+    : path_(std::move(other.path_)),
+      output_(std::move(other.output_)),
+      fd_(std::exchange(other.fd_, -1)) {}
 
-ClaimedTemporary::~ClaimedTemporary() { remove(); }
+OwnedTemporary::~OwnedTemporary() { remove(); }
 
-bool ClaimedTemporary::still_claimed() const {
+void OwnedTemporary::own(int fd) {
+  const int opened = fd >= 0 ? -1 : ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const int kept = ::fcntl(fd >= 0 ? fd : opened, F_DUPFD_CLOEXEC, 0);
+  const int err = errno;
+  if (opened >= 0) ::close(opened);
+  if (kept < 0) throw Error(path_ + ": cannot hold what was created: " + std::strerror(err));
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = kept;
+}
+
+void OwnedTemporary::create() {
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw Error(output_ + ": cannot write: cannot create " + path_ + ": " + std::strerror(errno));
+  }
+  try {
+    own(fd);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(path_.c_str());
+    throw;
+  }
+  ::close(fd);
+}
+
+bool OwnedTemporary::still_owned() const {
   struct stat held = {};
   struct stat named = {};
   return fd_ >= 0 && ::fstat(fd_, &held) == 0 && ::lstat(path_.c_str(), &named) == 0 &&
          held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
 
-void ClaimedTemporary::commit(const std::string& output) {
-  if (!still_claimed()) {
-    throw Error(output + ": not written: " + path_ +
-                " was replaced or removed by another process while this one wrote it");
+void OwnedTemporary::commit() {
+  if (!still_owned()) {
+    throw Error(output_ + ": not written: " + path_ +
+                " was replaced or removed by another process while this one wrote it (two "
+                "commands writing one file: the other one's is kept)");
   }
+  const int fd = std::exchange(fd_, -1);  // commit_file renames it, or removes it on failure
   try {
-    commit_file(path_, output);
+    commit_file(path_, output_);
   } catch (...) {
-    ::close(std::exchange(fd_, -1));  // commit_file removed the temporary (or renamed it)
+    ::close(fd);
     throw;
   }
-  ::close(std::exchange(fd_, -1));
+  ::close(fd);
 }
 
-void ClaimedTemporary::remove() noexcept {
-  if (fd_ < 0) return;
-  if (still_claimed()) ::unlink(path_.c_str());
-  ::close(std::exchange(fd_, -1));
+void OwnedTemporary::remove() noexcept {
+  if (still_owned()) ::unlink(path_.c_str());
+  if (fd_ >= 0) ::close(std::exchange(fd_, -1));
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {

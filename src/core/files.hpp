@@ -38,39 +38,49 @@ class DirectorySyncError : public Error {
 // throws DirectorySyncError.
 void commit_file(const std::string& temp_path, const std::string& path);
 
-// A writer's temporary file (OUT.tmp), held by this process from its creation to its
-// commit through an flock on it: another process that claims the same temporary (a second
-// conversion to OUT, on this node or another one sharing the file system) is refused while
-// this one holds it, instead of removing it from under this writer. One left by a killed
-// writer is taken over, emptied. The commit renames it over OUT only while its path still
-// names the file this process claimed (where the file system has no flock, that check
-// alone stands: a writer whose temporary was replaced fails, never renames another's file).
-class ClaimedTemporary {
+// A writer's temporary file (OUT.tmp), from its creation to its rename over OUT. What an
+// earlier writer left at the path is removed first (a link itself, never what it leads to),
+// and the writer then creates the file exclusively and records it with own(). The commit
+// renames the path over OUT only while the path still names the file this writer created:
+// a second command writing OUT meanwhile removes the first one's temporary and makes its
+// own, and the first then fails instead of renaming the second's half-written file (the
+// second's is complete when it is renamed). No lock is taken: HDF5 opens the file by its
+// path, and may lock it itself.
+class OwnedTemporary {
  public:
-  // Claims `temp_path`, created empty (a link there is removed, never written through).
-  // Throws UsageError naming `output` when another process holds it or it is a directory,
-  // Error (OUTPUT: cannot write: cannot create TEMP: why) when it cannot be created.
-  ClaimedTemporary(std::string temp_path, const std::string& output);
-  ~ClaimedTemporary();  // removes the file unless committed (or removed), and lets it go
-  ClaimedTemporary(ClaimedTemporary&& other) noexcept;
-  ClaimedTemporary& operator=(ClaimedTemporary&&) = delete;
-  ClaimedTemporary(const ClaimedTemporary&) = delete;
-  ClaimedTemporary& operator=(const ClaimedTemporary&) = delete;
+  // Removes what is at `temp_path` (a stale temporary). Throws UsageError naming `output`
+  // where a directory is there, Error where it cannot be removed.
+  OwnedTemporary(std::string temp_path, std::string output);
+  ~OwnedTemporary();  // remove()
+  OwnedTemporary(OwnedTemporary&& other) noexcept;
+  OwnedTemporary& operator=(OwnedTemporary&&) = delete;
+  OwnedTemporary(const OwnedTemporary&) = delete;
+  OwnedTemporary& operator=(const OwnedTemporary&) = delete;
 
   const std::string& path() const { return path_; }
 
-  // commit_file(path(), output) once the path is checked to still name the claimed file;
-  // throws Error (the output untouched) where another process replaced it.
-  void commit(const std::string& output);
+  // Records the file the writer created: that of `fd`, the descriptor it writes through, or
+  // where it has none (fd < 0), the file at the path now. A descriptor of it is kept until
+  // the commit, so that its inode number cannot pass to another writer's file meanwhile.
+  void own(int fd = -1);
 
-  // Removes the file if its path still names the claimed one, and lets it go. Never throws.
+  // Creates the file (empty, exclusively) and owns it, for a writer that then writes it by
+  // its path (what it writes is removed with it if it fails half-way).
+  void create();
+
+  // commit_file(path(), OUT) once the path is checked to still name the owned file; throws
+  // Error "OUT: not written: ..." (OUT untouched) where another process replaced it.
+  void commit();
+
+  // Removes the file where the path still names the owned one (never another writer's).
+  // Never throws.
   void remove() noexcept;
 
  private:
-  bool still_claimed() const;
+  bool still_owned() const;
 
-  std::string path_;
-  int fd_ = -1;
+  std::string path_, output_;
+  int fd_ = -1;  // the owned file's, from own() to the commit
 };
 
 // Writes `content` to `path` through a temporary file, fsync and rename, so a

@@ -204,20 +204,15 @@ DatasetFile::DatasetFile(const std::string& path, StoredStats stats) : path_(pat
   // A file that passes H5Fis_hdf5 may still be damaged anywhere past its superblock.
   h5_reading(path, [&] {
     file_ = h5_open_read_only(path);
-    // The descriptor HDF5 reads through: its sec2 driver's handle is one (the default; a
-    // driver chosen by HDF5_DRIVER has handles of its own, and the file goes unwatched).
-    void* handle = nullptr;
+    // The descriptor HDF5 reads through (the sec2 driver's, the default; a driver chosen by
+    // HDF5_DRIVER has handles of its own, and the file goes unwatched).
     struct stat st {};
-    const H5Handle access(HT_CHECK_H5(H5Fget_access_plist(file_.get())), H5Pclose);
-    if (H5Pget_driver(access.get()) == H5FD_SEC2 &&
-        H5Fget_vfd_handle(file_.get(), H5P_DEFAULT, &handle) >= 0 && handle != nullptr &&
-        ::fstat(*static_cast<int*>(handle), &st) == 0) {
-      fd_ = *static_cast<int*>(handle);
+    if (const int fd = h5_descriptor(file_.get()); fd >= 0 && ::fstat(fd, &st) == 0) {
+      fd_ = fd;
       opened_size_ = st.st_size;
       opened_mtime_s_ = st.st_mtim.tv_sec;
       opened_mtime_ns_ = st.st_mtim.tv_nsec;
     }
-    H5Eclear2(H5E_DEFAULT);
     if (HT_CHECK_H5(H5Lexists(file_.get(), "tokens", H5P_DEFAULT)) > 0) {
       open_tokens();
     } else {

@@ -97,6 +97,16 @@ H5Handle h5_open_read_only(const std::string& path) {
   return H5Handle(HT_CHECK_H5(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get())), H5Fclose);
 }
 
+int h5_descriptor(hid_t file) {
+  void* handle = nullptr;
+  const hid_t access = H5Fget_access_plist(file);
+  const bool sec2 = access >= 0 && H5Pget_driver(access) == H5FD_SEC2;
+  if (access >= 0) H5Pclose(access);
+  const bool got = sec2 && H5Fget_vfd_handle(file, H5P_DEFAULT, &handle) >= 0 && handle != nullptr;
+  H5Eclear2(H5E_DEFAULT);
+  return got ? *static_cast<int*>(handle) : -1;
+}
+
 namespace {
 
 // Whether `file` (a path to try) opens and holds a dataset `dataset`; "." is `self`.

@@ -125,6 +125,10 @@ H5Handle h5_untimed_creation();
 // Opens an existing file read-only with h5_unlocked_access().
 H5Handle h5_open_read_only(const std::string& path);
 
+// The descriptor HDF5 reads and writes `file` through: its sec2 driver's handle (the
+// default); -1 for another driver (one chosen by HDF5_DRIVER has handles of its own).
+int h5_descriptor(hid_t file);
+
 // The first source of virtual dataset `dataset` (of the file at `file_path`) that cannot be
 // opened, as "FILE:DATASET"; empty when `dataset` is not virtual or every source opens.
 // HDF5 reads a missing source's rows as the fill value without a word. Sources are looked

@@ -305,56 +305,63 @@ TEST(Files, FailedCommitLeavesNoTemporaryFile) {
   EXPECT_FALSE(std::filesystem::exists(temp)) << "the temporary file was left";
 }
 
-// Two writers of one output: the second is refused while the first holds OUT.tmp (not
-// allowed to remove it from under the first), and a temporary replaced behind a writer's
-// back is never renamed over OUT. What a killed writer left, or a link there, is taken over.
-TEST(Files, AClaimedTemporaryIsHeldUntilItsCommit) {
+// A writer's temporary: what an earlier writer left is removed, never written through (a
+// symbolic or a hard link: the file it leads to keeps its bytes); one replaced behind the
+// writer's back is never renamed over OUT, nor removed by it.
+TEST(Files, AnOwnedTemporaryIsRenamedOnlyWhileItIsTheWritersOwn) {
   namespace fs = std::filesystem;
-  const std::string dir = ::testing::TempDir() + "/ht_files_claim";
+  const std::string dir = ::testing::TempDir() + "/ht_files_owned";
   fs::remove_all(dir);
   make_directories(dir);
   const std::string out = dir + "/out.h5", temp = out + ".tmp";
-  std::ofstream(temp) << "what a killed writer left";
+  const auto text = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const auto create = [&](OwnedTemporary& t, const std::string& bytes) {
+    std::ofstream(t.path(), std::ios::app) << bytes;
+    t.own();
+  };
+  std::ofstream(dir + "/kept") << "kept";
+  fs::create_hard_link(dir + "/kept", temp);
   {
-    ClaimedTemporary first(temp, out);
-    EXPECT_EQ(fs::file_size(temp), 0U) << "a stale temporary was not emptied";
-    try {
-      ClaimedTemporary second(temp, out);
-      ADD_FAILURE() << "a second writer claimed a held temporary";
-    } catch (const UsageError& e) {
-      EXPECT_NE(std::string(e.what()).find(out + ": another process is writing it now"),
-                std::string::npos)
-          << e.what();
-    }
-    EXPECT_TRUE(fs::exists(temp)) << "the refused writer removed the first one's temporary";
-    std::ofstream(temp, std::ios::app) << "first";
-    first.commit(out);
+    OwnedTemporary first(temp, out);
+    EXPECT_FALSE(fs::exists(temp)) << "what an earlier writer left is still there";
+    create(first, "first");
+    first.commit();
   }
-  EXPECT_FALSE(fs::exists(temp));
-  std::ifstream in(out);
-  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "first");
+  EXPECT_EQ(text(out), "first");
+  EXPECT_EQ(text(dir + "/kept"), "kept") << "written through a hard link";
 
-  {  // replaced behind its back: the commit fails and OUT stays as it was
-    ClaimedTemporary writer(temp, out);
-    fs::remove(temp);
-    std::ofstream(temp) << "another's";
-    EXPECT_THROW(writer.commit(out), Error);
-    writer.remove();
-    EXPECT_TRUE(fs::exists(temp)) << "another process's temporary was removed";
-    std::ifstream again(out);
-    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(again), {}), "first");
+  {  // a second writer of OUT while the first writes: the first fails, the second's is kept
+    OwnedTemporary first(temp, out);
+    create(first, "half of the first");
+    OwnedTemporary second(temp, out);
+    create(second, "second");
+    try {
+      first.commit();
+      ADD_FAILURE() << "renamed another writer's temporary";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(out + ": not written: "), std::string::npos) << e.what();
+    }
+    first.remove();
+    EXPECT_EQ(text(temp), "second") << "the first writer removed the second one's temporary";
+    EXPECT_EQ(text(out), "first");
+    second.commit();
   }
-  fs::remove(temp);
-  std::ofstream(dir + "/target") << "kept";
-  fs::create_symlink(dir + "/target", temp);
+  EXPECT_EQ(text(out), "second");
+  EXPECT_FALSE(fs::exists(temp));
+
+  fs::create_symlink(dir + "/kept", temp);
   {
-    ClaimedTemporary writer(temp, out);  // a link there: removed, never written through
+    OwnedTemporary writer(temp, out);  // a link there: removed, never written through
     EXPECT_FALSE(fs::is_symlink(temp));
+    create(writer, "x");
   }  // not committed: removed
   EXPECT_FALSE(fs::exists(temp));
-  EXPECT_EQ(fs::file_size(dir + "/target"), 4U);
+  EXPECT_EQ(text(dir + "/kept"), "kept");
   fs::create_directory(temp);
-  EXPECT_THROW(ClaimedTemporary(temp, out), UsageError);
+  EXPECT_THROW(OwnedTemporary(temp, out), UsageError);
 }
 
 }  // namespace
