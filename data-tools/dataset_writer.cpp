@@ -210,8 +210,8 @@ void DatasetWriter::finish() {
   labels_.reset();
   image_type_.reset();
   file_.reset();
-  // 2. Make the data durable before a name points at it.
-  fsync_file(temp_path_);
+  // 2. Make the data durable before a name points at it (the file this writer created).
+  temp_->sync();
   finished_ = true;
 }
 

@@ -148,12 +148,21 @@ bool OwnedTemporary::still_owned() const {
          held.st_dev == named.st_dev && held.st_ino == named.st_ino;
 }
 
-void OwnedTemporary::commit() {
+void OwnedTemporary::check_owned() const {
   if (!still_owned()) {
     throw Error(output_ + ": not written: " + path_ +
                 " was replaced or removed by another process while this one wrote it (two "
                 "commands writing one file: the other one's is kept)");
   }
+}
+
+void OwnedTemporary::sync() {
+  check_owned();
+  if (::fsync(fd_) != 0) throw Error(path_ + ": fsync failed: " + std::strerror(errno));
+}
+
+void OwnedTemporary::commit() {
+  check_owned();
   const int fd = std::exchange(fd_, -1);  // commit_file renames it, or removes it on failure
   try {
     commit_file(path_, output_);

@@ -68,6 +68,10 @@ class OwnedTemporary {
   // its path (what it writes is removed with it if it fails half-way).
   void create();
 
+  // Flushes the owned file to disk (fsync), once the path is checked to still name it;
+  // throws as commit() does.
+  void sync();
+
   // commit_file(path(), OUT) once the path is checked to still name the owned file; throws
   // Error "OUT: not written: ..." (OUT untouched) where another process replaced it.
   void commit();
@@ -78,6 +82,7 @@ class OwnedTemporary {
 
  private:
   bool still_owned() const;
+  void check_owned() const;  // throws "OUT: not written: ..." unless still_owned()
 
   std::string path_, output_;
   int fd_ = -1;  // the owned file's, from own() to the commit
