@@ -176,12 +176,6 @@ bool written_by_text(const std::string& path) {
   }
 }
 
-// Renames each finished temporary over its output; on a failure the temporaries not yet
-// renamed are removed (by their destructors) as the error goes on.
-void commit_all(std::vector<OwnedTemporary>& temps) {
-  for (OwnedTemporary& temp : temps) temp.commit();
-}
-
 }  // namespace
 
 std::vector<std::string> split_tokens(const std::string& text, const std::string& level,
@@ -325,7 +319,8 @@ TextReport convert_text(const TextOptions& o) {
     report.windows.push_back(static_cast<int64_t>(rows[k].size()));
   }
   remove_files(all);
-  commit_all(temps);
+  // On a failure the temporaries not yet renamed are removed (by their destructors).
+  for (OwnedTemporary& temp : temps) temp.commit();
   return report;
 }
 

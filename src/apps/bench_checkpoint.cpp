@@ -10,7 +10,6 @@
 #include "apps/bench_checkpoint.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +17,6 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -39,40 +37,10 @@
 #include "core/timer.hpp"
 #include "data-tools/cli_args.hpp"
 #include "data-tools/dataset_writer.hpp"
+#include "train/signals.hpp"
 
 namespace hpctrain {
 namespace {
-
-volatile std::sig_atomic_t g_stop_signal = 0;  // the stop signal received, else 0
-
-extern "C" void note_stop_signal(int sig) { g_stop_signal = sig; }
-
-// SIGINT and SIGTERM noted (for the loop to end) while it lives, restored after.
-class StopSignals {
- public:
-  StopSignals() {
-    struct sigaction note {};
-    note.sa_handler = note_stop_signal;
-    sigemptyset(&note.sa_mask);
-    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &note, &old_[i]);
-  }
-  ~StopSignals() {
-    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  // Ends the process by the signal received, with its default action (exit 128 + N).
-  [[noreturn]] void end_by_signal() const {
-    const int sig = g_stop_signal;
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
-    std::_Exit(128 + sig);
-  }
-
- private:
-  static constexpr int kSignals[] = {SIGINT, SIGTERM};
-  struct sigaction old_[std::size(kSignals)]{};
-};
 
 // Removes a folder and what is in it when it goes out of scope.
 struct RemovedAtExit {
@@ -189,9 +157,9 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
                      " bytes here");
   }
   // A folder of its own, so that removing it afterwards removes only what it wrote: also
-  // after a failure (a full disk) or a stop signal (SIGINT, SIGTERM: the repetition under
-  // way ends, the folder goes, then the signal ends the process as it would have).
-  const StopSignals stops;
+  // after a failure (a full disk) or a stop signal (SIGINT, SIGTERM, SIGUSR1: the repetition
+  // under way ends, the folder goes, then the signal ends the process as it would have).
+  install_stop_signals();
   std::string dir = parent + "/hpctrain-bench-checkpoint.XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) {
     throw UsageError("bench checkpoint: --dir: cannot make a folder in " + parent + ": " +
@@ -210,7 +178,7 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
   sync_state.strategy = "allreduce";
   sync_state.arrays[kParamsArray] = params;
   sync_state.arrays[kVelocityArray] = velocity;
-  for (int64_t r = 0; r < reps && g_stop_signal == 0; ++r) {
+  for (int64_t r = 0; r < reps && stop_signal() == 0; ++r) {
     // Alternate which goes first, so neither always meets the other's writeback.
     for (int turn = 0; turn < 2; ++turn) {
       const double t0 = now_seconds();
@@ -248,10 +216,11 @@ int cmd_bench_checkpoint(const std::vector<std::string>& args) {
     writer.wait();
     async_write_s.push_back(writer.stats().write_seconds - before);
   }
-  if (g_stop_signal != 0) {
+  if (const int sig = stop_signal(); sig != 0) {
     writer.wait();
     std::filesystem::remove_all(dir);
-    stops.end_by_signal();
+    std::signal(sig, SIG_DFL);  // ended by it, as it would have been (128 + N)
+    std::raise(sig);
   }
 
   const double plain = median(plain_s), ckpt = median(ckpt_s), blocked = median(blocked_s),

@@ -144,21 +144,24 @@ Dims parse_input_dims(const std::string& text) {
   return dims;
 }
 
+// The value of inspect's count option `option`, from `lo` to 999999; UsageError otherwise.
+int64_t inspect_count(const std::string& option, const std::string& text, int64_t lo) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 6 || std::stoll(text) < lo) {
+    throw UsageError("inspect: " + option + ": expected an integer from " + std::to_string(lo) +
+                     " to 999999, got '" + text + "'");
+  }
+  return std::stoll(text);
+}
+
 void inspect_config(const std::string& path, const std::vector<std::string>& overrides,
                     const std::string& input, const std::string& classes, bool time,
                     const std::string& batch_text, const std::string& ranks_text) {
   if (!batch_text.empty() && !time) throw UsageError("inspect: --batch goes with --time");
-  int ranks = 0;
-  if (!ranks_text.empty()) {
-    if (ranks_text.find_first_not_of("0123456789") != std::string::npos || ranks_text.size() > 6 ||
-        std::stoi(ranks_text) < 1) {
-      throw UsageError("inspect: --ranks: expected an integer from 1 to 999999, got '" +
-                       ranks_text + "'");
-    }
-    if (!input.empty()) {
-      throw UsageError("inspect: --ranks reads data.train's samples: give it without --input");
-    }
-    ranks = std::stoi(ranks_text);
+  const int ranks =
+      ranks_text.empty() ? 0 : static_cast<int>(inspect_count("--ranks", ranks_text, 1));
+  if (ranks > 0 && !input.empty()) {
+    throw UsageError("inspect: --ranks reads data.train's samples: give it without --input");
   }
   const Config config = load_config(path, overrides, catalog());
   Dims dims;
@@ -179,12 +182,7 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
       }
     }
     dims = parse_input_dims(input);
-    if (classes.find_first_not_of("0123456789") != std::string::npos || classes.size() > 6 ||
-        std::stoi(classes) < 2) {
-      throw UsageError("inspect: --classes: expected an integer from 2 to 999999, got '" + classes +
-                       "'");
-    }
-    data.num_classes = std::stoi(classes);
+    data.num_classes = static_cast<int>(inspect_count("--classes", classes, 2));
     source = "--input/--classes";
   } else {
     const std::unique_ptr<DataSource> train = open_training_data(config);
@@ -194,15 +192,8 @@ void inspect_config(const std::string& path, const std::vector<std::string>& ove
     source = train->path();
     rows = shape.n;
   }
-  int64_t batch = config.train.batch_size;
-  if (!batch_text.empty()) {
-    if (batch_text.find_first_not_of("0123456789") != std::string::npos || batch_text.size() > 6 ||
-        std::stoll(batch_text) < 1) {
-      throw UsageError("inspect: --batch: expected an integer from 1 to 999999, got '" +
-                       batch_text + "'");
-    }
-    batch = std::stoll(batch_text);
-  }
+  const int64_t batch =
+      batch_text.empty() ? config.train.batch_size : inspect_count("--batch", batch_text, 1);
   const int threads = config.run.threads > 0
                           ? config.run.threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

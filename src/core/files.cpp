@@ -163,14 +163,10 @@ void OwnedTemporary::sync() {
 
 void OwnedTemporary::commit() {
   check_owned();
-  const int fd = std::exchange(fd_, -1);  // commit_file renames it, or removes it on failure
-  try {
-    commit_file(path_, output_);
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  ::close(fd);
+  // Let go: while the path names the file its inode stays; commit_file renames it, or removes
+  // it on failure.
+  ::close(std::exchange(fd_, -1));
+  commit_file(path_, output_);
 }
 
 void OwnedTemporary::remove() noexcept {
